@@ -1,0 +1,90 @@
+//! A check: one manifest against a rule set. The manifest is normalised,
+//! enriched and flattened once; the candidate index picks the rules whose
+//! selectors can hold; those run in parallel across cores, each in its own
+//! instance; each rule's result lands in exactly one list of the answer.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use pitfall_sdk::model::cases::Evaluation;
+use pitfall_sdk::model::report::{CheckResponse, CheckStats, RuleError, Undetermined};
+use pitfall_sdk::model::{Manifest, Prepared};
+use rayon::prelude::*;
+
+use crate::engine::Engine;
+use crate::index::CandidateIndex;
+use crate::rule::Rule;
+
+/// Below this many candidates a check runs on the calling thread: handing
+/// work to the pool costs more than a few evaluations.
+const PARALLEL_THRESHOLD: usize = 8;
+
+/// An immutable set of loaded rules with its candidate index.
+#[derive(Debug, Clone)]
+pub struct RuleSet {
+    rules: Vec<Arc<Rule>>,
+    index: CandidateIndex,
+    revision: String,
+}
+
+impl RuleSet {
+    /// Indexes `rules`; `revision` names this set in answers.
+    pub fn new(rules: Vec<Arc<Rule>>, revision: impl Into<String>) -> RuleSet {
+        let index = CandidateIndex::new(rules.iter().map(|r| r.selectors.as_slice()));
+        RuleSet { rules, index, revision: revision.into() }
+    }
+
+    /// The rules, in set order.
+    pub fn rules(&self) -> &[Arc<Rule>] {
+        &self.rules
+    }
+
+    /// The revision given at construction.
+    pub fn revision(&self) -> &str {
+        &self.revision
+    }
+
+    /// The rules that a manifest's selectors admit.
+    pub fn candidates(&self, prepared: &Prepared) -> Vec<&Arc<Rule>> {
+        self.index
+            .candidates(&prepared.manifest)
+            .into_iter()
+            .map(|i| &self.rules[i as usize])
+            .filter(|r| r.selectors.iter().all(|s| s.holds(&prepared.manifest)))
+            .collect()
+    }
+
+    /// Checks a manifest (as the client sent it).
+    pub fn check(&self, engine: &Engine, manifest: Manifest) -> CheckResponse {
+        let start = Instant::now();
+        let prepared = Prepared::new(manifest);
+        let candidates = self.candidates(&prepared);
+        let evaluate = |rule: &&Arc<Rule>| (rule.id().to_owned(), engine.evaluate(rule, &prepared));
+        let results: Vec<(String, Evaluation)> = if candidates.len() < PARALLEL_THRESHOLD {
+            candidates.iter().map(evaluate).collect()
+        } else {
+            candidates.par_iter().map(evaluate).collect()
+        };
+        let mut answer = CheckResponse {
+            findings: Vec::new(),
+            undetermined: Vec::new(),
+            rule_errors: Vec::new(),
+            ruleset_revision: self.revision.clone(),
+            stats: CheckStats { rules_total: self.rules.len() as u32, rules_evaluated: candidates.len() as u32, elapsed_us: 0 },
+        };
+        for (rule_id, evaluation) in results {
+            match evaluation {
+                Evaluation::Clear => {}
+                Evaluation::Matched(finding) => answer.findings.push(*finding),
+                Evaluation::Undetermined(missing) => answer.undetermined.push(Undetermined { rule_id, missing }),
+                Evaluation::Failed(error) => answer.rule_errors.push(RuleError { rule_id, error }),
+            }
+        }
+        // Worst first, then by id: a stable order clients can diff.
+        answer.findings.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.rule_id.cmp(&b.rule_id)));
+        answer.undetermined.sort_by(|a, b| a.rule_id.cmp(&b.rule_id));
+        answer.rule_errors.sort_by(|a, b| a.rule_id.cmp(&b.rule_id));
+        answer.stats.elapsed_us = start.elapsed().as_micros() as u64;
+        answer
+    }
+}

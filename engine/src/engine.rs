@@ -1,0 +1,260 @@
+//! The narrow host: wasmtime configured for rules and nothing else, as
+//! Spin's `core` narrows wasmtime to what Spin needs. One [`Engine`] per
+//! process; it loads modules and evaluates them, each evaluation in a fresh
+//! instance with its own fuel, deadline and output budget.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Instant;
+
+use pitfall_sdk::model::Prepared;
+use pitfall_sdk::model::cases::{CaseResult, Evaluation, run_cases};
+use pitfall_sdk::model::report::{RawOutcome, render};
+use pitfall_sdk::model::session::Session;
+use wasmtime::{
+    Config, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig, Store, Trap,
+};
+
+use crate::abi::{EVALUATE_EXPORT, MEMORY_EXPORT};
+use crate::cache::{CompiledCache, digest_hex};
+use crate::error::{EngineError, LoadError};
+use crate::host::{self, GrowthLimiter, HostState};
+use crate::inspect::inspect;
+use crate::limits::{EPOCH_TICK, KEEP_RESIDENT_BYTES, Limits, MAX_TABLE_ELEMENTS};
+use crate::rule::Rule;
+
+/// Runs rule modules in the sandbox.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("limits", &self.inner.limits).finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    wasm: wasmtime::Engine,
+    linker: Linker<HostState>,
+    limits: Limits,
+    cache: CompiledCache,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Builds the wasmtime configuration for rules.
+fn wasmtime_config(limits: &Limits) -> Config {
+    let mut config = Config::new();
+    config
+        .consume_fuel(true)
+        .epoch_interruption(true)
+        .max_wasm_stack(limits.max_wasm_stack)
+        // Determinism: a rule is a pure function of the manifest. (Threads
+        // are not even compiled in: wasmtime's `threads` feature is off.)
+        .wasm_relaxed_simd(false)
+        .cranelift_nan_canonicalization(true)
+        // Nothing a rule needs, so nothing a rule gets.
+        .wasm_multi_memory(false)
+        .wasm_memory64(false)
+        .cranelift_opt_level(OptLevel::Speed)
+        // Rules are small; we compile many at once on our own threads.
+        .parallel_compilation(false);
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_core_instances(limits.max_instances)
+        .total_memories(limits.max_instances)
+        .total_tables(limits.max_instances)
+        .max_memories_per_module(1)
+        .max_tables_per_module(1)
+        .table_elements(MAX_TABLE_ELEMENTS)
+        .max_memory_size(limits.max_memory_bytes)
+        .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+        .table_keep_resident(4096);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config
+}
+
+impl Engine {
+    /// An engine with these limits and an in-memory compiled-code cache.
+    pub fn new(limits: Limits) -> Result<Engine, EngineError> {
+        Engine::build(limits, None)
+    }
+
+    /// An engine that also caches compiled code in `dir` (created if needed).
+    pub fn with_cache_dir(limits: Limits, dir: PathBuf) -> Result<Engine, EngineError> {
+        Engine::build(limits, Some(dir))
+    }
+
+    fn build(limits: Limits, cache_dir: Option<PathBuf>) -> Result<Engine, EngineError> {
+        let wasm = wasmtime::Engine::new(&wasmtime_config(&limits)).map_err(|e| EngineError(e.to_string()))?;
+        let mut linker = Linker::new(&wasm);
+        host::define(&mut linker).map_err(|e| EngineError(e.to_string()))?;
+        let cache = CompiledCache::new(cache_dir, &wasm).map_err(|e| EngineError(format!("cache dir: {e}")))?;
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        spawn_epoch_ticker(wasm.clone(), ticker_stop.clone()).map_err(|e| EngineError(e.to_string()))?;
+        Ok(Engine { inner: Arc::new(Inner { wasm, linker, limits, cache, ticker_stop }) })
+    }
+
+    /// The engine's limits.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// Checks, compiles (or takes from the cache) and links a module.
+    /// Does not run its tests: see [`Engine::run_tests`].
+    pub fn load(&self, bytes: &[u8]) -> Result<Rule, LoadError> {
+        let info = inspect(bytes, &self.inner.limits)?;
+        let sha256 = digest_hex(bytes);
+        let module = match self.inner.cache.get(&self.inner.wasm, &sha256) {
+            Some(m) => m,
+            None => {
+                let m = self.compile_bounded(bytes)?;
+                self.inner.cache.put(&sha256, &m);
+                m
+            }
+        };
+        let pre = self.inner.linker.instantiate_pre(&module).map_err(|e| LoadError::Import(e.to_string()))?;
+        let evaluate = module
+            .get_export_index(EVALUATE_EXPORT)
+            .ok_or_else(|| LoadError::Export(format!("missing export `{EVALUATE_EXPORT}`")))?;
+        let memory = module
+            .get_export_index(MEMORY_EXPORT)
+            .ok_or_else(|| LoadError::Export(format!("missing export `{MEMORY_EXPORT}`")))?;
+        Rule::new(info, sha256, bytes.len(), pre, evaluate, memory)
+    }
+
+    /// Compiles off the calling thread and gives up after the time bound
+    /// (the compile thread then finishes in the background, its result
+    /// dropped; module size and complexity limits bound that work).
+    fn compile_bounded(&self, bytes: &[u8]) -> Result<Module, LoadError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let wasm = self.inner.wasm.clone();
+        let owned = bytes.to_vec();
+        thread::Builder::new()
+            .name("pitfall-compile".into())
+            .spawn(move || {
+                let _ = tx.send(Module::from_binary(&wasm, &owned));
+            })
+            .map_err(|e| LoadError::Compile(format!("could not start the compile thread: {e}")))?;
+        match rx.recv_timeout(self.inner.limits.compile_timeout) {
+            Ok(Ok(module)) => Ok(module),
+            Ok(Err(e)) => Err(LoadError::Compile(format!("{e:#}"))),
+            Err(_) => Err(LoadError::CompileTimeout(self.inner.limits.compile_timeout)),
+        }
+    }
+
+    /// Evaluates `rule` on a prepared manifest in a fresh instance.
+    pub fn evaluate(&self, rule: &Rule, prepared: &Prepared) -> Evaluation {
+        let limits = &self.inner.limits;
+        let state = HostState {
+            session: Session::new(prepared.fields.clone(), limits.max_output_bytes),
+            memory: None,
+            limiter: GrowthLimiter {
+                max_memory_bytes: limits.max_memory_bytes,
+                max_table_elements: MAX_TABLE_ELEMENTS,
+                refused: false,
+            },
+        };
+        let mut store = Store::new(&self.inner.wasm, state);
+        store.limiter(|state| &mut state.limiter);
+        match self.run(rule, prepared, &mut store) {
+            Ok(evaluation) => evaluation,
+            Err(e) => {
+                let mut text = describe_failure(&e, limits);
+                // A trap right after memory ran out is the allocator giving
+                // up (Rust aborts): name the cause, not just the symptom.
+                if store.data().limiter.refused {
+                    text = format!("out of memory (limit {} MiB): {text}", limits.max_memory_bytes >> 20);
+                }
+                Evaluation::Failed(text)
+            }
+        }
+    }
+
+    fn run(&self, rule: &Rule, prepared: &Prepared, store: &mut Store<HostState>) -> wasmtime::Result<Evaluation> {
+        let limits = &self.inner.limits;
+        let mut store = store;
+        store.set_fuel(limits.fuel)?;
+        store.set_epoch_deadline(limits.deadline_ticks());
+        store.epoch_deadline_trap();
+        let instance = rule.pre.instantiate(&mut store)?;
+        let memory = instance
+            .get_module_export(&mut store, &rule.memory_export)
+            .and_then(|e| e.into_memory())
+            .ok_or_else(|| wasmtime::Error::msg("the rule's memory export is not a memory"))?;
+        store.data_mut().memory = Some(memory);
+        let evaluate = instance
+            .get_module_export(&mut store, &rule.evaluate_export)
+            .and_then(|e| e.into_func())
+            .ok_or_else(|| wasmtime::Error::msg("the rule's evaluate export is not a function"))?
+            .typed::<(), i32>(&store)?;
+        let code = evaluate.call(&mut store, ())?;
+        let raw = store.data_mut().session.take_output();
+        Ok(match RawOutcome::from_code(code) {
+            Some(RawOutcome::Clear) => Evaluation::Clear,
+            Some(RawOutcome::Undetermined) => Evaluation::Undetermined(raw.missing),
+            Some(RawOutcome::Matched) => match render(&rule.info.meta, &raw, &prepared.fields) {
+                Ok(finding) => Evaluation::Matched(Box::new(finding)),
+                // The rule ran but its output is malformed: its own error,
+                // not the host's (the inner of the two failure levels).
+                Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
+            },
+            None => Evaluation::Failed(format!("malformed output: {EVALUATE_EXPORT} returned {code}, not 0, 1 or 2")),
+        })
+    }
+
+    /// Runs the rule's embedded test cases in this engine.
+    pub fn run_tests(&self, rule: &Rule) -> Vec<CaseResult> {
+        run_cases(&rule.info.tests, &mut |prepared| self.evaluate(rule, prepared))
+    }
+
+    /// Times one evaluation (for benchmarks and publish-time cost reports).
+    pub fn evaluate_timed(&self, rule: &Rule, prepared: &Prepared) -> (Evaluation, std::time::Duration) {
+        let start = Instant::now();
+        let e = self.evaluate(rule, prepared);
+        (e, start.elapsed())
+    }
+}
+
+/// A failed evaluation (trap or host error), for people.
+fn describe_failure(e: &wasmtime::Error, limits: &Limits) -> String {
+    if let Some(trap) = e.downcast_ref::<Trap>() {
+        return match trap {
+            Trap::OutOfFuel => format!("exceeded its CPU budget ({} fuel units)", limits.fuel),
+            Trap::Interrupt => format!("exceeded the wall-clock deadline of {:?}", limits.deadline),
+            Trap::StackOverflow => format!("stack overflow (limit {} KiB)", limits.max_wasm_stack / 1024),
+            Trap::UnreachableCodeReached => "trap: unreachable (a panic or abort in the rule)".into(),
+            Trap::MemoryOutOfBounds => "trap: out-of-bounds memory access".into(),
+            Trap::AllocationTooLarge => format!("out of memory (limit {} MiB)", limits.max_memory_bytes >> 20),
+            other => format!("trap: {other}"),
+        };
+    }
+    if let Some(v) = e.downcast_ref::<host::AbiViolation>() {
+        return format!("ABI violation: {v}");
+    }
+    let text = format!("{e:#}");
+    if text.contains("concurrent") || text.contains("limit") {
+        // Pool exhaustion or a memory limit at instantiation.
+        return format!("could not instantiate: {text}");
+    }
+    format!("failed: {text}")
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] until `stop` is set.
+fn spawn_epoch_ticker(wasm: wasmtime::Engine, stop: Arc<AtomicBool>) -> std::io::Result<()> {
+    thread::Builder::new().name("pitfall-epoch".into()).spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            thread::sleep(EPOCH_TICK);
+            wasm.increment_epoch();
+        }
+    })?;
+    Ok(())
+}

@@ -1,0 +1,30 @@
+//! # pitfall-engine
+//!
+//! The wasmtime host of Pitfall: it loads rule modules (checking size,
+//! ABI, imports, exports, metadata; compiling with a time bound; caching
+//! compiled code it produced itself), indexes them by their `applies_to`
+//! selectors, and evaluates them against manifests, each evaluation in a
+//! fresh, limited instance.
+//!
+//! Invariant: a rule can never crash or stall the host, and never sees
+//! anything but the manifest; a failing rule becomes that rule's entry in
+//! `rule_errors` and changes nothing else. The engine knows nothing of HTTP
+//! or SQL.
+
+pub mod abi;
+mod cache;
+pub mod check;
+pub mod engine;
+pub mod error;
+mod host;
+pub mod index;
+pub mod inspect;
+pub mod limits;
+pub mod rule;
+
+pub use check::RuleSet;
+pub use engine::Engine;
+pub use error::{EngineError, LoadError};
+pub use inspect::ModuleInfo;
+pub use limits::Limits;
+pub use rule::Rule;

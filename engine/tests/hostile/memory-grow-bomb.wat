@@ -1,0 +1,10 @@
+;; expect: error out of memory
+;; Grows memory until the limit, then aborts as Rust's allocator would.
+(module
+  (memory (export "memory") 1)
+  (func (export "pitfall_evaluate") (result i32)
+    (loop $grow
+      (if (i32.eq (memory.grow (i32.const 16)) (i32.const -1))
+        (then unreachable))
+      (br $grow))
+    (i32.const 0)))

@@ -1,0 +1,4 @@
+;; expect: refused validation
+(module
+  (memory (export "memory") 1 1 shared)
+  (func (export "pitfall_evaluate") (result i32) (i32.const 0)))

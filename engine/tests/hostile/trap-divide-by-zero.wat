@@ -1,0 +1,5 @@
+;; expect: error trap
+(module
+  (memory (export "memory") 1)
+  (func (export "pitfall_evaluate") (result i32)
+    (i32.div_u (i32.const 1) (i32.const 0))))

@@ -1,0 +1,6 @@
+;; expect: error unreachable
+;; A panic in a Rust rule ends in `unreachable`.
+(module
+  (memory (export "memory") 1)
+  (func (export "pitfall_evaluate") (result i32)
+    unreachable))

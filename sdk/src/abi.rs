@@ -1,0 +1,120 @@
+//! The raw calls of ABI v1 (`sdk/ABI.md`), wrapped in safe functions.
+//!
+//! On `wasm32` they are imports from the host module `pitfall`; natively
+//! they go to the [`crate::testing`] harness's session, so a rule's code is
+//! the same in both.
+
+#[cfg(target_arch = "wasm32")]
+use alloc::{string::String, vec::Vec};
+
+/// The ABI version this SDK speaks.
+pub const ABI_VERSION: u32 = 1;
+
+/// Field kinds as `field_kind` returns them.
+pub mod kind {
+    /// No such field.
+    pub const MISSING: i32 = 0;
+    /// JSON null.
+    pub const NULL: i32 = 1;
+    /// A boolean.
+    pub const BOOL: i32 = 2;
+    /// A number.
+    pub const NUMBER: i32 = 3;
+    /// A string.
+    pub const STRING: i32 = 4;
+    /// An array.
+    pub const ARRAY: i32 = 5;
+    /// An object.
+    pub const OBJECT: i32 = 6;
+}
+
+#[cfg(target_arch = "wasm32")]
+mod raw {
+    #[link(wasm_import_module = "pitfall")]
+    unsafe extern "C" {
+        pub(super) fn field_kind(path: *const u8, path_len: usize) -> i32;
+        pub(super) fn field_len(path: *const u8, path_len: usize) -> i32;
+        pub(super) fn field_num(path: *const u8, path_len: usize) -> f64;
+        pub(super) fn field_str(path: *const u8, path_len: usize, buf: *mut u8, buf_cap: usize) -> i32;
+        pub(super) fn evidence(path: *const u8, path_len: usize);
+        pub(super) fn missing(path: *const u8, path_len: usize);
+        pub(super) fn param(key: *const u8, key_len: usize, value: *const u8, value_len: usize);
+        pub(super) fn remedy(index: u32);
+    }
+}
+
+/// The kind of the field at `path` (see [`kind`]).
+#[cfg(target_arch = "wasm32")]
+pub fn field_kind(path: &str) -> i32 {
+    // SAFETY: the host reads `path_len` bytes at `path`, which is a live &str.
+    unsafe { raw::field_kind(path.as_ptr(), path.len()) }
+}
+
+/// Elements of the array (members of the object) at `path`.
+#[cfg(target_arch = "wasm32")]
+pub fn field_len(path: &str) -> Option<usize> {
+    // SAFETY: as in `field_kind`.
+    let n = unsafe { raw::field_len(path.as_ptr(), path.len()) };
+    usize::try_from(n).ok()
+}
+
+/// The number at `path` (also a numeric string such as `"7.5"`).
+#[cfg(target_arch = "wasm32")]
+pub fn field_num(path: &str) -> Option<f64> {
+    // SAFETY: as in `field_kind`.
+    let n = unsafe { raw::field_num(path.as_ptr(), path.len()) };
+    if n.is_nan() { None } else { Some(n) }
+}
+
+/// The scalar at `path` as text.
+#[cfg(target_arch = "wasm32")]
+pub fn field_str(path: &str) -> Option<String> {
+    // Most values are short: try a stack buffer first, then the exact size.
+    let mut small = [0u8; 64];
+    // SAFETY: the host writes at most `buf_cap` bytes into `small`, which we own.
+    let n = unsafe { raw::field_str(path.as_ptr(), path.len(), small.as_mut_ptr(), small.len()) };
+    let n = usize::try_from(n).ok()?;
+    if n <= small.len() {
+        return String::from_utf8(small[..n].to_vec()).ok();
+    }
+    let mut buf: Vec<u8> = alloc::vec![0u8; n];
+    // SAFETY: as above, with `buf` of `n` bytes.
+    let m = unsafe { raw::field_str(path.as_ptr(), path.len(), buf.as_mut_ptr(), buf.len()) };
+    if usize::try_from(m).ok()? != n {
+        return None;
+    }
+    String::from_utf8(buf).ok()
+}
+
+/// Offers the field at `path` as evidence.
+#[cfg(target_arch = "wasm32")]
+pub fn evidence(path: &str) {
+    // SAFETY: as in `field_kind`.
+    unsafe { raw::evidence(path.as_ptr(), path.len()) }
+}
+
+/// Names a field the rule needed and did not find.
+#[cfg(target_arch = "wasm32")]
+pub fn missing(path: &str) {
+    // SAFETY: as in `field_kind`.
+    unsafe { raw::missing(path.as_ptr(), path.len()) }
+}
+
+/// Sets a message/remedy parameter.
+#[cfg(target_arch = "wasm32")]
+pub fn param(key: &str, value: &str) {
+    // SAFETY: both slices are live for the call.
+    unsafe { raw::param(key.as_ptr(), key.len(), value.as_ptr(), value.len()) }
+}
+
+/// Selects remedy `index` of the metadata.
+#[cfg(target_arch = "wasm32")]
+pub fn remedy(index: u32) {
+    // SAFETY: no pointers.
+    unsafe { raw::remedy(index) }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub use crate::testing::native::{
+    evidence, field_kind, field_len, field_num, field_str, missing, param, remedy,
+};

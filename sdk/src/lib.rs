@@ -1,0 +1,61 @@
+//! # pitfall-sdk
+//!
+//! Write [Pitfall](../README.md) rules: small WebAssembly modules that read
+//! a manifest of a machine and its ML stack and report a known breakage.
+//!
+//! - [`view::Manifest`]: the typed manifest view (packages by name,
+//!   accelerators, drivers, container, workload, env, build);
+//! - [`Outcome`]: clear, matched (with evidence, parameters, remedies) or
+//!   undetermined (with the missing fields);
+//! - [`version`]: PEP 440, dotted driver/CUDA versions, compute
+//!   capabilities, semver;
+//! - [`export_rule!`]: exports a rule with its metadata and test cases.
+//!
+//! On `wasm32` the crate is `no_std` + `alloc` and provides the allocator
+//! and panic handler; natively it also carries the data contract
+//! ([`model`]) and the test harness ([`testing`]) so `cargo test` runs a
+//! rule's embedded cases. The ABI itself is specified in `sdk/ABI.md`.
+
+#![cfg_attr(target_arch = "wasm32", no_std)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+pub mod abi;
+mod macros;
+pub mod outcome;
+mod text;
+pub mod version;
+pub mod view;
+
+#[cfg(target_arch = "wasm32")]
+mod wasm_rt;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub mod model;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod testing;
+
+pub use outcome::{IntoOutcome, Outcome};
+pub use view::Manifest;
+
+/// Everything a rule usually needs.
+pub mod prelude {
+    pub use crate::outcome::{IntoOutcome, Outcome};
+    pub use crate::version::{ComputeCapability, Dotted, Version, dotted_ge, dotted_lt, pep440_ge, pep440_lt};
+    pub use crate::view::{Accelerator, Manifest, Package, Path};
+    pub use alloc::string::String;
+    pub use alloc::vec::Vec;
+}
+
+#[doc(hidden)]
+pub mod __private {
+    use crate::outcome::IntoOutcome;
+    use crate::view::Manifest;
+
+    /// Runs a rule's evaluate function and returns the ABI code.
+    pub fn run<R: IntoOutcome>(evaluate: fn(&Manifest) -> R) -> i32 {
+        static MANIFEST: Manifest = Manifest::__new();
+        evaluate(&MANIFEST).into_outcome().code()
+    }
+}

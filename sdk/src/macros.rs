@@ -1,0 +1,65 @@
+/// Exports a rule: its entry point `pitfall_evaluate`, its metadata
+/// (`rule.json`) and test cases (`tests.json`, both beside the crate's
+/// `Cargo.toml`) as the custom sections of ABI v1, and natively a `#[test]`
+/// that runs those cases.
+///
+/// ```ignore
+/// use pitfall_sdk::prelude::*;
+///
+/// fn evaluate(m: &Manifest) -> Outcome {
+///     match m.arch() {
+///         None => Outcome::needs("host.arch"),
+///         Some(a) if a == "aarch64" => Outcome::matched().evidence("host.arch"),
+///         Some(_) => Outcome::clear(),
+///     }
+/// }
+///
+/// pitfall_sdk::export_rule!(evaluate);
+/// ```
+///
+/// `evaluate` takes `&Manifest` and returns an [`Outcome`](crate::Outcome)
+/// or `Result<Outcome, Outcome>` (so `?` works with
+/// [`Manifest::need`](crate::view::Manifest::need)).
+#[macro_export]
+macro_rules! export_rule {
+    ($evaluate:path) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            #[unsafe(link_section = "pitfall.abi")]
+            #[used]
+            static PITFALL_ABI: [u8; 1] = *b"1";
+
+            #[unsafe(link_section = "pitfall.meta")]
+            #[used]
+            static PITFALL_META: [u8; include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/rule.json")).len()] =
+                *include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/rule.json"));
+
+            #[unsafe(link_section = "pitfall.tests")]
+            #[used]
+            static PITFALL_TESTS: [u8; include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests.json")).len()] =
+                *include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests.json"));
+
+            #[unsafe(no_mangle)]
+            extern "C" fn pitfall_evaluate() -> i32 {
+                $crate::__private::run($evaluate)
+            }
+        };
+
+        // Natively the entry point is used only by the test below; keep the
+        // rule's functions "used" in plain builds too.
+        #[cfg(not(target_arch = "wasm32"))]
+        const _: () = {
+            let _ = $evaluate;
+        };
+
+        #[cfg(all(test, not(target_arch = "wasm32")))]
+        #[test]
+        fn embedded_cases_pass_natively() {
+            $crate::testing::assert_cases_pass(
+                include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/rule.json")),
+                include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests.json")),
+                &|| $crate::__private::run($evaluate),
+            );
+        }
+    };
+}

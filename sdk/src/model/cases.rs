@@ -1,0 +1,178 @@
+//! Running a rule's embedded test cases, whatever runs the rule: the native
+//! harness (plain function calls) and the engine (wasm) share this logic, so
+//! a case means the same in `cargo test` and at publish.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use super::meta::{Expect, TestCase};
+use super::report::Finding;
+use super::{Manifest, Prepared, actions, manifest_from_value};
+
+/// What one evaluation of a rule gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Evaluation {
+    /// Nothing to report.
+    Clear,
+    /// The finding.
+    Matched(Box<Finding>),
+    /// The fields the rule needs.
+    Undetermined(Vec<String>),
+    /// The rule failed (trap, timeout, bad output).
+    Failed(String),
+}
+
+impl fmt::Display for Evaluation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Evaluation::Clear => f.write_str("clear"),
+            Evaluation::Matched(finding) => write!(f, "matched: {}", finding.message),
+            Evaluation::Undetermined(missing) => write!(f, "undetermined, missing {}", missing.join(", ")),
+            Evaluation::Failed(error) => write!(f, "failed: {error}"),
+        }
+    }
+}
+
+/// The result of one test case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseResult {
+    /// The case's name.
+    pub name: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// What was expected, for people.
+    pub expected: String,
+    /// What happened, for people.
+    pub actual: String,
+    /// The manifest evaluated last (for `fixed`, the repaired one), for people.
+    pub manifest: Value,
+}
+
+/// Runs every case of `cases` with `evaluate`, plus the coverage check:
+/// a rule must have at least one `matched`, one `clear` and one `fixed` case.
+pub fn run_cases(
+    cases: &[TestCase],
+    evaluate: &mut dyn FnMut(&Prepared) -> Evaluation,
+) -> Vec<CaseResult> {
+    let mut results: Vec<CaseResult> = cases.iter().map(|case| run_case(cases, case, evaluate)).collect();
+    for (kind, label) in [(Expect::Matched, "matched"), (Expect::Clear, "clear"), (Expect::Fixed, "fixed")] {
+        if !cases.iter().any(|c| c.expect == kind) {
+            results.push(CaseResult {
+                name: format!("coverage: a `{label}` case"),
+                passed: false,
+                expected: format!("at least one case expecting `{label}`"),
+                actual: "none".into(),
+                manifest: Value::Null,
+            });
+        }
+    }
+    results
+}
+
+fn run_case(
+    cases: &[TestCase],
+    case: &TestCase,
+    evaluate: &mut dyn FnMut(&Prepared) -> Evaluation,
+) -> CaseResult {
+    let fail = |expected: String, actual: String, manifest: &Value| CaseResult {
+        name: case.name.clone(),
+        passed: false,
+        expected,
+        actual,
+        manifest: manifest.clone(),
+    };
+    let (manifest_value, expected) = match case.expect {
+        Expect::Fixed => {
+            let Some(from) = cases.iter().find(|c| Some(&c.name) == case.from.as_ref()) else {
+                return fail(
+                    "a `from` naming a matched case".into(),
+                    format!("from = {:?}", case.from),
+                    &Value::Null,
+                );
+            };
+            let Some(original) = &from.manifest else {
+                return fail("case `from` to have a manifest".into(), "none".into(), &Value::Null);
+            };
+            match repaired(original, case.remedy.unwrap_or(0), evaluate) {
+                Ok(m) => (m, Expect::Clear),
+                Err(reason) => return fail("a manifest repaired by the remedy".into(), reason, original),
+            }
+        }
+        other => match &case.manifest {
+            Some(m) => (m.clone(), other),
+            None => return fail("a manifest".into(), "the case has none".into(), &Value::Null),
+        },
+    };
+    let prepared = match manifest_from_value(manifest_value.clone()) {
+        Ok(m) => Prepared::new(m),
+        Err(e) => return fail("a valid manifest".into(), e.message, &manifest_value),
+    };
+    let outcome = evaluate(&prepared);
+    let (passed, expected_text) = match (expected, &outcome) {
+        (Expect::Clear, Evaluation::Clear) => (true, "clear".to_owned()),
+        (Expect::Clear, _) => (false, "clear".to_owned()),
+        (Expect::Matched, Evaluation::Matched(f)) => match &case.message_contains {
+            Some(text) => (f.message.contains(text.as_str()), format!("matched, message containing {text:?}")),
+            None => (true, "matched".to_owned()),
+        },
+        (Expect::Matched, _) => (false, "matched".to_owned()),
+        (Expect::Undetermined, Evaluation::Undetermined(missing)) => (
+            case.missing.iter().all(|p| missing.contains(p)),
+            format!("undetermined, missing {}", case.missing.join(", ")),
+        ),
+        (Expect::Undetermined, _) => (false, format!("undetermined, missing {}", case.missing.join(", "))),
+        (Expect::Fixed, _) => unreachable!("fixed cases are checked as clear"),
+    };
+    let expected_text = if case.expect == Expect::Fixed {
+        format!("clear after remedy {} of case {:?}", case.remedy.unwrap_or(0), case.from.as_deref().unwrap_or(""))
+    } else {
+        expected_text
+    };
+    CaseResult {
+        name: case.name.clone(),
+        passed,
+        expected: expected_text,
+        actual: outcome.to_string(),
+        manifest: manifest_value,
+    }
+}
+
+/// The manifest of a matched case with remedy `index` of its finding applied.
+fn repaired(
+    original: &Value,
+    index: usize,
+    evaluate: &mut dyn FnMut(&Prepared) -> Evaluation,
+) -> Result<Value, String> {
+    let manifest: Manifest = manifest_from_value(original.clone()).map_err(|e| e.message)?;
+    let finding = match evaluate(&Prepared::new(manifest.clone())) {
+        Evaluation::Matched(f) => f,
+        other => return Err(format!("case `from` did not match: {other}")),
+    };
+    let remedy = finding
+        .remedies
+        .get(index)
+        .ok_or_else(|| format!("remedy {index} does not exist ({} offered)", finding.remedies.len()))?;
+    if remedy.actions.is_empty() {
+        return Err(format!("remedy {index} ({:?}) has no actions to apply", remedy.summary));
+    }
+    let mut fixed = manifest;
+    actions::apply_all(&mut fixed, &remedy.actions).map_err(|e| format!("applying remedy {index}: {e}"))?;
+    serde_json::to_value(&fixed).map_err(|e| e.to_string())
+}
+
+/// A readable report of the failed cases, empty when all passed.
+pub fn failure_report(rule_id: &str, results: &[CaseResult]) -> String {
+    let mut out = String::new();
+    for r in results.iter().filter(|r| !r.passed) {
+        let manifest = serde_json::to_string_pretty(&r.manifest).unwrap_or_default();
+        out.push_str(&format!(
+            "rule {rule_id}, case {:?}\n  expected: {}\n  actual:   {}\n  manifest: {}\n",
+            r.name,
+            r.expected,
+            r.actual,
+            manifest.replace('\n', "\n  ")
+        ));
+    }
+    out
+}

@@ -1,0 +1,811 @@
+//! Normalisation and enrichment of a manifest before rules see it.
+//!
+//! Clients describe the same thing many ways (`arm64` and `aarch64`, `Tesla T4`
+//! and `T4`, `sm_75` and `7.5`, `bf16` and `bfloat16`). Rules should compare
+//! against one spelling, so [`normalize`] rewrites those fields to the
+//! canonical one (DESIGN.md, "The manifest (v1)") and fills accelerator facts a
+//! client left out from the hardware table ([`super::hardware`]). It reports
+//! which values it filled, because a finding must say when a value came from
+//! enrichment rather than from the client.
+//!
+//! Two rules hold throughout: a value the client sent is never replaced by a
+//! table value (only respelled), and normalising twice gives the same manifest
+//! as normalising once. A string that is empty after trimming carries no
+//! information and becomes absent, so enrichment may fill it.
+
+use std::collections::BTreeSet;
+
+use super::hardware::{self, GpuSpec};
+use super::manifest::{Accelerator, Build, Host, Manifest, Package, Workload};
+
+/// Which manifest values came from the hardware table rather than the client.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Enrichment {
+    /// Flattened field paths, e.g. `accelerators.0.compute_capability`,
+    /// `accelerators.1.memory_bandwidth_gbps` (index into `accelerators`,
+    /// field name as serialised).
+    pub paths: BTreeSet<String>,
+}
+
+impl Enrichment {
+    /// Whether the value at `path` (e.g. `accelerators.0.compute_capability`)
+    /// was filled from the hardware table.
+    pub fn contains(&self, path: &str) -> bool {
+        self.paths.contains(path)
+    }
+
+    /// Whether nothing was filled.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+}
+
+/// Rewrites `manifest` to canonical spellings and fills missing accelerator
+/// facts from the hardware table; returns the paths it filled.
+///
+/// Only the first pass over a manifest can report enrichment: a second pass
+/// finds the filled values present and treats them as given. Keep the
+/// [`Enrichment`] of the pass that saw the client's manifest.
+pub fn normalize(manifest: &mut Manifest) -> Enrichment {
+    let mut enrichment = Enrichment::default();
+    if let Some(host) = &mut manifest.host {
+        normalize_host(host);
+    }
+    for (index, accelerator) in manifest.accelerators.iter_mut().enumerate() {
+        normalize_accelerator(index, accelerator, &mut enrichment);
+    }
+    for package in &mut manifest.packages {
+        normalize_package(package);
+    }
+    if let Some(build) = &mut manifest.build {
+        normalize_build(build);
+    }
+    if let Some(workload) = &mut manifest.workload {
+        normalize_workload(workload);
+    }
+    if let Some(container) = &mut manifest.container {
+        clean(&mut container.ipc, str::to_lowercase);
+    }
+    enrichment
+}
+
+/// PEP 503 package-name normalisation (one implementation, shared with
+/// the rule-side view so host and rules key packages alike).
+pub use crate::view::package_key;
+
+/// A compute capability in the `major.minor` spelling, from the spellings
+/// tools print: `7.5`, `8` (major only), `75` (nvcc/vLLM style: last digit is
+/// the minor), `120`, `sm_75`, `sm_90a`, `compute_86`. `None` when it is none
+/// of these.
+///
+/// A bare two-digit number below 20 is read as a major version (`12` is 12.0,
+/// the RTX 50 series), not as 1.2: compute capability 1.x has been unsupported
+/// for over a decade, while a JSON number `12` for 12.0 is plausible.
+pub fn canonical_compute_capability(raw: &str) -> Option<String> {
+    let lower = raw.trim().to_ascii_lowercase();
+    let prefixed = ["sm_", "compute_", "sm"]
+        .iter()
+        .find_map(|prefix| lower.strip_prefix(prefix));
+    // `sm_90a`, `sm_100f`: the letter selects arch-specific features; the
+    // capability is still 9.0 / 10.0.
+    let body = match prefixed {
+        Some(arch) => arch.trim_end_matches(|c: char| c.is_ascii_alphabetic()),
+        None => &lower,
+    };
+    let (major, minor) = if let Some((major, minor)) = body.split_once('.') {
+        // `8.60` is how some tools print the float 8.6.
+        let minor = minor.trim_end_matches('0');
+        (
+            major.parse().ok()?,
+            if minor.is_empty() {
+                0
+            } else {
+                minor.parse().ok()?
+            },
+        )
+    } else {
+        if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let number: u32 = body.parse().ok()?;
+        match (prefixed.is_some(), body.len()) {
+            (true, 1) => return None,
+            (true, _) => (number / 10, number % 10),
+            (false, 1) => (number, 0),
+            (false, 2) if number < 20 => (number, 0),
+            (false, 2 | 3) => (number / 10, number % 10),
+            (false, _) => return None,
+        }
+    };
+    Some(format!("{major}.{minor}"))
+}
+
+/// Trims an optional string, drops it if nothing is left, and respells the rest.
+fn clean(field: &mut Option<String>, respell: impl FnOnce(&str) -> String) {
+    *field = field.take().and_then(|value| {
+        let value = value.trim();
+        (!value.is_empty()).then(|| respell(value))
+    });
+}
+
+fn normalize_host(host: &mut Host) {
+    clean(&mut host.arch, canonical_arch);
+    if let Some(os) = &mut host.os {
+        clean(&mut os.id, str::to_lowercase);
+    }
+    if let Some(cloud) = &mut host.cloud {
+        clean(&mut cloud.provider, str::to_lowercase);
+    }
+}
+
+/// `uname -m` and Go/Docker/Windows names for the same two architectures.
+fn canonical_arch(arch: &str) -> String {
+    let arch = arch.to_lowercase();
+    match arch.as_str() {
+        "arm64" => "aarch64".to_owned(),
+        "amd64" | "x64" | "x86-64" => "x86_64".to_owned(),
+        _ => arch,
+    }
+}
+
+/// Lowercase vendor, with company names as inventories print them
+/// (`NVIDIA Corporation`, `Advanced Micro Devices, Inc. [AMD/ATI]`) reduced to
+/// the short name the hardware table uses, so the vendor check in enrichment
+/// does not fail on spelling.
+fn canonical_vendor(vendor: &str) -> String {
+    let vendor = vendor.to_lowercase();
+    if vendor.starts_with("advanced micro devices") {
+        return "amd".to_owned();
+    }
+    let first_word = vendor
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|word| !word.is_empty())
+        .unwrap_or_default();
+    match first_word {
+        "nvidia" | "amd" | "intel" => first_word.to_owned(),
+        _ => vendor,
+    }
+}
+
+fn canonical_interconnect(interconnect: &str) -> String {
+    let interconnect = interconnect.to_lowercase();
+    match interconnect.as_str() {
+        "pci-e" | "pci_e" | "pci express" => "pcie".to_owned(),
+        "nv-link" | "nv_link" | "nv link" => "nvlink".to_owned(),
+        _ => interconnect,
+    }
+}
+
+fn normalize_accelerator(index: usize, accelerator: &mut Accelerator, enrichment: &mut Enrichment) {
+    clean(&mut accelerator.vendor, canonical_vendor);
+    clean(&mut accelerator.model, str::to_owned);
+    clean(&mut accelerator.compute_capability, |cc| {
+        // An unreadable value is still the client's: keep it for the rules to see.
+        canonical_compute_capability(cc).unwrap_or_else(|| cc.to_owned())
+    });
+    clean(&mut accelerator.interconnect, canonical_interconnect);
+
+    let Some(model) = accelerator.model.as_deref() else {
+        return;
+    };
+    let mut specs = match hardware::lookup_with_memory(model, accelerator.memory_mib) {
+        Some(spec) => vec![spec],
+        // The name fits several variants and memory did not decide: what they
+        // all share (every A100 is CC 8.0) is still known.
+        None => hardware::candidates(model),
+    };
+    // A client that names another vendor means another device, whatever the name.
+    specs.retain(|spec| {
+        accelerator
+            .vendor
+            .as_deref()
+            .is_none_or(|vendor| vendor == spec.vendor)
+    });
+    if let [spec] = specs.as_slice() {
+        accelerator.model = Some(spec.model.clone());
+    }
+
+    let mut fill = |field: &str| {
+        enrichment
+            .paths
+            .insert(format!("accelerators.{index}.{field}"))
+    };
+    if fill_missing(
+        &mut accelerator.vendor,
+        shared(&specs, |s| s.vendor.clone()),
+    ) {
+        fill("vendor");
+    }
+    if fill_missing(
+        &mut accelerator.compute_capability,
+        shared(&specs, |s| s.compute_capability.clone()),
+    ) {
+        fill("compute_capability");
+    }
+    if fill_missing(
+        &mut accelerator.memory_mib,
+        shared(&specs, |s| s.memory_mib),
+    ) {
+        fill("memory_mib");
+    }
+    if fill_missing(
+        &mut accelerator.memory_bandwidth_gbps,
+        shared(&specs, |s| s.memory_bandwidth_gbps),
+    ) {
+        fill("memory_bandwidth_gbps");
+    }
+    if fill_missing(
+        &mut accelerator.shared_memory_per_block_kib,
+        shared(&specs, |s| s.shared_memory_per_block_kib),
+    ) {
+        fill("shared_memory_per_block_kib");
+    }
+}
+
+/// The value every spec agrees on, if there is at least one spec.
+fn shared<T: PartialEq>(specs: &[&GpuSpec], value: impl Fn(&GpuSpec) -> T) -> Option<T> {
+    let (first, rest) = specs.split_first()?;
+    let first = value(first);
+    rest.iter()
+        .all(|spec| value(spec) == first)
+        .then_some(first)
+}
+
+/// Sets `field` to `value` only if the client left it out; says whether it did.
+fn fill_missing<T>(field: &mut Option<T>, value: Option<T>) -> bool {
+    match (field.is_none(), value) {
+        (true, Some(value)) => {
+            *field = Some(value);
+            true
+        }
+        _ => false,
+    }
+}
+
+fn normalize_package(package: &mut Package) {
+    // The name stays as the client spelled it (it is shown back in findings);
+    // comparisons go through `package_key`.
+    let trimmed = package.name.trim();
+    if trimmed.len() != package.name.len() {
+        package.name = trimmed.to_owned();
+    }
+    clean(&mut package.version, str::to_owned);
+    clean(&mut package.ecosystem, str::to_lowercase);
+}
+
+/// `TORCH_CUDA_ARCH_LIST` entries in `major.minor` spelling, one arch per
+/// entry: clients paste the variable's value (`"7.5;8.0+PTX"`) into one entry.
+fn normalize_build(build: &mut Build) {
+    build.torch_cuda_arch_list = build
+        .torch_cuda_arch_list
+        .iter()
+        .flat_map(|entry| entry.split(|c: char| c == ';' || c == ',' || c.is_whitespace()))
+        .filter(|arch| !arch.is_empty())
+        .map(canonical_arch_list_entry)
+        .collect();
+}
+
+/// `sm_75` → `7.5`, `8.0+ptx` → `8.0+PTX`; names PyTorch also accepts
+/// (`Turing`) are kept as written.
+fn canonical_arch_list_entry(entry: &str) -> String {
+    let (arch, ptx) = match entry.len().checked_sub(4) {
+        Some(at) if entry.is_char_boundary(at) && entry[at..].eq_ignore_ascii_case("+ptx") => {
+            (&entry[..at], "+PTX")
+        }
+        _ => (entry, ""),
+    };
+    match canonical_compute_capability(arch) {
+        Some(cc) => format!("{cc}{ptx}"),
+        None => entry.to_owned(),
+    }
+}
+
+fn normalize_workload(workload: &mut Workload) {
+    clean(&mut workload.engine, str::to_lowercase);
+    clean(&mut workload.model, str::to_owned);
+    clean(&mut workload.dtype, canonical_dtype);
+    // vLLM's names for these are all lowercase (`fp8`, `awq`, `fp8_e4m3`).
+    clean(&mut workload.quantization, str::to_lowercase);
+    clean(&mut workload.kv_cache_dtype, str::to_lowercase);
+    // Backend names are enum members: `TRITON_ATTN`, `FLASH_ATTN`.
+    clean(&mut workload.attention_backend, |backend| {
+        backend.to_uppercase().replace('-', "_")
+    });
+}
+
+/// vLLM's `--dtype` aliases, and PyTorch's `torch.float16` spelling.
+fn canonical_dtype(dtype: &str) -> String {
+    let dtype = dtype.to_lowercase();
+    let bare = dtype.strip_prefix("torch.").unwrap_or(&dtype);
+    match bare {
+        "half" | "fp16" | "f16" | "float16" => "float16",
+        "bf16" | "bfloat16" => "bfloat16",
+        "float" | "fp32" | "f32" | "float32" => "float32",
+        other => other,
+    }
+    .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::super::manifest::{Container, Os};
+    use super::*;
+
+    /// The shared example manifests: `$PITFALL_FIXTURES_DIR`, else
+    /// `shared/fixtures/manifests` beside the repository (as on developer
+    /// machines and in CI).
+    fn fixtures_dir() -> PathBuf {
+        let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let candidates: Vec<PathBuf> = std::env::var_os("PITFALL_FIXTURES_DIR")
+            .map(PathBuf::from)
+            .into_iter()
+            .chain([
+                crate_dir.join("../../shared/fixtures/manifests"),
+                crate_dir.join("../shared/fixtures/manifests"),
+            ])
+            .collect();
+        candidates
+            .iter()
+            .find(|dir| dir.join("g5g-gemma4-vllm0271.json").is_file())
+            .cloned()
+            .unwrap_or_else(|| {
+                panic!("example manifests not found in {candidates:?}; set PITFALL_FIXTURES_DIR")
+            })
+    }
+
+    fn fixture(name: &str) -> Manifest {
+        let path = fixtures_dir().join(name);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn paths(enrichment: &Enrichment) -> Vec<&str> {
+        enrichment.paths.iter().map(String::as_str).collect()
+    }
+
+    fn accelerator(model: &str) -> Accelerator {
+        Accelerator {
+            model: Some(model.to_owned()),
+            ..Accelerator::default()
+        }
+    }
+
+    fn with_accelerators(accelerators: Vec<Accelerator>) -> Manifest {
+        Manifest {
+            manifest_version: 1,
+            accelerators,
+            ..Manifest::default()
+        }
+    }
+
+    /// Normalises, then checks a second pass changes nothing and reports nothing.
+    fn normalized(mut manifest: Manifest) -> (Manifest, Enrichment) {
+        let enrichment = normalize(&mut manifest);
+        let mut again = manifest.clone();
+        let second = normalize(&mut again);
+        assert_eq!(again, manifest, "normalising twice differs from once");
+        assert!(second.is_empty(), "second pass enriched {second:?}");
+        (manifest, enrichment)
+    }
+
+    #[test]
+    fn every_fixture_parses_and_normalises_idempotently() {
+        let dir = fixtures_dir();
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).expect("fixtures dir readable") {
+            let path = entry.expect("dir entry").path();
+            if path.extension().is_some_and(|ext| ext == "json") {
+                let text = std::fs::read_to_string(&path).expect("fixture readable");
+                let manifest: Manifest = serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let (after, _) = normalized(manifest.clone());
+                // The shared examples are already canonical apart from enrichment.
+                assert_eq!(after.host, manifest.host, "{}", path.display());
+                assert_eq!(after.workload, manifest.workload, "{}", path.display());
+                assert_eq!(after.packages, manifest.packages, "{}", path.display());
+                seen += 1;
+            }
+        }
+        assert!(
+            seen >= 3,
+            "expected the three example manifests in {}",
+            dir.display()
+        );
+    }
+
+    #[test]
+    fn a6000_fixture_gets_its_compute_capability_from_the_table() {
+        let (manifest, enrichment) = normalized(fixture("a6000-llama70b-single.json"));
+        let gpu = &manifest.accelerators[0];
+        assert_eq!(gpu.model.as_deref(), Some("RTX A6000"));
+        assert_eq!(gpu.compute_capability.as_deref(), Some("8.6"));
+        assert_eq!(gpu.memory_bandwidth_gbps, Some(768.0));
+        assert_eq!(gpu.shared_memory_per_block_kib, Some(99));
+        assert_eq!(
+            gpu.memory_mib,
+            Some(49140),
+            "the client's own memory is kept"
+        );
+        assert_eq!(gpu.count, Some(1));
+        assert_eq!(
+            paths(&enrichment),
+            [
+                "accelerators.0.compute_capability",
+                "accelerators.0.memory_bandwidth_gbps",
+                "accelerators.0.shared_memory_per_block_kib",
+            ]
+        );
+    }
+
+    #[test]
+    fn g5g_fixture_gets_only_the_bandwidth_from_the_table() {
+        let original = fixture("g5g-gemma4-vllm0271.json");
+        let (manifest, enrichment) = normalized(original.clone());
+        let gpu = &manifest.accelerators[0];
+        assert_eq!(gpu.model.as_deref(), Some("T4G"));
+        assert_eq!(gpu.memory_bandwidth_gbps, Some(277.0));
+        assert_eq!(gpu.compute_capability.as_deref(), Some("7.5"));
+        assert_eq!(gpu.memory_mib, Some(15360));
+        assert_eq!(gpu.shared_memory_per_block_kib, Some(64));
+        assert_eq!(gpu.interconnect.as_deref(), Some("pcie"));
+        assert_eq!(paths(&enrichment), ["accelerators.0.memory_bandwidth_gbps"]);
+        assert_eq!(
+            manifest.host.as_ref().and_then(|h| h.arch.as_deref()),
+            Some("aarch64")
+        );
+    }
+
+    #[test]
+    fn h100_fixture_keeps_every_value_it_sent() {
+        let (manifest, enrichment) = normalized(fixture("h100x8-llama70b-healthy.json"));
+        let gpu = &manifest.accelerators[0];
+        assert_eq!(gpu.model.as_deref(), Some("H100 SXM"));
+        assert_eq!(gpu.memory_mib, Some(81559));
+        assert_eq!(gpu.memory_bandwidth_gbps, Some(3350.0));
+        assert_eq!(gpu.count, Some(8));
+        assert_eq!(gpu.interconnect.as_deref(), Some("nvlink"));
+        assert_eq!(
+            paths(&enrichment),
+            ["accelerators.0.shared_memory_per_block_kib"]
+        );
+    }
+
+    #[test]
+    fn nvidia_smi_names_are_canonicalised_and_enriched() {
+        let (manifest, enrichment) = normalized(with_accelerators(vec![
+            Accelerator {
+                vendor: Some(" NVIDIA ".into()),
+                count: Some(2),
+                ..accelerator("Tesla T4")
+            },
+            Accelerator {
+                memory_mib: Some(81920),
+                ..accelerator("NVIDIA A100")
+            },
+        ]));
+        let [t4, a100] = manifest.accelerators.as_slice() else {
+            panic!("two accelerators")
+        };
+        assert_eq!(t4.model.as_deref(), Some("T4"));
+        assert_eq!(t4.vendor.as_deref(), Some("nvidia"));
+        assert_eq!(t4.compute_capability.as_deref(), Some("7.5"));
+        assert_eq!(t4.memory_mib, Some(15360));
+        assert_eq!(
+            a100.model.as_deref(),
+            Some("A100 80GB"),
+            "memory picks the variant"
+        );
+        assert_eq!(a100.memory_bandwidth_gbps, Some(2039.0));
+        assert_eq!(a100.memory_mib, Some(81920));
+        assert!(enrichment.contains("accelerators.0.memory_mib"));
+        assert!(
+            enrichment.contains("accelerators.1.vendor"),
+            "vendor came from the table"
+        );
+        assert!(
+            !enrichment.contains("accelerators.0.vendor"),
+            "vendor was the client's"
+        );
+        assert!(!enrichment.contains("accelerators.1.memory_mib"));
+        assert!(enrichment.contains("accelerators.1.memory_bandwidth_gbps"));
+    }
+
+    #[test]
+    fn an_ambiguous_name_gets_only_what_all_variants_share() {
+        let (manifest, enrichment) = normalized(with_accelerators(vec![accelerator("A100")]));
+        let gpu = &manifest.accelerators[0];
+        assert_eq!(gpu.model.as_deref(), Some("A100"), "no variant guessed");
+        assert_eq!(gpu.compute_capability.as_deref(), Some("8.0"));
+        assert_eq!(gpu.shared_memory_per_block_kib, Some(163));
+        assert_eq!(gpu.memory_mib, None);
+        assert_eq!(gpu.memory_bandwidth_gbps, None);
+        assert_eq!(
+            paths(&enrichment),
+            [
+                "accelerators.0.compute_capability",
+                "accelerators.0.shared_memory_per_block_kib",
+                "accelerators.0.vendor",
+            ]
+        );
+    }
+
+    #[test]
+    fn client_values_are_never_overwritten() {
+        let sent = Accelerator {
+            vendor: Some("nvidia".into()),
+            compute_capability: Some("sm_75".into()),
+            memory_mib: Some(1234),
+            memory_bandwidth_gbps: Some(1.5),
+            shared_memory_per_block_kib: Some(48),
+            ..accelerator("T4G")
+        };
+        let (manifest, enrichment) = normalized(with_accelerators(vec![sent]));
+        let gpu = &manifest.accelerators[0];
+        assert_eq!(
+            gpu.compute_capability.as_deref(),
+            Some("7.5"),
+            "respelled, not replaced"
+        );
+        assert_eq!(gpu.memory_mib, Some(1234));
+        assert_eq!(gpu.memory_bandwidth_gbps, Some(1.5));
+        assert_eq!(gpu.shared_memory_per_block_kib, Some(48));
+        assert_eq!(gpu.count, None, "a missing count stays missing");
+        assert!(enrichment.is_empty());
+    }
+
+    #[test]
+    fn another_vendors_device_is_not_enriched() {
+        let (manifest, enrichment) = normalized(with_accelerators(vec![Accelerator {
+            vendor: Some("AMD".into()),
+            ..accelerator("T4")
+        }]));
+        assert_eq!(manifest.accelerators[0].model.as_deref(), Some("T4"));
+        assert_eq!(manifest.accelerators[0].vendor.as_deref(), Some("amd"));
+        assert!(enrichment.is_empty());
+        let (manifest, _) = normalized(with_accelerators(vec![Accelerator {
+            vendor: Some("NVIDIA Corporation".into()),
+            ..accelerator("T4")
+        }]));
+        assert_eq!(manifest.accelerators[0].vendor.as_deref(), Some("nvidia"));
+        assert_eq!(
+            manifest.accelerators[0].compute_capability.as_deref(),
+            Some("7.5")
+        );
+    }
+
+    #[test]
+    fn unknown_models_are_left_alone() {
+        let sent = Accelerator {
+            vendor: Some("amd".into()),
+            compute_capability: Some("gfx942".into()),
+            interconnect: Some("Infinity Fabric".into()),
+            ..accelerator(" MI300X ")
+        };
+        let (manifest, enrichment) = normalized(with_accelerators(vec![sent]));
+        let gpu = &manifest.accelerators[0];
+        assert_eq!(gpu.model.as_deref(), Some("MI300X"));
+        assert_eq!(
+            gpu.compute_capability.as_deref(),
+            Some("gfx942"),
+            "unreadable CC kept as sent"
+        );
+        assert_eq!(gpu.interconnect.as_deref(), Some("infinity fabric"));
+        assert!(enrichment.is_empty());
+    }
+
+    #[test]
+    fn empty_strings_count_as_missing() {
+        let sent = Accelerator {
+            compute_capability: Some("  ".into()),
+            ..accelerator("NVIDIA T4G")
+        };
+        let (manifest, enrichment) = normalized(with_accelerators(vec![sent, accelerator("")]));
+        assert_eq!(
+            manifest.accelerators[0].compute_capability.as_deref(),
+            Some("7.5")
+        );
+        assert!(enrichment.contains("accelerators.0.compute_capability"));
+        assert_eq!(manifest.accelerators[1], Accelerator::default());
+    }
+
+    #[test]
+    fn compute_capability_spellings() {
+        let cases = [
+            ("7.5", Some("7.5")),
+            (" 8.6 ", Some("8.6")),
+            ("75", Some("7.5")),
+            ("sm_75", Some("7.5")),
+            ("SM75", Some("7.5")),
+            ("compute_86", Some("8.6")),
+            ("sm_90a", Some("9.0")),
+            ("sm_100f", Some("10.0")),
+            ("9.0a", None),
+            ("90", Some("9.0")),
+            ("100", Some("10.0")),
+            ("sm_120", Some("12.0")),
+            ("120", Some("12.0")),
+            ("12", Some("12.0")),
+            ("12.0", Some("12.0")),
+            ("8", Some("8.0")),
+            ("8.60", Some("8.6")),
+            ("9.00", Some("9.0")),
+            ("08.0", Some("8.0")),
+            ("", None),
+            ("sm_", None),
+            ("sm_7", None),
+            ("gfx942", None),
+            ("7.x", None),
+            ("1234", None),
+            ("-7.5", None),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(
+                canonical_compute_capability(raw).as_deref(),
+                want,
+                "{raw:?}"
+            );
+            if let Some(want) = want {
+                assert_eq!(
+                    canonical_compute_capability(want).as_deref(),
+                    Some(want),
+                    "stable: {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_numeric_compute_capability_from_json_is_respelled() {
+        let json = r#"{"manifest_version": 1, "accelerators": [
+            {"model": "RTX 4090", "compute_capability": 8.9},
+            {"model": "mystery", "compute_capability": 75},
+            {"model": "mystery", "compute_capability": 9}]}"#;
+        let manifest: Manifest = serde_json::from_str(json).expect("manifest parses");
+        let (manifest, enrichment) = normalized(manifest);
+        let ccs: Vec<_> = manifest
+            .accelerators
+            .iter()
+            .map(|a| a.compute_capability.as_deref())
+            .collect();
+        assert_eq!(ccs, [Some("8.9"), Some("7.5"), Some("9.0")]);
+        assert!(!enrichment.contains("accelerators.0.compute_capability"));
+    }
+
+    #[test]
+    fn host_fields() {
+        for (arch, want) in [
+            ("arm64", "aarch64"),
+            ("ARM64", "aarch64"),
+            ("aarch64", "aarch64"),
+            (" amd64 ", "x86_64"),
+            ("x64", "x86_64"),
+            ("x86-64", "x86_64"),
+            ("X86_64", "x86_64"),
+            ("ppc64le", "ppc64le"),
+            ("RISCV64", "riscv64"),
+        ] {
+            let host = Host {
+                arch: Some(arch.into()),
+                os: Some(Os {
+                    id: Some("Ubuntu".into()),
+                    ..Os::default()
+                }),
+                ..Host::default()
+            };
+            let (manifest, _) = normalized(Manifest {
+                host: Some(host),
+                ..with_accelerators(vec![])
+            });
+            let host = manifest.host.expect("host kept");
+            assert_eq!(host.arch.as_deref(), Some(want), "{arch:?}");
+            assert_eq!(host.os.and_then(|os| os.id).as_deref(), Some("ubuntu"));
+        }
+    }
+
+    #[test]
+    fn workload_fields() {
+        for (dtype, want) in [
+            ("half", "float16"),
+            ("FP16", "float16"),
+            ("float16", "float16"),
+            ("bf16", "bfloat16"),
+            ("torch.bfloat16", "bfloat16"),
+            ("fp32", "float32"),
+            ("float", "float32"),
+            ("Auto", "auto"),
+        ] {
+            let workload = Workload {
+                engine: Some(" vLLM".into()),
+                dtype: Some(dtype.into()),
+                quantization: Some(" AWQ ".into()),
+                kv_cache_dtype: Some("FP8_E4M3 ".into()),
+                attention_backend: Some("triton_attn".into()),
+                model: Some(" google/gemma-4-E2B-it ".into()),
+                ..Workload::default()
+            };
+            let (manifest, _) = normalized(Manifest {
+                workload: Some(workload),
+                ..with_accelerators(vec![])
+            });
+            let workload = manifest.workload.expect("workload kept");
+            assert_eq!(workload.dtype.as_deref(), Some(want), "{dtype:?}");
+            assert_eq!(workload.engine.as_deref(), Some("vllm"));
+            assert_eq!(workload.quantization.as_deref(), Some("awq"));
+            assert_eq!(workload.kv_cache_dtype.as_deref(), Some("fp8_e4m3"));
+            assert_eq!(workload.attention_backend.as_deref(), Some("TRITON_ATTN"));
+            assert_eq!(
+                workload.model.as_deref(),
+                Some("google/gemma-4-E2B-it"),
+                "model id case kept"
+            );
+        }
+    }
+
+    #[test]
+    fn container_packages_and_build() {
+        let manifest = Manifest {
+            container: Some(Container {
+                ipc: Some("Host".into()),
+                ..Container::default()
+            }),
+            packages: vec![Package {
+                name: " Flash_Attn ".into(),
+                version: Some("2.7.4.post1 ".into()),
+                ecosystem: Some("PyPI".into()),
+                ..Package::default()
+            }],
+            build: Some(Build {
+                torch_cuda_arch_list: vec![
+                    "7.5;8.0+ptx".into(),
+                    "sm_90".into(),
+                    "Turing".into(),
+                    " ".into(),
+                ],
+                ..Build::default()
+            }),
+            ..with_accelerators(vec![])
+        };
+        let (manifest, _) = normalized(manifest);
+        assert_eq!(
+            manifest.container.and_then(|c| c.ipc).as_deref(),
+            Some("host")
+        );
+        let package = &manifest.packages[0];
+        assert_eq!(package.name, "Flash_Attn", "spelling kept, only trimmed");
+        assert_eq!(package.version.as_deref(), Some("2.7.4.post1"));
+        assert_eq!(package.ecosystem.as_deref(), Some("pypi"));
+        assert_eq!(package_key(&package.name), "flash-attn");
+        let archs = manifest
+            .build
+            .map(|b| b.torch_cuda_arch_list)
+            .unwrap_or_default();
+        assert_eq!(archs, ["7.5", "8.0+PTX", "9.0", "Turing"]);
+    }
+
+    #[test]
+    fn package_keys_follow_pep_503() {
+        assert_eq!(package_key("vllm"), "vllm");
+        assert_eq!(package_key("Flash_Attn"), "flash-attn");
+        assert_eq!(package_key("zope.interface"), "zope-interface");
+        assert_eq!(package_key("Foo.-_Bar__baz"), "foo-bar-baz");
+        assert_eq!(package_key(" torch "), "torch");
+        assert_eq!(package_key(&package_key("A._-b")), package_key("A._-b"));
+    }
+
+    #[test]
+    fn unknown_fields_survive() {
+        let json = r#"{"manifest_version": 1, "future": {"x": 1},
+            "accelerators": [{"model": "L4", "new_field": true}]}"#;
+        let manifest: Manifest = serde_json::from_str(json).expect("manifest parses");
+        let (manifest, _) = normalized(manifest);
+        assert!(manifest.extra.contains_key("future"));
+        assert!(manifest.accelerators[0].extra.contains_key("new_field"));
+        assert_eq!(
+            manifest.accelerators[0].compute_capability.as_deref(),
+            Some("8.9")
+        );
+    }
+}

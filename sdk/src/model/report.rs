@@ -1,0 +1,293 @@
+//! Findings as clients see them, and how a rule's raw output plus its
+//! metadata become one. The shapes here are the `findings`, `undetermined`
+//! and `rule_errors` entries of the /v1/check answer (DESIGN.md, "The API").
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::actions::Action;
+use super::fields::{FieldMap, Source};
+use super::meta::{Reference, Remedy, RuleMeta, Severity};
+use super::session::RawOutput;
+
+/// What one rule concluded about one manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawOutcome {
+    /// Nothing to report.
+    Clear,
+    /// The breakage applies.
+    Matched,
+    /// A needed field is missing.
+    Undetermined,
+}
+
+impl RawOutcome {
+    /// Decodes `pitfall_evaluate`'s return value.
+    pub fn from_code(code: i32) -> Option<RawOutcome> {
+        match code {
+            0 => Some(RawOutcome::Clear),
+            1 => Some(RawOutcome::Matched),
+            2 => Some(RawOutcome::Undetermined),
+            _ => None,
+        }
+    }
+}
+
+/// One known breakage that applies to the manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Finding {
+    /// The rule's id.
+    pub rule_id: String,
+    /// The rule's version.
+    pub rule_version: String,
+    /// How bad it is.
+    pub severity: Severity,
+    /// One line, what breaks.
+    pub title: String,
+    /// What breaks for this manifest, with its values.
+    pub message: String,
+    /// The exact text users see.
+    pub error_signatures: Vec<String>,
+    /// What fixes it.
+    pub remedies: Vec<Remedy>,
+    /// The manifest values that triggered it.
+    pub evidence: Vec<Evidence>,
+    /// Where the facts come from.
+    pub references: Vec<Reference>,
+}
+
+/// One manifest value behind a finding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Evidence {
+    /// Field path, e.g. `accelerators.0.compute_capability`.
+    pub path: String,
+    /// The value.
+    pub value: Value,
+    /// `manifest` or `enriched` (filled in from the registry's hardware table).
+    pub source: EvidenceSource,
+}
+
+/// Where an evidence value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EvidenceSource {
+    /// The client sent it.
+    Manifest,
+    /// The registry's hardware table supplied it.
+    Enriched,
+}
+
+/// A rule that could not decide.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Undetermined {
+    /// The rule's id.
+    pub rule_id: String,
+    /// Field paths to collect so that it can.
+    pub missing: Vec<String>,
+}
+
+/// A rule that failed (trap, timeout, malformed output).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RuleError {
+    /// The rule's id.
+    pub rule_id: String,
+    /// What went wrong, for people.
+    pub error: String,
+}
+
+/// Why a matched rule's output could not become a finding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    /// Evidence that names a field the manifest does not have.
+    #[error("evidence names field `{0}`, which the manifest does not have")]
+    EvidenceMissing(String),
+    /// A `{name}` placeholder with no parameter.
+    #[error("placeholder `{{{0}}}` has no parameter")]
+    UnknownParam(String),
+    /// A remedy index past the metadata's remedies.
+    #[error("remedy {index} selected, but the rule has {count}")]
+    NoSuchRemedy {
+        /// The index.
+        index: u32,
+        /// How many remedies the metadata has.
+        count: usize,
+    },
+    /// An action that no longer deserialises after substitution.
+    #[error("remedy action invalid after substitution: {0}")]
+    BadAction(String),
+}
+
+/// Turns a matched rule's raw output into a finding.
+pub fn render(meta: &RuleMeta, raw: &RawOutput, fields: &FieldMap) -> Result<Finding, RenderError> {
+    let params = Params(&raw.params);
+    let evidence = raw
+        .evidence
+        .iter()
+        .map(|path| {
+            let field = fields.get(path).ok_or_else(|| RenderError::EvidenceMissing(path.clone()))?;
+            let value = match (field.number, field.text.as_deref()) {
+                (Some(n), _) => serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number),
+                (None, Some(t)) if field.kind == super::fields::FieldKind::Bool => Value::Bool(t == "true"),
+                (None, Some(t)) => Value::String(t.to_owned()),
+                (None, None) => Value::Null,
+            };
+            let source = match field.source {
+                Source::Manifest => EvidenceSource::Manifest,
+                Source::Enriched => EvidenceSource::Enriched,
+            };
+            Ok(Evidence { path: path.clone(), value, source })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let selected: Vec<&Remedy> = if raw.remedies.is_empty() {
+        meta.remedies.iter().collect()
+    } else {
+        let mut seen = Vec::with_capacity(raw.remedies.len());
+        for &i in &raw.remedies {
+            let r = meta
+                .remedies
+                .get(i as usize)
+                .ok_or(RenderError::NoSuchRemedy { index: i, count: meta.remedies.len() })?;
+            if !seen.iter().any(|s: &&Remedy| std::ptr::eq(*s, r)) {
+                seen.push(r);
+            }
+        }
+        seen
+    };
+    let remedies = selected
+        .into_iter()
+        .map(|r| {
+            Ok(Remedy {
+                summary: params.substitute(&r.summary)?,
+                actions: r.actions.iter().map(|a| params.substitute_action(a)).collect::<Result<_, _>>()?,
+            })
+        })
+        .collect::<Result<Vec<_>, RenderError>>()?;
+    Ok(Finding {
+        rule_id: meta.id.clone(),
+        rule_version: meta.version.clone(),
+        severity: meta.severity,
+        title: meta.title.clone(),
+        message: params.substitute(&meta.message)?,
+        error_signatures: meta.error_signatures.clone(),
+        remedies,
+        evidence,
+        references: meta.references.clone(),
+    })
+}
+
+struct Params<'a>(&'a [(String, String)]);
+
+impl Params<'_> {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// Replaces `{name}` by its parameter; `{{` and `}}` are literal braces.
+    fn substitute(&self, template: &str) -> Result<String, RenderError> {
+        let mut out = String::with_capacity(template.len());
+        let mut rest = template;
+        while let Some(i) = rest.find(['{', '}']) {
+            out.push_str(&rest[..i]);
+            let tail = &rest[i..];
+            if tail.starts_with("{{") || tail.starts_with("}}") {
+                out.push_str(&tail[..1]);
+                rest = &tail[2..];
+            } else if let Some(stripped) = tail.strip_prefix('{') {
+                let Some(end) = stripped.find('}') else {
+                    out.push_str(tail);
+                    return Ok(out);
+                };
+                let name = &stripped[..end];
+                out.push_str(self.get(name).ok_or_else(|| RenderError::UnknownParam(name.to_owned()))?);
+                rest = &stripped[end + 1..];
+            } else {
+                out.push('}');
+                rest = &tail[1..];
+            }
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    fn substitute_action(&self, action: &Action) -> Result<Action, RenderError> {
+        let mut value = serde_json::to_value(action).map_err(|e| RenderError::BadAction(e.to_string()))?;
+        self.substitute_value(&mut value)?;
+        serde_json::from_value(value).map_err(|e| RenderError::BadAction(e.to_string()))
+    }
+
+    fn substitute_value(&self, value: &mut Value) -> Result<(), RenderError> {
+        match value {
+            Value::String(s) => {
+                // A whole-string placeholder whose parameter is a JSON number
+                // or boolean becomes that value (`"{tp}"` → `4`).
+                let whole = s.strip_prefix('{').and_then(|t| t.strip_suffix('}')).filter(|n| !n.contains(['{', '}']));
+                if let Some(p) = whole.and_then(|name| self.get(name)) {
+                    if let Ok(v @ (Value::Number(_) | Value::Bool(_))) = serde_json::from_str::<Value>(p) {
+                        *value = v;
+                        return Ok(());
+                    }
+                }
+                *s = self.substitute(s)?;
+            }
+            Value::Array(items) => items.iter_mut().try_for_each(|v| self.substitute_value(v))?,
+            Value::Object(members) => members.values_mut().try_for_each(|v| self.substitute_value(v))?,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_substituted_and_braces_escaped() {
+        let params = vec![("cc".to_owned(), "7.5".to_owned()), ("gpu".to_owned(), "T4G".to_owned())];
+        let p = Params(&params);
+        assert_eq!(p.substitute("{gpu} has {cc} {{literal}}").as_deref(), Ok("T4G has 7.5 {literal}"));
+        assert_eq!(p.substitute("{nope}"), Err(RenderError::UnknownParam("nope".into())));
+    }
+
+    #[test]
+    fn whole_placeholder_becomes_a_number_in_actions() {
+        let params = vec![("tp".to_owned(), "4".to_owned())];
+        let a = Action::SetWorkload { field: "tensor_parallel_size".into(), value: Value::String("{tp}".into()) };
+        let out = Params(&params).substitute_action(&a).expect("substitutes");
+        assert_eq!(out, Action::SetWorkload { field: "tensor_parallel_size".into(), value: Value::from(4) });
+    }
+}
+
+/// The answer to one check (the body of `POST /v1/check`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckResponse {
+    /// Breakages that apply, worst first.
+    pub findings: Vec<Finding>,
+    /// Rules that need more of the manifest to decide.
+    pub undetermined: Vec<Undetermined>,
+    /// Rules that failed; nothing else was affected.
+    pub rule_errors: Vec<RuleError>,
+    /// The rule set that answered.
+    pub ruleset_revision: String,
+    /// Counts and time.
+    pub stats: CheckStats,
+}
+
+/// How much work a check did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckStats {
+    /// Rules in the rule set.
+    pub rules_total: u32,
+    /// Rules evaluated (the candidates whose selectors held).
+    pub rules_evaluated: u32,
+    /// Time spent, in microseconds.
+    pub elapsed_us: u64,
+}
+
+impl CheckResponse {
+    /// Whether any finding has error severity (the CLI exits 1 then).
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Error)
+    }
+}

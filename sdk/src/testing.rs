@@ -1,0 +1,123 @@
+//! The native test harness: runs a rule's embedded cases as plain Rust,
+//! through the same host-call semantics ([`crate::model::session`]) and the
+//! same case logic ([`crate::model::cases`]) as the registry's engine.
+//!
+//! `export_rule!` generates a `#[test]` that calls [`assert_cases_pass`], so
+//! `cargo test` on a rule crate runs its `tests.json`.
+
+use std::cell::RefCell;
+
+use crate::model::cases::{CaseResult, Evaluation, failure_report, run_cases};
+use crate::model::meta::{RuleMeta, TestCase};
+use crate::model::report::{RawOutcome, render};
+use crate::model::session::{OutputError, Session};
+use crate::model::Prepared;
+
+/// The output budget natively: the engine's default, so a rule that is too
+/// chatty fails its tests before it fails in the registry.
+pub const NATIVE_OUTPUT_LIMIT: usize = 64 * 1024;
+
+thread_local! {
+    static SESSION: RefCell<Option<Session>> = const { RefCell::new(None) };
+    static OUTPUT_ERROR: RefCell<Option<OutputError>> = const { RefCell::new(None) };
+}
+
+/// The ABI calls, natively (what `crate::abi` uses off wasm).
+pub mod native {
+    use super::{OUTPUT_ERROR, SESSION};
+    use crate::model::session::{OutputError, Session};
+
+    fn with<R>(f: impl FnOnce(&mut Session) -> R) -> R {
+        SESSION.with(|s| {
+            let mut s = s.borrow_mut();
+            let session = s
+                .as_mut()
+                .expect("pitfall-sdk: a rule's evaluate ran outside the test harness (use pitfall_sdk::testing)");
+            f(session)
+        })
+    }
+
+    fn record(result: Result<(), OutputError>) {
+        if let Err(e) = result {
+            OUTPUT_ERROR.with(|slot| {
+                slot.borrow_mut().get_or_insert(e);
+            });
+        }
+    }
+
+    /// See [`crate::abi`].
+    pub fn field_kind(path: &str) -> i32 {
+        with(|s| s.field_kind(path.as_bytes()))
+    }
+    /// See [`crate::abi`].
+    pub fn field_len(path: &str) -> Option<usize> {
+        with(|s| usize::try_from(s.field_len(path.as_bytes())).ok())
+    }
+    /// See [`crate::abi`].
+    pub fn field_num(path: &str) -> Option<f64> {
+        with(|s| Some(s.field_num(path.as_bytes())).filter(|n| !n.is_nan()))
+    }
+    /// See [`crate::abi`].
+    pub fn field_str(path: &str) -> Option<String> {
+        with(|s| s.field_str(path.as_bytes()).ok().map(str::to_owned))
+    }
+    /// See [`crate::abi`].
+    pub fn evidence(path: &str) {
+        record(with(|s| s.evidence(path.as_bytes())));
+    }
+    /// See [`crate::abi`].
+    pub fn missing(path: &str) {
+        record(with(|s| s.missing(path.as_bytes())));
+    }
+    /// See [`crate::abi`].
+    pub fn param(key: &str, value: &str) {
+        record(with(|s| s.param(key.as_bytes(), value.as_bytes())));
+    }
+    /// See [`crate::abi`].
+    pub fn remedy(index: u32) {
+        record(with(|s| s.remedy(index)));
+    }
+}
+
+/// Evaluates a rule natively on a prepared manifest. `evaluate` is the
+/// rule's exported entry (what `pitfall_evaluate` runs on wasm).
+pub fn evaluate_native(meta: &RuleMeta, prepared: &Prepared, evaluate: &dyn Fn() -> i32) -> Evaluation {
+    SESSION.with(|s| *s.borrow_mut() = Some(Session::new(prepared.fields.clone(), NATIVE_OUTPUT_LIMIT)));
+    OUTPUT_ERROR.with(|e| *e.borrow_mut() = None);
+    let code = evaluate();
+    let mut session = SESSION.with(|s| s.borrow_mut().take()).expect("session set above");
+    if let Some(e) = OUTPUT_ERROR.with(|e| e.borrow_mut().take()) {
+        return Evaluation::Failed(e.to_string());
+    }
+    let raw = session.take_output();
+    match RawOutcome::from_code(code) {
+        Some(RawOutcome::Clear) => Evaluation::Clear,
+        Some(RawOutcome::Undetermined) => Evaluation::Undetermined(raw.missing),
+        Some(RawOutcome::Matched) => match render(meta, &raw, &prepared.fields) {
+            Ok(f) => Evaluation::Matched(Box::new(f)),
+            Err(e) => Evaluation::Failed(e.to_string()),
+        },
+        None => Evaluation::Failed(format!("pitfall_evaluate returned {code}, not 0, 1 or 2")),
+    }
+}
+
+/// Parses a rule's embedded metadata and cases.
+pub fn parse_embedded(meta_json: &[u8], tests_json: &[u8]) -> Result<(RuleMeta, Vec<TestCase>), String> {
+    let meta: RuleMeta = serde_json::from_slice(meta_json).map_err(|e| format!("rule.json: {e}"))?;
+    let cases: Vec<TestCase> = serde_json::from_slice(tests_json).map_err(|e| format!("tests.json: {e}"))?;
+    Ok((meta, cases))
+}
+
+/// Runs the embedded cases natively and returns each result.
+pub fn run_native(meta: &RuleMeta, cases: &[TestCase], evaluate: &dyn Fn() -> i32) -> Vec<CaseResult> {
+    run_cases(cases, &mut |prepared| evaluate_native(meta, prepared, evaluate))
+}
+
+/// Runs the embedded cases natively and panics with a readable report if
+/// any fails (this is the `#[test]` that `export_rule!` generates).
+pub fn assert_cases_pass(meta_json: &[u8], tests_json: &[u8], evaluate: &dyn Fn() -> i32) {
+    let (meta, cases) = parse_embedded(meta_json, tests_json).unwrap_or_else(|e| panic!("{e}"));
+    let results = run_native(&meta, &cases, evaluate);
+    let report = failure_report(&meta.id, &results);
+    assert!(report.is_empty(), "embedded test cases failed:\n{report}");
+}

@@ -1,0 +1,96 @@
+//! Number formatting without `core::fmt`, which would add kilobytes of float
+//! formatting code to every rule module.
+
+/// Writes `value` in decimal into `buf` and returns it as text.
+pub(crate) fn format_int(value: i64, buf: &mut [u8; 24]) -> &str {
+    let mut i = buf.len();
+    let negative = value < 0;
+    let mut n = value.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if negative {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    core::str::from_utf8(&buf[i..]).unwrap_or("0")
+}
+
+/// Writes `value` rounded to `decimals` places (at most 6) into `buf`;
+/// trailing zeros after the point are dropped (`2.50` → `2.5`, `3.0` → `3`).
+pub(crate) fn format_decimal(value: f64, decimals: u32, buf: &mut [u8; 48]) -> &str {
+    if !value.is_finite() {
+        return "NaN";
+    }
+    let decimals = decimals.min(6);
+    let scale = 10u64.pow(decimals);
+    let negative = value < 0.0;
+    let scaled = (if negative { -value } else { value }) * scale as f64 + 0.5;
+    if scaled >= 9.0e18 {
+        return "huge";
+    }
+    let scaled = scaled as u64;
+    let (whole, mut frac) = (scaled / scale, scaled % scale);
+    let mut ibuf = [0u8; 24];
+    let whole_text = format_int(whole as i64, &mut ibuf);
+    let mut len = 0;
+    let mut push = |b: u8, len: &mut usize| {
+        buf[*len] = b;
+        *len += 1;
+    };
+    if negative && scaled != 0 {
+        push(b'-', &mut len);
+    }
+    for &b in whole_text.as_bytes() {
+        push(b, &mut len);
+    }
+    let mut digits = decimals;
+    while digits > 0 && frac % 10 == 0 {
+        frac /= 10;
+        digits -= 1;
+    }
+    if digits > 0 {
+        push(b'.', &mut len);
+        let start = len;
+        for _ in 0..digits {
+            push(b'0', &mut len);
+        }
+        let mut j = len;
+        while frac > 0 {
+            j -= 1;
+            buf[j] = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        debug_assert!(j >= start);
+    }
+    core::str::from_utf8(&buf[..len]).unwrap_or("0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers() {
+        let mut b = [0u8; 24];
+        assert_eq!(format_int(0, &mut b), "0");
+        assert_eq!(format_int(-42, &mut b), "-42");
+        assert_eq!(format_int(i64::MIN, &mut b), "-9223372036854775808");
+    }
+
+    #[test]
+    fn decimals() {
+        let mut b = [0u8; 48];
+        assert_eq!(format_decimal(2.5, 2, &mut b), "2.5");
+        assert_eq!(format_decimal(3.0, 1, &mut b), "3");
+        assert_eq!(format_decimal(140.0, 0, &mut b), "140");
+        assert_eq!(format_decimal(0.049, 1, &mut b), "0");
+        assert_eq!(format_decimal(-1.25, 2, &mut b), "-1.25");
+        assert_eq!(format_decimal(27.157, 1, &mut b), "27.2");
+    }
+}

@@ -1,0 +1,406 @@
+//! A typed view of the manifest for rules. Every accessor is a host call
+//! (see [`crate::abi`]); nothing is parsed from JSON inside the rule.
+//!
+//! Accessors return `Option`: `None` means the client did not send the
+//! field (and the hardware table could not fill it in). A rule that needs a
+//! field it does not get should answer [`Outcome::needs`] with its path, so
+//! the client learns what to collect.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::abi;
+use crate::outcome::Outcome;
+use crate::version::{ComputeCapability, Dotted, Version};
+
+/// Builds a field path from parts without `core::fmt`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Path(String);
+
+impl Path {
+    /// A path of one segment.
+    pub fn new(root: &str) -> Path {
+        Path(String::from(root))
+    }
+
+    /// Appends `.key`.
+    pub fn key(mut self, key: &str) -> Path {
+        self.0.push('.');
+        self.0.push_str(key);
+        self
+    }
+
+    /// Appends `.index`.
+    pub fn index(mut self, index: usize) -> Path {
+        let mut buf = [0u8; 24];
+        self.0.push('.');
+        self.0.push_str(crate::text::format_int(index as i64, &mut buf));
+        self
+    }
+
+    /// The path as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The manifest under evaluation. Obtain it as the argument of the rule's
+/// `evaluate` function.
+#[derive(Debug)]
+pub struct Manifest {
+    _private: (),
+}
+
+impl Manifest {
+    #[doc(hidden)]
+    pub const fn __new() -> Manifest {
+        Manifest { _private: () }
+    }
+
+    /// A scalar field as text (`"7.5"`, `"true"`, `"15360"`).
+    pub fn text(&self, path: &str) -> Option<String> {
+        abi::field_str(path)
+    }
+
+    /// A number field (or a numeric string).
+    pub fn number(&self, path: &str) -> Option<f64> {
+        abi::field_num(path)
+    }
+
+    /// A boolean field.
+    pub fn boolean(&self, path: &str) -> Option<bool> {
+        if abi::field_kind(path) != abi::kind::BOOL {
+            return None;
+        }
+        self.text(path).map(|t| t == "true")
+    }
+
+    /// Elements of an array field, or members of an object field.
+    pub fn len(&self, path: &str) -> Option<usize> {
+        abi::field_len(path)
+    }
+
+    /// Whether the field exists (and is not null).
+    pub fn has(&self, path: &str) -> bool {
+        !matches!(abi::field_kind(path), abi::kind::MISSING | abi::kind::NULL)
+    }
+
+    /// The text at `path`, or the undetermined outcome naming it: use with `?`
+    /// in an `evaluate` that returns `Result<Outcome, Outcome>`.
+    pub fn need(&self, path: &str) -> Result<String, Outcome> {
+        self.text(path).ok_or_else(|| Outcome::needs(path))
+    }
+
+    /// The number at `path`, or the undetermined outcome naming it.
+    pub fn need_number(&self, path: &str) -> Result<f64, Outcome> {
+        self.number(path).ok_or_else(|| Outcome::needs(path))
+    }
+
+    /// `host.arch`, normalised (`aarch64`, `x86_64`).
+    pub fn arch(&self) -> Option<String> {
+        self.text("host.arch")
+    }
+
+    /// `host.cpu_model`.
+    pub fn cpu_model(&self) -> Option<String> {
+        self.text("host.cpu_model")
+    }
+
+    /// An installed package, looked up by its PEP 503 name (`flash_attn` finds `flash-attn`).
+    pub fn package(&self, name: &str) -> Option<Package> {
+        let key = package_key(name);
+        let path = Path::new("packages").key(&key);
+        if abi::field_kind(path.as_str()) == abi::kind::OBJECT { Some(Package { path }) } else { None }
+    }
+
+    /// The version text of an installed package.
+    pub fn package_version(&self, name: &str) -> Option<String> {
+        self.package(name).and_then(|p| p.version_text())
+    }
+
+    /// The accelerators, in manifest order.
+    pub fn accelerators(&self) -> impl Iterator<Item = Accelerator> + use<> {
+        let n = self.len("accelerators").unwrap_or(0);
+        (0..n).map(|i| Accelerator { path: Path::new("accelerators").index(i) })
+    }
+
+    /// The NVIDIA accelerators (vendor `nvidia`, or unknown vendor with a CUDA compute capability).
+    pub fn nvidia_gpus(&self) -> impl Iterator<Item = Accelerator> + use<> {
+        self.accelerators().filter(Accelerator::is_nvidia)
+    }
+
+    /// The NVIDIA GPU with the lowest compute capability: the one a build
+    /// must support. `None` if no NVIDIA GPU states (or was enriched with) one.
+    pub fn weakest_nvidia_gpu(&self) -> Option<(Accelerator, ComputeCapability)> {
+        self.nvidia_gpus()
+            .filter_map(|g| g.compute_capability().map(|cc| (g, cc)))
+            .min_by(|a, b| a.1.cmp(&b.1))
+    }
+
+    /// Total number of accelerator devices (an entry without `count` counts 1).
+    pub fn device_count(&self) -> u32 {
+        self.accelerators().map(|a| a.count().unwrap_or(1)).sum()
+    }
+
+    /// `drivers.nvidia` as a dotted version.
+    pub fn nvidia_driver(&self) -> Option<Dotted> {
+        self.text("drivers.nvidia").and_then(|t| Dotted::parse(&t).ok())
+    }
+
+    /// `drivers.cuda` as a dotted version.
+    pub fn cuda(&self) -> Option<Dotted> {
+        self.text("drivers.cuda").and_then(|t| Dotted::parse(&t).ok())
+    }
+
+    /// `container.image`.
+    pub fn image(&self) -> Option<String> {
+        self.text("container.image")
+    }
+
+    /// An environment variable.
+    pub fn env(&self, name: &str) -> Option<String> {
+        self.text(Path::new("env").key(name).as_str())
+    }
+
+    /// The workload.
+    pub fn workload(&self) -> Workload<'_> {
+        Workload { m: self }
+    }
+
+    /// Whether `package` is listed in `build.from_source`.
+    pub fn built_from_source(&self, package: &str) -> bool {
+        let key = package_key(package);
+        let n = self.len("build.from_source").unwrap_or(0);
+        (0..n).any(|i| {
+            self.text(Path::new("build.from_source").index(i).as_str())
+                .is_some_and(|p| package_key(&p) == key)
+        })
+    }
+
+    /// `build.torch_cuda_arch_list`, parsed; entries that do not parse are skipped.
+    pub fn torch_cuda_arch_list(&self) -> Vec<ComputeCapability> {
+        let n = self.len("build.torch_cuda_arch_list").unwrap_or(0);
+        (0..n)
+            .filter_map(|i| self.text(Path::new("build.torch_cuda_arch_list").index(i).as_str()))
+            .filter_map(|t| ComputeCapability::parse(t.trim_end_matches("+PTX")).ok())
+            .collect()
+    }
+
+    /// `build.tools.<tool>`: `Some(None)` when listed as absent (`null`),
+    /// `None` when not listed at all.
+    pub fn build_tool(&self, tool: &str) -> Option<Option<String>> {
+        let path = Path::new("build.tools").key(tool);
+        match abi::field_kind(path.as_str()) {
+            abi::kind::MISSING => None,
+            abi::kind::NULL => Some(None),
+            _ => Some(self.text(path.as_str())),
+        }
+    }
+}
+
+/// One installed package.
+#[derive(Debug, Clone)]
+pub struct Package {
+    path: Path,
+}
+
+impl Package {
+    /// The version as installed.
+    pub fn version_text(&self) -> Option<String> {
+        abi::field_str(self.path.clone().key("version").as_str())
+    }
+
+    /// The version, parsed as PEP 440.
+    pub fn version(&self) -> Option<Version> {
+        self.version_text().and_then(|t| Version::parse(&t).ok())
+    }
+
+    /// The ecosystem (`pypi`, `conda`, ...).
+    pub fn ecosystem(&self) -> Option<String> {
+        abi::field_str(self.path.clone().key("ecosystem").as_str())
+    }
+
+    /// The path of its version field, for evidence.
+    pub fn version_path(&self) -> Path {
+        self.path.clone().key("version")
+    }
+}
+
+/// One accelerator entry.
+#[derive(Debug, Clone)]
+pub struct Accelerator {
+    path: Path,
+}
+
+impl Accelerator {
+    /// The path of one of its fields (`accelerators.0.<field>`), for evidence.
+    pub fn field_path(&self, field: &str) -> Path {
+        self.path.clone().key(field)
+    }
+
+    fn text(&self, field: &str) -> Option<String> {
+        abi::field_str(self.field_path(field).as_str())
+    }
+
+    fn number(&self, field: &str) -> Option<f64> {
+        abi::field_num(self.field_path(field).as_str())
+    }
+
+    /// `vendor`.
+    pub fn vendor(&self) -> Option<String> {
+        self.text("vendor")
+    }
+
+    /// `model`, canonical when the hardware table knows it (`T4G`).
+    pub fn model(&self) -> Option<String> {
+        self.text("model")
+    }
+
+    /// Whether it is an NVIDIA device.
+    pub fn is_nvidia(&self) -> bool {
+        match self.vendor() {
+            Some(v) => v == "nvidia",
+            None => self.compute_capability().is_some(),
+        }
+    }
+
+    /// `count` (how many of this model).
+    pub fn count(&self) -> Option<u32> {
+        self.number("count").map(|n| n as u32)
+    }
+
+    /// `compute_capability`.
+    pub fn compute_capability(&self) -> Option<ComputeCapability> {
+        self.text("compute_capability").and_then(|t| ComputeCapability::parse(&t).ok())
+    }
+
+    /// `memory_mib` (device memory).
+    pub fn memory_mib(&self) -> Option<f64> {
+        self.number("memory_mib")
+    }
+
+    /// `memory_bandwidth_gbps`.
+    pub fn memory_bandwidth_gbps(&self) -> Option<f64> {
+        self.number("memory_bandwidth_gbps")
+    }
+
+    /// `shared_memory_per_block_kib`.
+    pub fn shared_memory_per_block_kib(&self) -> Option<f64> {
+        self.number("shared_memory_per_block_kib")
+    }
+
+    /// `interconnect` (`nvlink`, `pcie`).
+    pub fn interconnect(&self) -> Option<String> {
+        self.text("interconnect")
+    }
+}
+
+/// The `workload` section.
+#[derive(Debug)]
+pub struct Workload<'m> {
+    m: &'m Manifest,
+}
+
+impl Workload<'_> {
+    /// `workload.engine` (`vllm`).
+    pub fn engine(&self) -> Option<String> {
+        self.m.text("workload.engine")
+    }
+
+    /// `workload.model`.
+    pub fn model(&self) -> Option<String> {
+        self.m.text("workload.model")
+    }
+
+    /// `workload.parameters_b` (billions).
+    pub fn parameters_b(&self) -> Option<f64> {
+        self.m.number("workload.parameters_b")
+    }
+
+    /// `workload.dtype`, normalised (`bfloat16`, `float16`, `auto`).
+    pub fn dtype(&self) -> Option<String> {
+        self.m.text("workload.dtype")
+    }
+
+    /// `workload.quantization`.
+    pub fn quantization(&self) -> Option<String> {
+        self.m.text("workload.quantization")
+    }
+
+    /// `workload.kv_cache_dtype`.
+    pub fn kv_cache_dtype(&self) -> Option<String> {
+        self.m.text("workload.kv_cache_dtype")
+    }
+
+    /// `workload.attention_backend`, upper case (`TRITON_ATTN`).
+    pub fn attention_backend(&self) -> Option<String> {
+        self.m.text("workload.attention_backend")
+    }
+
+    /// `workload.head_dims`.
+    pub fn head_dims(&self) -> Vec<u32> {
+        let n = self.m.len("workload.head_dims").unwrap_or(0);
+        (0..n)
+            .filter_map(|i| self.m.number(Path::new("workload.head_dims").index(i).as_str()))
+            .map(|d| d as u32)
+            .collect()
+    }
+
+    /// `workload.num_attention_heads`.
+    pub fn num_attention_heads(&self) -> Option<u32> {
+        self.m.number("workload.num_attention_heads").map(|n| n as u32)
+    }
+
+    /// `workload.num_kv_heads`.
+    pub fn num_kv_heads(&self) -> Option<u32> {
+        self.m.number("workload.num_kv_heads").map(|n| n as u32)
+    }
+
+    /// `workload.tensor_parallel_size`.
+    pub fn tensor_parallel_size(&self) -> Option<u32> {
+        self.m.number("workload.tensor_parallel_size").map(|n| n as u32)
+    }
+
+    /// `workload.pipeline_parallel_size`.
+    pub fn pipeline_parallel_size(&self) -> Option<u32> {
+        self.m.number("workload.pipeline_parallel_size").map(|n| n as u32)
+    }
+
+    /// `workload.max_model_len`.
+    pub fn max_model_len(&self) -> Option<f64> {
+        self.m.number("workload.max_model_len")
+    }
+
+    /// `workload.max_num_seqs`.
+    pub fn max_num_seqs(&self) -> Option<f64> {
+        self.m.number("workload.max_num_seqs")
+    }
+
+    /// `workload.gpu_memory_utilization`.
+    pub fn gpu_memory_utilization(&self) -> Option<f64> {
+        self.m.number("workload.gpu_memory_utilization")
+    }
+
+    /// `workload.disable_custom_all_reduce`.
+    pub fn disable_custom_all_reduce(&self) -> Option<bool> {
+        self.m.boolean("workload.disable_custom_all_reduce")
+    }
+}
+
+/// PEP 503 name normalisation: lower case, runs of `-`, `_`, `.` become `-`.
+pub fn package_key(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut sep = false;
+    for c in name.trim().chars() {
+        if matches!(c, '-' | '_' | '.') {
+            sep = true;
+        } else {
+            if sep && !out.is_empty() {
+                out.push('-');
+            }
+            sep = false;
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}

@@ -1,0 +1,231 @@
+//! Builds rule crates to `wasm32-unknown-unknown`, on any machine of ours.
+//!
+//! Two routes, chosen by [`detect`]:
+//! - **rustup**: the active toolchain has the `wasm32-unknown-unknown`
+//!   target installed; plain `cargo build --target wasm32-unknown-unknown`.
+//! - **debian**: the target cannot be downloaded (these machines reach only
+//!   package registries), so Debian's `rustc-web` + `cargo-web` +
+//!   `rust-web-src` + `lld` build `core` and `alloc` from source:
+//!   `RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo build
+//!   -Zbuild-std=core,alloc` with `wasm-ld` as the linker.
+//!
+//! [`ensure`] installs the Debian packages when neither route is present
+//! (as root, with apt-get). This crate is used by the bundled-rules build
+//! script, by `cargo xtask`, and by `pitfall rule build`, so all three pick
+//! the same route.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The wasm target rules are built for.
+pub const TARGET: &str = "wasm32-unknown-unknown";
+
+/// The cargo profile rules are built with (see the workspace Cargo.toml).
+pub const PROFILE: &str = "rule";
+
+/// The Debian packages of the fallback route.
+pub const DEBIAN_PACKAGES: &[&str] = &["rustc-web", "cargo-web", "rust-web-src", "lld"];
+
+const DEBIAN_RUSTC: &str = "/usr/bin/rustc";
+const DEBIAN_CARGO: &str = "/usr/bin/cargo";
+const DEBIAN_STD_SRC: &str = "/usr/lib/rustlib/src/rust/library/core";
+
+/// How rules get built on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Toolchain {
+    /// The active (rustup) toolchain has the wasm32 target.
+    Rustup {
+        /// The `cargo` to run.
+        cargo: PathBuf,
+    },
+    /// Debian's rustc-web with `-Zbuild-std`.
+    Debian,
+}
+
+impl Toolchain {
+    /// A short name for messages: `rustup` or `debian`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Toolchain::Rustup { .. } => "rustup",
+            Toolchain::Debian => "debian",
+        }
+    }
+}
+
+/// Why rules could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// Neither route is available and installing was not allowed or failed.
+    #[error(
+        "no wasm32 toolchain: neither rustup's {TARGET} target nor Debian's rustc-web + cargo-web + rust-web-src + lld is installed{0}"
+    )]
+    NoToolchain(String),
+    /// A command could not be started.
+    #[error("could not run {command}: {source}")]
+    Spawn {
+        /// The command.
+        command: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The build itself failed.
+    #[error("`{command}` failed with {status}")]
+    Failed {
+        /// The command.
+        command: String,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+    },
+    /// The build succeeded but a module is missing.
+    #[error("built, but {0} is missing")]
+    MissingOutput(PathBuf),
+}
+
+/// Finds a route that works here, without installing anything.
+pub fn detect() -> Option<Toolchain> {
+    if rustup_has_target() {
+        let cargo = std::env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("cargo"));
+        return Some(Toolchain::Rustup { cargo });
+    }
+    debian_ready().then_some(Toolchain::Debian)
+}
+
+/// Like [`detect`], but installs the Debian route when nothing is present
+/// and `install` is true (needs root and apt-get).
+pub fn ensure(install: bool) -> Result<Toolchain, BuildError> {
+    if let Some(t) = detect() {
+        return Ok(t);
+    }
+    if !install {
+        return Err(BuildError::NoToolchain(format!(
+            "; install them with `apt-get install -y {}`",
+            DEBIAN_PACKAGES.join(" ")
+        )));
+    }
+    install_debian_packages()?;
+    if debian_ready() {
+        Ok(Toolchain::Debian)
+    } else {
+        Err(BuildError::NoToolchain("; apt-get ran but the packages are still not usable".into()))
+    }
+}
+
+fn rustup_has_target() -> bool {
+    // `rustc --print target-libdir --target T` names the directory the
+    // target's prebuilt std would be in; it exists only when installed.
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc)
+        .args(["--print", "target-libdir", "--target", TARGET])
+        .stderr(Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            let dir = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+            std::fs::read_dir(&dir)
+                .map(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("libcore-")))
+                .unwrap_or(false)
+        }
+        _ => false,
+    }
+}
+
+fn debian_ready() -> bool {
+    Path::new(DEBIAN_RUSTC).exists()
+        && Path::new(DEBIAN_CARGO).exists()
+        && Path::new(DEBIAN_STD_SRC).exists()
+        && which("wasm-ld")
+}
+
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|p| p.join(program).is_file()))
+        .unwrap_or(false)
+}
+
+fn install_debian_packages() -> Result<(), BuildError> {
+    let run = |args: &[&str]| -> Result<(), BuildError> {
+        let command = format!("apt-get {}", args.join(" "));
+        let status = Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|source| BuildError::Spawn { command: command.clone(), source })?;
+        if status.success() { Ok(()) } else { Err(BuildError::Failed { command, status }) }
+    };
+    run(&["update", "-qq"])?;
+    let mut args = vec!["install", "-y", "-qq", "--no-install-recommends"];
+    args.extend_from_slice(DEBIAN_PACKAGES);
+    run(&args)
+}
+
+/// What to build.
+#[derive(Debug, Clone)]
+pub struct BuildRequest {
+    /// The `Cargo.toml` of the workspace (or single crate) holding the rules.
+    pub manifest_path: PathBuf,
+    /// Package names to build (each a `cdylib` rule crate).
+    pub packages: Vec<String>,
+    /// Where cargo puts its output for this build (kept apart from the host build).
+    pub target_dir: PathBuf,
+    /// Whether cargo may print progress (off inside build scripts).
+    pub quiet: bool,
+}
+
+/// Builds the requested rule crates and returns their `.wasm` paths, in
+/// the order of `packages`.
+pub fn build(toolchain: &Toolchain, request: &BuildRequest) -> Result<Vec<PathBuf>, BuildError> {
+    let mut cmd = match toolchain {
+        Toolchain::Rustup { cargo } => Command::new(cargo),
+        Toolchain::Debian => Command::new(DEBIAN_CARGO),
+    };
+    clean_env(&mut cmd);
+    if let Toolchain::Debian = toolchain {
+        cmd.env("RUSTC", DEBIAN_RUSTC).env("RUSTC_BOOTSTRAP", "1");
+        cmd.env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER", "wasm-ld");
+    }
+    cmd.arg("build").arg("--manifest-path").arg(&request.manifest_path);
+    cmd.args(["--profile", PROFILE, "--target", TARGET]).arg("--target-dir").arg(&request.target_dir);
+    if let Toolchain::Debian = toolchain {
+        cmd.arg("-Zbuild-std=core,alloc");
+    }
+    if request.quiet {
+        cmd.arg("--quiet");
+    }
+    for p in &request.packages {
+        cmd.args(["-p", p]);
+    }
+    let command = format!("{cmd:?}");
+    let status = cmd.status().map_err(|source| BuildError::Spawn { command: command.clone(), source })?;
+    if !status.success() {
+        return Err(BuildError::Failed { command, status });
+    }
+    let out_dir = request.target_dir.join(TARGET).join(PROFILE);
+    request
+        .packages
+        .iter()
+        .map(|p| {
+            let path = out_dir.join(format!("{}.wasm", p.replace('-', "_")));
+            if path.exists() { Ok(path) } else { Err(BuildError::MissingOutput(path)) }
+        })
+        .collect()
+}
+
+/// Removes what an outer cargo (a build script's environment) would leak
+/// into the inner build: its rustc, flags, jobserver and profile settings.
+fn clean_env(cmd: &mut Command) {
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        let leaks = (key.starts_with("CARGO_") && key != "CARGO_HOME" && !key.starts_with("CARGO_NET_")
+            && !key.starts_with("CARGO_REGISTRIES_") && !key.starts_with("CARGO_HTTP_"))
+            || key.starts_with("RUSTC")
+            || key.starts_with("RUSTDOC")
+            || key == "RUSTFLAGS"
+            || key == "CARGO"
+            || key == "__CARGO_FIX_PLZ";
+        if leaks {
+            cmd.env_remove(key);
+        }
+    }
+}
