@@ -1,0 +1,58 @@
+//! CUDA forward compatibility works only on data-center GPUs
+//! (KNOWLEDGE.md B12).
+//!
+//! A `cuda-compat` package lets a newer CUDA run on an older driver branch,
+//! but only on data-center GPUs (and some NGC-ready RTX workstation SKUs).
+//! When its libraries are used on a GeForce/TITAN card, CUDA fails to
+//! initialise with cudaErrorCompatNotSupportedOnDevice (804). They are used
+//! when the driver is below the CUDA major floor of the package's CUDA
+//! version; the rule reports that case, and `cuda-driver-too-old` stays
+//! silent for it so one cause gives one error.
+#![no_std]
+
+mod cuda;
+
+use pitfall_sdk::prelude::*;
+
+fn evaluate(m: &Manifest) -> Outcome {
+    // Selectors are a promise: clear whenever they do not hold.
+    if !m
+        .accelerators()
+        .any(|a| a.vendor().as_deref() == Some("nvidia"))
+    {
+        return Outcome::clear();
+    }
+    let Some(compat) = cuda::newest_compat(m) else {
+        return Outcome::clear();
+    };
+    let Some((gpu, gpu_name)) = cuda::consumer_gpu(m) else {
+        return Outcome::clear();
+    };
+    let Some((floor_major, floor)) = cuda::driver_floor(compat.major) else {
+        return Outcome::clear();
+    };
+    let Some(driver) = m.nvidia_driver() else {
+        return Outcome::needs("drivers.nvidia");
+    };
+    if driver.major() >= floor_major {
+        return Outcome::clear();
+    }
+    let mut compat_path = String::from("packages.");
+    compat_path.push_str(&compat.name);
+    compat_path.push_str(".name");
+    let mut cuda_text = String::new();
+    cuda::push_u64(&mut cuda_text, compat.major);
+    cuda_text.push('.');
+    cuda::push_u64(&mut cuda_text, compat.minor);
+    Outcome::matched()
+        .evidence(&compat_path)
+        .evidence("drivers.nvidia")
+        .evidence(gpu.field_path("model").as_str())
+        .param("compat", &compat.name)
+        .param("cuda", &cuda_text)
+        .param("driver", driver.as_str())
+        .param("gpu", &gpu_name)
+        .param("floor", floor)
+}
+
+pitfall_sdk::export_rule!(evaluate);

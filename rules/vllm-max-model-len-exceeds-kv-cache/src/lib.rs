@@ -1,0 +1,137 @@
+//! A max_model_len the KV cache cannot hold even for one sequence
+//! (KNOWLEDGE.md B19), estimated from the GPU memory left after the weights
+//! and the KV bytes per token: 2 (K and V) × layers × KV heads × head_dim ×
+//! bytes per element, per GPU after tensor and pipeline splits. The
+//! estimate ignores activations and CUDA graphs, so the real KV cache is
+//! smaller still; the manifest contract has no layer count, so the rule
+//! reads a client-sent `workload.num_layers`.
+#![no_std]
+
+use pitfall_sdk::prelude::*;
+
+const DEFAULT_UTILIZATION: f64 = 0.9;
+const MIB: f64 = 1_048_576.0;
+const GB: f64 = 1e9;
+/// vLLM's default KV block size; the suggested length is a multiple of it.
+const BLOCK: u64 = 16;
+
+/// Bytes per weight parameter (as the weights rule counts them).
+fn weight_bytes(quantization: Option<&str>, dtype: Option<&str>) -> f64 {
+    match quantization {
+        Some(q) if !q.is_empty() && q != "none" => {
+            let eight_bit = q.starts_with("fp8")
+                || q.starts_with("int8")
+                || q.starts_with("w8a")
+                || q == "experts_int8"
+                || q == "modelopt"
+                || q == "ptpc_fp8";
+            if eight_bit { 1.0 } else { 0.5 }
+        }
+        _ if dtype == Some("float32") => 4.0,
+        _ => 2.0,
+    }
+}
+
+/// Bytes per KV-cache element: `--kv-cache-dtype`, else the model dtype.
+fn kv_bytes(kv_cache_dtype: Option<&str>, dtype: Option<&str>) -> f64 {
+    match kv_cache_dtype {
+        Some(k) if k.starts_with("fp8") || k == "int8" => 1.0,
+        _ if dtype == Some("float32") => 4.0,
+        _ => 2.0,
+    }
+}
+
+fn evaluate(m: &Manifest) -> Outcome {
+    if m.package("vllm").is_none() {
+        return Outcome::clear();
+    }
+    let w = m.workload();
+    let Some(max_len) = w.max_model_len().filter(|l| *l >= 1.0) else {
+        return Outcome::clear();
+    };
+    let Some(params_b) = w.parameters_b().filter(|p| *p > 0.0) else {
+        return Outcome::clear();
+    };
+    let mut smallest: Option<f64> = None;
+    for gpu in m.nvidia_gpus() {
+        let Some(mib) = gpu.memory_mib().filter(|v| *v > 0.0) else {
+            return Outcome::needs(gpu.field_path("memory_mib").as_str());
+        };
+        if smallest.is_none_or(|s| mib < s) {
+            smallest = Some(mib);
+        }
+    }
+    let Some(mem_mib) = smallest else {
+        return Outcome::clear();
+    };
+    let util = w
+        .gpu_memory_utilization()
+        .filter(|u| *u > 0.0 && *u <= 1.0)
+        .unwrap_or(DEFAULT_UTILIZATION);
+    let tp = w.tensor_parallel_size().unwrap_or(1).max(1);
+    let pp = w.pipeline_parallel_size().unwrap_or(1).max(1);
+    let dtype = w.dtype();
+    let weights_gb = params_b * weight_bytes(w.quantization().as_deref(), dtype.as_deref());
+    let per_gpu_weights_gb = weights_gb / f64::from(tp.saturating_mul(pp));
+    let free_gb = mem_mib * util * MIB / GB - per_gpu_weights_gb;
+    if free_gb <= 0.0 {
+        // The weights do not fit at all: the weights rule's finding.
+        return Outcome::clear();
+    }
+
+    let layers = m.number("workload.num_layers").filter(|l| *l >= 1.0);
+    let kv_heads = w.num_kv_heads().filter(|k| *k > 0);
+    let head_dim = w.head_dims().into_iter().filter(|d| *d > 0).min();
+    let (Some(layers), Some(kv_heads), Some(head_dim)) = (layers, kv_heads, head_dim) else {
+        let mut outcome = Outcome::undetermined();
+        if layers.is_none() {
+            outcome = outcome.missing("workload.num_layers");
+        }
+        if kv_heads.is_none() {
+            outcome = outcome.missing("workload.num_kv_heads");
+        }
+        if head_dim.is_none() {
+            outcome = outcome.missing("workload.head_dims");
+        }
+        return outcome;
+    };
+
+    let element = kv_bytes(w.kv_cache_dtype().as_deref(), dtype.as_deref());
+    // KV heads split over TP ranks; with more ranks than heads each rank
+    // keeps one (replicated) head. Layers split over pipeline stages.
+    let heads_per_gpu = if kv_heads >= tp {
+        f64::from(kv_heads) / f64::from(tp)
+    } else {
+        1.0
+    };
+    let per_token = 2.0 * (layers / f64::from(pp)) * heads_per_gpu * f64::from(head_dim) * element;
+    let tokens = free_gb * GB / per_token;
+    if max_len <= tokens {
+        return Outcome::clear();
+    }
+    let fit = (tokens as u64) / BLOCK * BLOCK;
+    if fit < BLOCK {
+        // The weights leave no room worth the name: not a length question.
+        return Outcome::clear();
+    }
+
+    let mut outcome = Outcome::matched()
+        .evidence("workload.max_model_len")
+        .evidence("workload.num_layers")
+        .evidence("workload.num_kv_heads")
+        .evidence("workload.parameters_b")
+        .param_int("max_len", max_len as i64)
+        .param_int("tokens", tokens as i64)
+        .param_int("fit", fit as i64)
+        .param_decimal("free_gb", free_gb, 1)
+        .param_decimal("weights_gb", per_gpu_weights_gb, 1)
+        .param_decimal("kib_per_token", per_token / 1024.0, 1)
+        .remedy(0);
+    // An 8-bit KV cache holds `element` times as many tokens.
+    if element > 1.0 && max_len <= tokens * element {
+        outcome = outcome.remedy(1);
+    }
+    outcome
+}
+
+pitfall_sdk::export_rule!(evaluate);

@@ -1,0 +1,50 @@
+//! vLLM with tensor parallelism in a container needs the host IPC namespace
+//! or a large /dev/shm: NCCL puts its intra-node buffers there, and Docker's
+//! default 64 MiB is too small (KNOWLEDGE.md B15). TP <= 1 is another rule's.
+#![no_std]
+
+use pitfall_sdk::prelude::*;
+
+/// Below this, NCCL's shared-memory segments for several ranks may not fit.
+const SHM_ENOUGH_MIB: f64 = 1024.0;
+/// Docker's default `--shm-size`.
+const DOCKER_DEFAULT_SHM_MIB: i64 = 64;
+
+fn evaluate(m: &Manifest) -> Outcome {
+    if m.image().is_none() || m.package("vllm").is_none() {
+        return Outcome::clear();
+    }
+    let tp = m.workload().tensor_parallel_size().unwrap_or(1);
+    if tp <= 1 {
+        return Outcome::clear();
+    }
+    let ipc = m.text("container.ipc");
+    if ipc.as_deref() == Some("host") {
+        return Outcome::clear();
+    }
+    let shm = m.number("container.shm_size_mib");
+    if shm.is_some_and(|s| s >= SHM_ENOUGH_MIB) {
+        return Outcome::clear();
+    }
+    if ipc.is_none() && shm.is_none() {
+        return Outcome::undetermined()
+            .missing("container.ipc")
+            .missing("container.shm_size_mib");
+    }
+    let mut outcome = Outcome::matched()
+        .evidence("workload.tensor_parallel_size")
+        .param_int("tp", i64::from(tp));
+    outcome = match &ipc {
+        Some(mode) => outcome.evidence("container.ipc").param("ipc", mode),
+        None => outcome.param("ipc", "unreported"),
+    };
+    match shm {
+        Some(mib) => outcome
+            .evidence("container.shm_size_mib")
+            .param_int("shm", mib as i64),
+        // IPC mode known, /dev/shm size not: Docker's default.
+        None => outcome.param_int("shm", DOCKER_DEFAULT_SHM_MIB),
+    }
+}
+
+pitfall_sdk::export_rule!(evaluate);
