@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pitfall_sdk::model::cases::Evaluation;
-use pitfall_sdk::model::report::{CheckResponse, CheckStats, RuleError, Undetermined};
+use pitfall_sdk::model::report::{CheckResponse, CheckStats, RuleError, Undetermined, evidence_for};
 use pitfall_sdk::model::{Manifest, Prepared};
 use rayon::prelude::*;
 
@@ -71,6 +71,7 @@ impl RuleSet {
             rule_errors: Vec::new(),
             ruleset_revision: self.revision.clone(),
             stats: CheckStats { rules_total: self.rules.len() as u32, rules_evaluated: candidates.len() as u32, elapsed_us: 0 },
+            enriched: prepared.enrichment.paths.iter().filter_map(|p| evidence_for(&prepared.fields, p)).collect(),
         };
         for (rule_id, evaluation) in results {
             match evaluation {

@@ -213,7 +213,7 @@ impl Engine {
 
     /// Runs the rule's embedded test cases in this engine.
     pub fn run_tests(&self, rule: &Rule) -> Vec<CaseResult> {
-        run_cases(&rule.info.tests, &mut |prepared| self.evaluate(rule, prepared))
+        run_cases(&rule.selectors, &rule.info.tests, &mut |prepared| self.evaluate(rule, prepared))
     }
 
     /// Times one evaluation (for benchmarks and publish-time cost reports).

@@ -45,6 +45,9 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
     let mut memory_exported = false;
     let mut memories = 0u32;
     let mut functions = 0u32;
+    // Imports come first in the function index space; only functions are
+    // importable (check_import refuses the rest).
+    let mut imported_functions = 0u32;
     for payload in Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
         match payload {
@@ -57,9 +60,7 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
                 for import in reader.into_imports() {
                     let import = import.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
                     check_import(&import, &types)?;
-                    if matches!(import.ty, TypeRef::Func(_) | TypeRef::FuncExact(_)) {
-                        func_types.push(0);
-                    }
+                    imported_functions += 1;
                 }
             }
             Payload::FunctionSection(reader) => {
@@ -144,8 +145,9 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
         return Err(LoadError::Export(format!("a rule defines and exports one memory named `{MEMORY_EXPORT}`")));
     }
     let index = evaluate_export.ok_or_else(|| LoadError::Export(format!("missing export `{EVALUATE_EXPORT}`")))?;
-    let ty = func_types
-        .get(index as usize)
+    let ty = index
+        .checked_sub(imported_functions)
+        .and_then(|defined| func_types.get(defined as usize))
         .and_then(|t| types.get(*t as usize))
         .ok_or_else(|| LoadError::Export(format!("`{EVALUATE_EXPORT}` must be a defined function")))?;
     if !ty.params().is_empty() || ty.results() != [wasmparser::ValType::I32] {

@@ -53,6 +53,19 @@ pub mod __private {
     use crate::outcome::IntoOutcome;
     use crate::view::Manifest;
 
+    /// Copies a byte string into an array at compile time (for the custom
+    /// sections: a static initialised this way holds no reference to the
+    /// original bytes, so they are not also emitted as data).
+    pub const fn to_array<const N: usize>(bytes: &[u8]) -> [u8; N] {
+        let mut out = [0u8; N];
+        let mut i = 0;
+        while i < N {
+            out[i] = bytes[i];
+            i += 1;
+        }
+        out
+    }
+
     /// Runs a rule's evaluate function and returns the ABI code.
     pub fn run<R: IntoOutcome>(evaluate: fn(&Manifest) -> R) -> i32 {
         static MANIFEST: Manifest = Manifest::__new();

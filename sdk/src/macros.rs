@@ -25,19 +25,20 @@ macro_rules! export_rule {
     ($evaluate:path) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
+            // No `#[used]`: on wasm, rustc turns link_section statics into
+            // custom sections by itself, and `#[used]` would also keep a
+            // second copy of the bytes in linear memory.
             #[unsafe(link_section = "pitfall.abi")]
-            #[used]
             static PITFALL_ABI: [u8; 1] = *b"1";
 
+            const META: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/rule.json"));
+            const TESTS: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests.json"));
+
             #[unsafe(link_section = "pitfall.meta")]
-            #[used]
-            static PITFALL_META: [u8; include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/rule.json")).len()] =
-                *include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/rule.json"));
+            static PITFALL_META: [u8; META.len()] = $crate::__private::to_array(META);
 
             #[unsafe(link_section = "pitfall.tests")]
-            #[used]
-            static PITFALL_TESTS: [u8; include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests.json")).len()] =
-                *include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests.json"));
+            static PITFALL_TESTS: [u8; TESTS.len()] = $crate::__private::to_array(TESTS);
 
             #[unsafe(no_mangle)]
             extern "C" fn pitfall_evaluate() -> i32 {

@@ -12,6 +12,7 @@ use crate::model::meta::{RuleMeta, TestCase};
 use crate::model::report::{RawOutcome, render};
 use crate::model::session::{OutputError, Session};
 use crate::model::Prepared;
+use crate::model::selector::Selector;
 
 /// The output budget natively: the engine's default, so a rule that is too
 /// chatty fails its tests before it fails in the registry.
@@ -87,7 +88,7 @@ pub fn evaluate_native(meta: &RuleMeta, prepared: &Prepared, evaluate: &dyn Fn()
     let code = evaluate();
     let mut session = SESSION.with(|s| s.borrow_mut().take()).expect("session set above");
     if let Some(e) = OUTPUT_ERROR.with(|e| e.borrow_mut().take()) {
-        return Evaluation::Failed(e.to_string());
+        return Evaluation::Failed(format!("ABI violation: {e}"));
     }
     let raw = session.take_output();
     match RawOutcome::from_code(code) {
@@ -95,9 +96,9 @@ pub fn evaluate_native(meta: &RuleMeta, prepared: &Prepared, evaluate: &dyn Fn()
         Some(RawOutcome::Undetermined) => Evaluation::Undetermined(raw.missing),
         Some(RawOutcome::Matched) => match render(meta, &raw, &prepared.fields) {
             Ok(f) => Evaluation::Matched(Box::new(f)),
-            Err(e) => Evaluation::Failed(e.to_string()),
+            Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
         },
-        None => Evaluation::Failed(format!("pitfall_evaluate returned {code}, not 0, 1 or 2")),
+        None => Evaluation::Failed(format!("malformed output: pitfall_evaluate returned {code}, not 0, 1 or 2")),
     }
 }
 
@@ -108,15 +109,21 @@ pub fn parse_embedded(meta_json: &[u8], tests_json: &[u8]) -> Result<(RuleMeta, 
     Ok((meta, cases))
 }
 
-/// Runs the embedded cases natively and returns each result.
+/// Runs the embedded cases natively and returns each result. Selectors
+/// that do not parse count as holding (the metadata lint reports them).
 pub fn run_native(meta: &RuleMeta, cases: &[TestCase], evaluate: &dyn Fn() -> i32) -> Vec<CaseResult> {
-    run_cases(cases, &mut |prepared| evaluate_native(meta, prepared, evaluate))
+    let selectors: Vec<Selector> = meta.applies_to.iter().filter_map(|s| Selector::parse(s).ok()).collect();
+    run_cases(&selectors, cases, &mut |prepared| evaluate_native(meta, prepared, evaluate))
 }
 
 /// Runs the embedded cases natively and panics with a readable report if
 /// any fails (this is the `#[test]` that `export_rule!` generates).
 pub fn assert_cases_pass(meta_json: &[u8], tests_json: &[u8], evaluate: &dyn Fn() -> i32) {
     let (meta, cases) = parse_embedded(meta_json, tests_json).unwrap_or_else(|e| panic!("{e}"));
+    // The same lint the engine applies at load: a rule that passes here
+    // is not refused there for its metadata.
+    let problems = meta.problems();
+    assert!(problems.is_empty(), "rule.json would be refused:\n  {}", problems.join("\n  "));
     let results = run_native(&meta, &cases, evaluate);
     let report = failure_report(&meta.id, &results);
     assert!(report.is_empty(), "embedded test cases failed:\n{report}");

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::manifest::{Accelerator, Build, Container, Drivers, HealthCheck, Manifest, Package, Workload};
 use super::normalize::package_key;
-use crate::version::Version;
+use crate::version::{Dotted, Version};
 
 /// One concrete change to a deployment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -96,7 +96,8 @@ pub enum Action {
         /// Its new value.
         value: Value,
     },
-    /// Use another accelerator model (and count).
+    /// Use another accelerator model (and count): the manifest's accelerators
+    /// become that one entry, its hardware facts filled in from the table.
     ChangeAccelerator {
         /// The accelerator model, e.g. `A10G`.
         model: String,
@@ -111,6 +112,39 @@ pub enum Action {
         /// Whether the probe verifies the generated text.
         verifies_output: bool,
     },
+}
+
+impl std::fmt::Display for Action {
+    /// One line, for people and terminals: what to run or change.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Action::UpgradePackage { package, to } => write!(f, "upgrade {package} to >= {to}"),
+            Action::PinPackage { package, version } => write!(f, "install {package}=={version}"),
+            Action::RemovePackage { package } => write!(f, "uninstall {package}"),
+            Action::SetEnv { name, value } => write!(f, "set {name}={value}"),
+            Action::UnsetEnv { name } => write!(f, "unset {name}"),
+            Action::AddFlag { tool, flag, value: Some(v) } => write!(f, "{tool}: add {flag} {v}"),
+            Action::AddFlag { tool, flag, value: None } => write!(f, "{tool}: add {flag}"),
+            Action::ChangeImage { image } => write!(f, "use image {image}"),
+            Action::UpgradeDriver { to } => write!(f, "upgrade the NVIDIA driver to >= {to}"),
+            Action::ChangeCuda { version } => write!(f, "use CUDA {version}"),
+            Action::BuildFromSource { package, torch_cuda_arch_list } if torch_cuda_arch_list.is_empty() => {
+                write!(f, "build {package} from source")
+            }
+            Action::BuildFromSource { package, torch_cuda_arch_list } => {
+                write!(f, "build {package} from source with TORCH_CUDA_ARCH_LIST=\"{}\"", torch_cuda_arch_list.join(";"))
+            }
+            Action::InstallTool { tool, version: Some(v) } => write!(f, "install {tool} {v}"),
+            Action::InstallTool { tool, version: None } => write!(f, "install {tool}"),
+            Action::SetWorkload { field, value } => write!(f, "set workload.{field} = {value}"),
+            Action::ChangeAccelerator { model, count: Some(n) } => write!(f, "switch to {n}x {model}"),
+            Action::ChangeAccelerator { model, count: None } => write!(f, "switch the accelerator to {model}"),
+            Action::ChangeHealthCheck { endpoint, verifies_output } => {
+                write!(f, "probe {endpoint}")?;
+                if *verifies_output { f.write_str(" and verify the generated text") } else { Ok(()) }
+            }
+        }
+    }
 }
 
 /// Why an action could not be applied to a manifest.
@@ -184,7 +218,14 @@ pub fn apply(manifest: &mut Manifest, action: &Action) -> Result<(), ApplyError>
             manifest.container.get_or_insert_with(Container::default).image = Some(image.clone());
         }
         Action::UpgradeDriver { to } => {
-            manifest.drivers.get_or_insert_with(Drivers::default).nvidia = Some(to.clone());
+            let drivers = manifest.drivers.get_or_insert_with(Drivers::default);
+            let below = match (drivers.nvidia.as_deref().map(Dotted::parse), Dotted::parse(to)) {
+                (Some(Ok(current)), Ok(target)) => current < target,
+                _ => true,
+            };
+            if below {
+                drivers.nvidia = Some(to.clone());
+            }
         }
         Action::ChangeCuda { version } => {
             manifest.drivers.get_or_insert_with(Drivers::default).cuda = Some(version.clone());

@@ -7,6 +7,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::meta::{Expect, TestCase};
+use super::selector::Selector;
 use super::report::Finding;
 use super::{Manifest, Prepared, actions, manifest_from_value};
 
@@ -51,11 +52,17 @@ pub struct CaseResult {
 
 /// Runs every case of `cases` with `evaluate`, plus the coverage check:
 /// a rule must have at least one `matched`, one `clear` and one `fixed` case.
+///
+/// A case whose manifest the rule's selectors exclude is what the registry
+/// would never evaluate: its outcome is `clear`, and the rule is still run
+/// to check that it keeps the selectors' promise (reports nothing there).
 pub fn run_cases(
+    selectors: &[Selector],
     cases: &[TestCase],
     evaluate: &mut dyn FnMut(&Prepared) -> Evaluation,
 ) -> Vec<CaseResult> {
-    let mut results: Vec<CaseResult> = cases.iter().map(|case| run_case(cases, case, evaluate)).collect();
+    let mut results: Vec<CaseResult> =
+        cases.iter().map(|case| run_case(selectors, cases, case, evaluate)).collect();
     for (kind, label) in [(Expect::Matched, "matched"), (Expect::Clear, "clear"), (Expect::Fixed, "fixed")] {
         if !cases.iter().any(|c| c.expect == kind) {
             results.push(CaseResult {
@@ -71,6 +78,7 @@ pub fn run_cases(
 }
 
 fn run_case(
+    selectors: &[Selector],
     cases: &[TestCase],
     case: &TestCase,
     evaluate: &mut dyn FnMut(&Prepared) -> Evaluation,
@@ -109,6 +117,13 @@ fn run_case(
         Err(e) => return fail("a valid manifest".into(), e.message, &manifest_value),
     };
     let outcome = evaluate(&prepared);
+    if !selectors.iter().all(|s| s.holds(&prepared.manifest)) && outcome != Evaluation::Clear {
+        return fail(
+            "clear: the rule's selectors exclude this manifest".into(),
+            format!("{outcome} (a selector is a promise that the rule reports nothing here)"),
+            &manifest_value,
+        );
+    }
     let (passed, expected_text) = match (expected, &outcome) {
         (Expect::Clear, Evaluation::Clear) => (true, "clear".to_owned()),
         (Expect::Clear, _) => (false, "clear".to_owned()),

@@ -58,6 +58,9 @@ pub struct Field {
     pub len: usize,
     /// Where it came from.
     pub source: Source,
+    /// The JSON value of an array or object (scalars are in `text`), for
+    /// evidence that points at a whole list such as `workload.head_dims`.
+    pub composite: Option<Value>,
 }
 
 /// The flattened manifest.
@@ -108,7 +111,8 @@ impl FieldMap {
             Value::Array(a) => (FieldKind::Array, None, None, a.len()),
             Value::Object(o) => (FieldKind::Object, None, None, o.len()),
         };
-        self.fields.insert(path.as_str().into(), Field { kind, text, number, len, source });
+        let composite = matches!(value, Value::Array(_) | Value::Object(_)).then(|| value.clone());
+        self.fields.insert(path.as_str().into(), Field { kind, text, number, len, source, composite });
         let base = path.len();
         match value {
             Value::Array(items) => {

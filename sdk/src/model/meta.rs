@@ -48,7 +48,7 @@ pub struct RuleMeta {
     /// The finding's message; `{name}` is replaced by the rule's parameter `name`.
     pub message: String,
     /// Selectors that must all hold for the rule to be evaluated
-    /// (`package:vllm`, `accelerator:nvidia`, `arch:aarch64`, `engine:vllm`, `field:workload.head_dims`).
+    /// (`package:vllm`, `accelerator:nvidia`, `arch:aarch64`, `engine:vllm`, `container`).
     #[serde(default)]
     pub applies_to: Vec<String>,
     /// Manifest field paths the rule reads (documentation and review).

@@ -139,7 +139,8 @@ fn normalize_host(host: &mut Host) {
 }
 
 /// `uname -m` and Go/Docker/Windows names for the same two architectures.
-fn canonical_arch(arch: &str) -> String {
+/// (Also used for `arch:` selectors, so `arch:arm64` means `aarch64`.)
+pub fn canonical_arch(arch: &str) -> String {
     let arch = arch.to_lowercase();
     match arch.as_str() {
         "arm64" => "aarch64".to_owned(),

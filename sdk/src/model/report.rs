@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::actions::Action;
-use super::fields::{FieldMap, Source};
+use super::fields::{FieldKind, FieldMap, Source};
 use super::meta::{Reference, Remedy, RuleMeta, Severity};
 use super::session::RawOutput;
 
@@ -118,26 +118,31 @@ pub enum RenderError {
     BadAction(String),
 }
 
+/// The value of a field as evidence (its JSON value and its source).
+pub fn evidence_for(fields: &FieldMap, path: &str) -> Option<Evidence> {
+    let field = fields.get(path)?;
+    let value = match (&field.composite, field.kind, field.text.as_deref()) {
+        (Some(v), _, _) => v.clone(),
+        // Numbers keep the client's spelling (`64`, not `64.0`).
+        (None, FieldKind::Number, Some(t)) => serde_json::from_str(t).unwrap_or(Value::Null),
+        (None, FieldKind::Bool, Some(t)) => Value::Bool(t == "true"),
+        (None, _, Some(t)) => Value::String(t.to_owned()),
+        (None, _, None) => Value::Null,
+    };
+    let source = match field.source {
+        Source::Manifest => EvidenceSource::Manifest,
+        Source::Enriched => EvidenceSource::Enriched,
+    };
+    Some(Evidence { path: path.to_owned(), value, source })
+}
+
 /// Turns a matched rule's raw output into a finding.
 pub fn render(meta: &RuleMeta, raw: &RawOutput, fields: &FieldMap) -> Result<Finding, RenderError> {
     let params = Params(&raw.params);
     let evidence = raw
         .evidence
         .iter()
-        .map(|path| {
-            let field = fields.get(path).ok_or_else(|| RenderError::EvidenceMissing(path.clone()))?;
-            let value = match (field.number, field.text.as_deref()) {
-                (Some(n), _) => serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number),
-                (None, Some(t)) if field.kind == super::fields::FieldKind::Bool => Value::Bool(t == "true"),
-                (None, Some(t)) => Value::String(t.to_owned()),
-                (None, None) => Value::Null,
-            };
-            let source = match field.source {
-                Source::Manifest => EvidenceSource::Manifest,
-                Source::Enriched => EvidenceSource::Enriched,
-            };
-            Ok(Evidence { path: path.clone(), value, source })
-        })
+        .map(|path| evidence_for(fields, path).ok_or_else(|| RenderError::EvidenceMissing(path.clone())))
         .collect::<Result<Vec<_>, _>>()?;
     let selected: Vec<&Remedy> = if raw.remedies.is_empty() {
         meta.remedies.iter().collect()
@@ -211,6 +216,17 @@ impl Params<'_> {
     }
 
     fn substitute_action(&self, action: &Action) -> Result<Action, RenderError> {
+        // `set_workload.value` is the one JSON-typed action field: there a
+        // whole-string placeholder whose parameter is a number or boolean
+        // becomes that value (`"{tp}"` → `4`). Every other field is text.
+        if let Action::SetWorkload { field, value: Value::String(s) } = action {
+            let whole = s.strip_prefix('{').and_then(|t| t.strip_suffix('}')).filter(|n| !n.contains(['{', '}']));
+            if let Some(p) = whole.and_then(|name| self.get(name)) {
+                if let Ok(v @ (Value::Number(_) | Value::Bool(_))) = serde_json::from_str::<Value>(p) {
+                    return Ok(Action::SetWorkload { field: self.substitute(field)?, value: v });
+                }
+            }
+        }
         let mut value = serde_json::to_value(action).map_err(|e| RenderError::BadAction(e.to_string()))?;
         self.substitute_value(&mut value)?;
         serde_json::from_value(value).map_err(|e| RenderError::BadAction(e.to_string()))
@@ -218,18 +234,7 @@ impl Params<'_> {
 
     fn substitute_value(&self, value: &mut Value) -> Result<(), RenderError> {
         match value {
-            Value::String(s) => {
-                // A whole-string placeholder whose parameter is a JSON number
-                // or boolean becomes that value (`"{tp}"` → `4`).
-                let whole = s.strip_prefix('{').and_then(|t| t.strip_suffix('}')).filter(|n| !n.contains(['{', '}']));
-                if let Some(p) = whole.and_then(|name| self.get(name)) {
-                    if let Ok(v @ (Value::Number(_) | Value::Bool(_))) = serde_json::from_str::<Value>(p) {
-                        *value = v;
-                        return Ok(());
-                    }
-                }
-                *s = self.substitute(s)?;
-            }
+            Value::String(s) => *s = self.substitute(s)?,
             Value::Array(items) => items.iter_mut().try_for_each(|v| self.substitute_value(v))?,
             Value::Object(members) => members.values_mut().try_for_each(|v| self.substitute_value(v))?,
             _ => {}
@@ -248,6 +253,16 @@ mod tests {
         let p = Params(&params);
         assert_eq!(p.substitute("{gpu} has {cc} {{literal}}").as_deref(), Ok("T4G has 7.5 {literal}"));
         assert_eq!(p.substitute("{nope}"), Err(RenderError::UnknownParam("nope".into())));
+    }
+
+    #[test]
+    fn numeric_parameters_stay_text_in_text_fields() {
+        let params = vec![("v".to_owned(), "0.28".to_owned()), ("tp".to_owned(), "4".to_owned())];
+        let p = Params(&params);
+        let up = Action::UpgradePackage { package: "vllm".into(), to: "{v}".into() };
+        assert_eq!(p.substitute_action(&up), Ok(Action::UpgradePackage { package: "vllm".into(), to: "0.28".into() }));
+        let flag = Action::AddFlag { tool: "vllm".into(), flag: "--tensor-parallel-size".into(), value: Some("{tp}".into()) };
+        assert!(p.substitute_action(&flag).is_ok());
     }
 
     #[test]
@@ -272,6 +287,10 @@ pub struct CheckResponse {
     pub ruleset_revision: String,
     /// Counts and time.
     pub stats: CheckStats,
+    /// Values the registry filled in from its hardware table (an addition
+    /// to the v1 answer: clients that do not know it ignore it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub enriched: Vec<Evidence>,
 }
 
 /// How much work a check did.

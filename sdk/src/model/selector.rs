@@ -50,7 +50,7 @@ impl Selector {
         Ok(match kind {
             "package" => Selector::Package(package_key(value)),
             "accelerator" => Selector::Accelerator(value.to_ascii_lowercase()),
-            "arch" => Selector::Arch(value.to_ascii_lowercase()),
+            "arch" => Selector::Arch(super::normalize::canonical_arch(value)),
             "engine" => Selector::Engine(value.to_ascii_lowercase()),
             _ => return Err(err("unknown kind (package, accelerator, arch, engine, container)")),
         })
