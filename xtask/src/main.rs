@@ -1,1 +1,105 @@
-fn main() {}
+//! `cargo xtask <command>`: the project's own commands, so a fresh machine
+//! needs nothing but cargo.
+//!
+//! - `setup`: install what the tests need (the wasm toolchain when the
+//!   active toolchain has no wasm32 target: Debian's rustc-web route).
+//! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
+//! - `test`: `setup`, then every test of the workspace.
+//! - `schema`: regenerate `sdk/schema/manifest-v1.schema.json`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = root()?;
+    match args.first().map(String::as_str) {
+        Some("setup") => setup().map(|_| ()),
+        Some("build-rules") => build_rules(&root),
+        Some("test") => test(&root, &args[1..]),
+        Some("schema") => schema(&root),
+        _ => bail!("usage: cargo xtask <setup|build-rules|test|schema>"),
+    }
+}
+
+fn root() -> anyhow::Result<PathBuf> {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(Path::to_path_buf).context("xtask/ has a parent")
+}
+
+fn setup() -> anyhow::Result<pitfall_wasm_build::Toolchain> {
+    let install = std::env::var_os("PITFALL_NO_INSTALL").is_none();
+    let toolchain = pitfall_wasm_build::ensure(install)?;
+    eprintln!("xtask: wasm toolchain: {}", toolchain.name());
+    Ok(toolchain)
+}
+
+fn rule_packages(root: &Path) -> anyhow::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(root.join("rules"))? {
+        let dir = entry?.path();
+        let manifest = dir.join("Cargo.toml");
+        if dir.ends_with("bundle") || !manifest.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&manifest)?;
+        if let Some(name) = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("name").map(str::trim).and_then(|r| r.strip_prefix('=')))
+        {
+            names.push(name.trim().trim_matches('"').to_owned());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+fn build_rules(root: &Path) -> anyhow::Result<()> {
+    let toolchain = setup()?;
+    let request = pitfall_wasm_build::BuildRequest {
+        manifest_path: root.join("Cargo.toml"),
+        packages: rule_packages(root)?,
+        target_dir: root.join("target/wasm"),
+        quiet: false,
+    };
+    for path in pitfall_wasm_build::build(&toolchain, &request)? {
+        let size = std::fs::metadata(&path)?.len();
+        println!("{}\t{size} bytes", path.display());
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
+    setup()?;
+    // Every crate, every target; the bundled-rules build script builds the
+    // rules to wasm on the way (same toolchain as `setup` found).
+    let status = cargo()
+        .current_dir(root)
+        .args(["test", "--workspace", "--all-targets", "--no-fail-fast"])
+        .args(extra)
+        .status()
+        .context("running cargo test")?;
+    if !status.success() {
+        bail!("tests failed ({status})");
+    }
+    Ok(())
+}
+
+fn schema(root: &Path) -> anyhow::Result<()> {
+    let status = cargo()
+        .current_dir(root)
+        .env("PITFALL_BLESS", "1")
+        .args(["test", "-p", "pitfall-sdk", "--test", "schema"])
+        .status()
+        .context("running the schema test")?;
+    if !status.success() {
+        bail!("regenerating the schema failed ({status})");
+    }
+    Ok(())
+}
