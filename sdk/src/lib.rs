@@ -24,7 +24,7 @@ extern crate alloc;
 pub mod abi;
 mod macros;
 pub mod outcome;
-mod text;
+pub mod text;
 pub mod version;
 pub mod view;
 

@@ -1,8 +1,37 @@
 //! Number formatting without `core::fmt`, which would add kilobytes of float
 //! formatting code to every rule module.
 
+use alloc::string::String;
+
+/// Appends `value` in decimal to `out`.
+pub fn push_int(out: &mut String, value: i64) {
+    let mut buf = [0u8; 24];
+    out.push_str(format_int(value, &mut buf));
+}
+
+/// `value` rounded to exactly `decimals` places (at most 6), trailing zeros
+/// kept: `fixed(140.0, 1)` is `"140.0"` (for sizes shown to people).
+pub fn fixed(value: f64, decimals: u32) -> String {
+    let decimals = decimals.min(6);
+    let mut out = String::new();
+    let mut buf = [0u8; 48];
+    let text = format_decimal(value, decimals, &mut buf);
+    out.push_str(text);
+    let have = text.find('.').map_or(0, |dot| text.len() - dot - 1) as u32;
+    if have < decimals && value.is_finite() {
+        if have == 0 {
+            out.push('.');
+        }
+        for _ in have..decimals {
+            out.push('0');
+        }
+    }
+    out
+}
+
 /// Writes `value` in decimal into `buf` and returns it as text.
-pub(crate) fn format_int(value: i64, buf: &mut [u8; 24]) -> &str {
+/// (`buf` is big enough for any `i64`.)
+pub fn format_int(value: i64, buf: &mut [u8; 24]) -> &str {
     let mut i = buf.len();
     let negative = value < 0;
     let mut n = value.unsigned_abs();
@@ -23,7 +52,7 @@ pub(crate) fn format_int(value: i64, buf: &mut [u8; 24]) -> &str {
 
 /// Writes `value` rounded to `decimals` places (at most 6) into `buf`;
 /// trailing zeros after the point are dropped (`2.50` → `2.5`, `3.0` → `3`).
-pub(crate) fn format_decimal(value: f64, decimals: u32, buf: &mut [u8; 48]) -> &str {
+pub fn format_decimal(value: f64, decimals: u32, buf: &mut [u8; 48]) -> &str {
     if !value.is_finite() {
         return "NaN";
     }
@@ -81,6 +110,17 @@ mod tests {
         assert_eq!(format_int(0, &mut b), "0");
         assert_eq!(format_int(-42, &mut b), "-42");
         assert_eq!(format_int(i64::MIN, &mut b), "-9223372036854775808");
+    }
+
+    #[test]
+    fn fixed_keeps_trailing_zeros() {
+        assert_eq!(fixed(140.0, 1), "140.0");
+        assert_eq!(fixed(49.04, 1), "49.0");
+        assert_eq!(fixed(2.25, 2), "2.25");
+        assert_eq!(fixed(3.0, 0), "3");
+        let mut s = String::from("sm_");
+        push_int(&mut s, 75);
+        assert_eq!(s, "sm_75");
     }
 
     #[test]

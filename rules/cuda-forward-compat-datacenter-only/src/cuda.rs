@@ -18,21 +18,9 @@ pub(crate) struct Cuda {
     pub(crate) path: String,
 }
 
-/// Appends the decimal digits of `n` (no `core::fmt`).
-pub(crate) fn push_u64(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &d in &digits[i..] {
-        out.push(char::from(d));
-    }
+/// Appends `n` in decimal (the SDK's formatter, kept under this name).
+pub(crate) fn push_u64(out: &mut String, n: u64) {
+    pitfall_sdk::text::push_int(out, i64::try_from(n).unwrap_or(i64::MAX));
 }
 
 fn cuda_text(major: u64, minor: u64) -> String {

@@ -12,22 +12,6 @@ const FIXED_IN: &str = "0.27.2rc0";
 /// Gemma 4 uses 256 on sliding-window layers and 512 on global layers.
 const KNOWN_HETEROGENEOUS: &[(&str, &[u32])] = &[("gemma-4", &[256, 512]), ("gemma4", &[256, 512])];
 
-fn push_u32(out: &mut String, mut n: u32) {
-    let mut digits = [0u8; 10];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &d in &digits[i..] {
-        out.push(char::from(d));
-    }
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
     let Some(vllm) = m.package("vllm") else {
         return Outcome::clear();
@@ -71,7 +55,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         if i > 0 {
             dims_text.push_str(if i + 1 == dims.len() { " and " } else { ", " });
         }
-        push_u32(&mut dims_text, *d);
+        pitfall_sdk::text::push_int(&mut dims_text, i64::from(*d));
     }
     Outcome::matched()
         .evidence(version_path.as_str())

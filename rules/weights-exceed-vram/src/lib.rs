@@ -40,33 +40,6 @@ fn precision(quantization: Option<&str>, dtype: Option<&str>) -> (f64, &'static 
     }
 }
 
-/// `value` with exactly one decimal (`140` → `140.0`), without `core::fmt`.
-fn one_decimal(value: f64) -> String {
-    let tenths = if value.is_finite() && value > 0.0 {
-        (value * 10.0 + 0.5) as u64
-    } else {
-        0
-    };
-    let mut digits = [0u8; 20];
-    let mut n = tenths / 10;
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let mut out = String::with_capacity(digits.len() - i + 2);
-    for &d in &digits[i..] {
-        out.push(char::from(d));
-    }
-    out.push('.');
-    out.push(char::from(b'0' + (tenths % 10) as u8));
-    out
-}
-
 /// The smallest power of two that is at least `x` (x > 0).
 fn next_pow2_at_least(x: f64) -> u32 {
     let mut n: u32 = 1;
@@ -141,17 +114,17 @@ fn evaluate(m: &Manifest) -> Outcome {
             },
         )
         .param("precision", label)
-        .param("weights_gb", &one_decimal(weights_gb))
-        .param("per_gpu_gb", &one_decimal(per_gpu_gb))
+        .param("weights_gb", &pitfall_sdk::text::fixed(weights_gb, 1))
+        .param("per_gpu_gb", &pitfall_sdk::text::fixed(per_gpu_gb, 1))
         .param_int("shards", i64::from(shards))
         .param("gpu", &name)
-        .param("usable_gb", &one_decimal(usable_gb))
+        .param("usable_gb", &pitfall_sdk::text::fixed(usable_gb, 1))
         .param_int("mem_mib", mem_mib as i64)
         .param_decimal("util", util, 2);
 
     // Remedy 0: 4-bit weights on the same GPUs.
     let four_bit_gb = params_b * 0.5;
-    outcome = outcome.param("four_bit_gb", &one_decimal(four_bit_gb));
+    outcome = outcome.param("four_bit_gb", &pitfall_sdk::text::fixed(four_bit_gb, 1));
     let mut offered = false;
     if bytes > 0.5 && four_bit_gb / f64::from(shards) <= usable_gb {
         outcome = outcome.remedy(0);
