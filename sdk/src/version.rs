@@ -1669,3 +1669,40 @@ impl ComputeCapability {
         core::str::from_utf8(&buf[..len]).unwrap_or("?")
     }
 }
+
+/// The CUDA version named by a PyTorch-style local version label:
+/// `cu128` → `(12, 8)`, `cu130` → `(13, 0)`, `cu92` → `None` (ambiguous,
+/// pre-11 spelling); `None` for `cpu`, `rocm6.2` and the like. Segments
+/// after a dot are ignored (`cu126.post1`).
+pub fn cuda_tag(local: &str) -> Option<(u64, u64)> {
+    let digits = local.split('.').next()?.strip_prefix("cu")?;
+    if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some((n / 10, n % 10))
+}
+
+impl Version {
+    /// The CUDA version a PyTorch wheel was built for, from its local
+    /// label (`2.8.0+cu128` → `Some((12, 8))`); see [`cuda_tag`].
+    pub fn cuda_build(&self) -> Option<(u64, u64)> {
+        self.local().and_then(cuda_tag)
+    }
+}
+
+#[cfg(test)]
+mod cuda_tag_tests {
+    use super::*;
+
+    #[test]
+    fn cuda_tags() {
+        assert_eq!(cuda_tag("cu128"), Some((12, 8)));
+        assert_eq!(cuda_tag("cu130"), Some((13, 0)));
+        assert_eq!(cuda_tag("cu126.post1"), Some((12, 6)));
+        assert_eq!(cuda_tag("cpu"), None);
+        assert_eq!(cuda_tag("rocm6.2"), None);
+        assert_eq!(cuda_tag("cu92"), None);
+        assert_eq!(Version::parse("2.12.0+cu129").ok().and_then(|v| v.cuda_build()), Some((12, 9)));
+    }
+}

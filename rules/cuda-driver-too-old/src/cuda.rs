@@ -31,15 +31,6 @@ fn cuda_text(major: u64, minor: u64) -> String {
     s
 }
 
-/// `cu128` → (12, 8); `None` for other labels.
-fn cu_tag(local: &str) -> Option<(u64, u64)> {
-    let digits = local.split('.').next()?.strip_prefix("cu")?;
-    if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n: u64 = digits.parse().ok()?;
-    Some((n / 10, n % 10))
-}
 
 /// The most demanding CUDA version the stack needs: `drivers.cuda`, or the
 /// CUDA runtime bundled in a `+cuXYZ` PyTorch wheel, whichever is newer.
@@ -53,7 +44,7 @@ pub(crate) fn required_cuda(m: &Manifest) -> Option<Cuda> {
     });
     let from_torch = m.package("torch").and_then(|p| {
         let v = p.version()?;
-        let (major, minor) = v.local().and_then(cu_tag)?;
+        let (major, minor) = v.cuda_build()?;
         let mut source = String::from("torch ");
         source.push_str(v.as_str());
         Some(Cuda {

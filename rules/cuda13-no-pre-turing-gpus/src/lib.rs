@@ -20,11 +20,7 @@ struct CudaSource {
 
 /// The CUDA major version of a PyTorch local tag (`cu130` → 13, `cu126` → 12).
 fn tag_major(local: &str) -> Option<u64> {
-    let digits = local.strip_prefix("cu")?;
-    if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits[..digits.len() - 1].parse().ok()
+    pitfall_sdk::version::cuda_tag(local).map(|(major, _)| major)
 }
 
 fn cuda_source(m: &Manifest) -> Option<CudaSource> {

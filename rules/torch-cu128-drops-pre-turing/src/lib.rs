@@ -27,11 +27,7 @@ const VOLTA_REMOVED: &str = "2.11.0";
 
 /// `cu128` → 128; `None` for other labels (`cpu`, `rocm6.2`, ...).
 fn cu_tag(local: &str) -> Option<u32> {
-    let digits = local.split('.').next()?.strip_prefix("cu")?;
-    if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    pitfall_sdk::version::cuda_tag(local).map(|(major, minor)| (major * 10 + minor) as u32)
 }
 
 fn ge(v: &Version, bound: &str) -> bool {

@@ -19,11 +19,7 @@ const FIRST_CU_TAG: u32 = 128;
 
 /// `cu128` → 128; `None` for other labels (`cpu`, `rocm6.2`, ...).
 fn cu_tag(local: &str) -> Option<u32> {
-    let digits = local.split('.').next()?.strip_prefix("cu")?;
-    if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    pitfall_sdk::version::cuda_tag(local).map(|(major, minor)| (major * 10 + minor) as u32)
 }
 
 fn is_blackwell(cc: ComputeCapability) -> bool {
