@@ -1,4 +1,7 @@
 //! CUDA driver floors, the stack's CUDA version, `cuda-compat` packages and
+//!
+//! Shared by `cuda-forward-compat-datacenter-only` (B12), which includes
+//! this file by path: keep it free of anything specific to one rule.
 //! consumer GPUs. The same file is in `cuda-driver-too-old` and
 //! `cuda-forward-compat-datacenter-only`, which must agree on all of it.
 

@@ -10,6 +10,9 @@
 //! silent for it so one cause gives one error.
 #![no_std]
 
+// CUDA facts shared with the driver-floor rule (B11), which defers to this
+// one for consumer GPUs: one file, so the two can never disagree.
+#[path = "../../cuda-driver-too-old/src/cuda.rs"]
 mod cuda;
 
 use pitfall_sdk::prelude::*;
