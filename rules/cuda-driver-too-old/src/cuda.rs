@@ -1,9 +1,7 @@
 //! CUDA driver floors, the stack's CUDA version, `cuda-compat` packages and
-//!
-//! Shared by `cuda-forward-compat-datacenter-only` (B12), which includes
-//! this file by path: keep it free of anything specific to one rule.
-//! consumer GPUs. The same file is in `cuda-driver-too-old` and
-//! `cuda-forward-compat-datacenter-only`, which must agree on all of it.
+//! consumer GPUs. `cuda-forward-compat-datacenter-only` (B12) includes this
+//! file by path, so the two rules agree on all of it: keep it free of
+//! anything specific to one rule.
 
 #![allow(dead_code)] // each of the two rules uses part of this file
 
