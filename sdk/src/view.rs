@@ -20,7 +20,11 @@ pub struct Path(String);
 impl Path {
     /// A path of one segment.
     pub fn new(root: &str) -> Path {
-        Path(String::from(root))
+        // Room for a typical full path up front: no reallocation (and no
+        // copy) as segments are appended.
+        let mut s = String::with_capacity(root.len().max(56) + 8);
+        s.push_str(root);
+        Path(s)
     }
 
     /// Appends `.key`.
