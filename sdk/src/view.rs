@@ -141,6 +141,24 @@ impl Manifest {
             .min_by(|a, b| a.1.cmp(&b.1))
     }
 
+    /// [`Manifest::weakest_nvidia_gpu`], or the outcome when there is none:
+    /// undetermined naming the first NVIDIA GPU's `compute_capability` when
+    /// a GPU is present but no capability is known, clear when there is no
+    /// NVIDIA GPU at all. For rules about a GPU's compute capability:
+    ///
+    /// ```ignore
+    /// let (gpu, cc) = match m.need_weakest_nvidia_gpu() { Ok(x) => x, Err(o) => return o };
+    /// ```
+    pub fn need_weakest_nvidia_gpu(&self) -> Result<(Accelerator, ComputeCapability), Outcome> {
+        if let Some(found) = self.weakest_nvidia_gpu() {
+            return Ok(found);
+        }
+        Err(match self.nvidia_gpus().next() {
+            Some(gpu) => Outcome::needs(gpu.field_path("compute_capability").as_str()),
+            None => Outcome::clear(),
+        })
+    }
+
     /// Total number of accelerator devices (an entry without `count` counts 1).
     pub fn device_count(&self) -> u32 {
         self.accelerators().map(|a| a.count().unwrap_or(1)).sum()

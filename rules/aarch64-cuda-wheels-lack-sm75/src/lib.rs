@@ -114,11 +114,9 @@ fn evaluate(m: &Manifest) -> Outcome {
     if torch.is_none() && vllm.is_none() {
         return Outcome::clear();
     }
-    let Some((gpu, cc)) = m.weakest_nvidia_gpu() else {
-        return match m.nvidia_gpus().next() {
-            Some(gpu) => Outcome::needs(gpu.field_path("compute_capability").as_str()),
-            None => Outcome::clear(),
-        };
+    let (gpu, cc) = match m.need_weakest_nvidia_gpu() {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
     };
     if cc >= AARCH64_WHEEL_MIN {
         return Outcome::clear();

@@ -71,11 +71,9 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some(stack) = official_image(&image) else {
         return Outcome::clear();
     };
-    let Some((gpu, cc)) = m.weakest_nvidia_gpu() else {
-        return match m.nvidia_gpus().next() {
-            Some(gpu) => Outcome::needs(gpu.field_path("compute_capability").as_str()),
-            None => Outcome::clear(),
-        };
+    let (gpu, cc) = match m.need_weakest_nvidia_gpu() {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
     };
     if cc >= ARM64_IMAGE_MIN {
         return Outcome::clear();

@@ -44,11 +44,9 @@ fn evaluate(m: &Manifest) -> Outcome {
     if !by_workload && !by_env {
         return Outcome::clear();
     }
-    let Some((gpu, cc)) = m.weakest_nvidia_gpu() else {
-        return match m.nvidia_gpus().next() {
-            Some(g) => Outcome::needs(g.field_path("compute_capability").as_str()),
-            None => Outcome::clear(),
-        };
+    let (gpu, cc) = match m.need_weakest_nvidia_gpu() {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
     };
     if cc >= AMPERE {
         return Outcome::clear();

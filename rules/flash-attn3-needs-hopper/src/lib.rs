@@ -74,11 +74,9 @@ fn evaluate(m: &Manifest) -> Outcome {
     if package.is_none() && !via_env {
         return Outcome::clear();
     }
-    let Some((gpu, cc)) = m.weakest_nvidia_gpu() else {
-        return match m.nvidia_gpus().next() {
-            Some(g) => Outcome::needs(g.field_path("compute_capability").as_str()),
-            None => Outcome::clear(),
-        };
+    let (gpu, cc) = match m.need_weakest_nvidia_gpu() {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
     };
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
     let mut cc_buf = [0u8; 24];
