@@ -15,8 +15,9 @@ fn evaluate(m: &Manifest) -> Outcome {
     if dtype != "bfloat16" && dtype != "auto" {
         return Outcome::clear();
     }
-    let Some((gpu, cc)) = m.weakest_nvidia_gpu() else {
-        return Outcome::needs("accelerators.0.compute_capability");
+    let (gpu, cc) = match m.need_weakest_nvidia_gpu() {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
     };
     if cc >= BF16_MIN {
         return Outcome::clear();
