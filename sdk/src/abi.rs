@@ -69,20 +69,26 @@ pub fn field_num(path: &str) -> Option<f64> {
 /// The scalar at `path` as text.
 #[cfg(target_arch = "wasm32")]
 pub fn field_str(path: &str) -> Option<String> {
-    // Most values are short: try a stack buffer first, then the exact size.
-    let mut small = [0u8; 64];
-    // SAFETY: the host writes at most `buf_cap` bytes into `small`, which we own.
-    let n = unsafe { raw::field_str(path.as_ptr(), path.len(), small.as_mut_ptr(), small.len()) };
+    // The host writes straight into the string's heap buffer: no zeroed
+    // scratch buffer and no second copy (each copy is a `memory.copy`,
+    // which costs more than the host call itself). Most values are short;
+    // a longer one is fetched again with exactly the room it needs.
+    let mut buf: Vec<u8> = Vec::with_capacity(48);
+    // SAFETY: the host writes at most `buf_cap` bytes at `buf`, which is
+    // `buf`'s own spare capacity.
+    let n = unsafe { raw::field_str(path.as_ptr(), path.len(), buf.as_mut_ptr(), buf.capacity()) };
     let n = usize::try_from(n).ok()?;
-    if n <= small.len() {
-        return String::from_utf8(small[..n].to_vec()).ok();
+    if n > buf.capacity() {
+        buf.reserve_exact(n);
+        // SAFETY: as above, with at least `n` bytes of capacity.
+        let again = unsafe { raw::field_str(path.as_ptr(), path.len(), buf.as_mut_ptr(), buf.capacity()) };
+        if usize::try_from(again).ok()? != n {
+            return None;
+        }
     }
-    let mut buf: Vec<u8> = alloc::vec![0u8; n];
-    // SAFETY: as above, with `buf` of `n` bytes.
-    let m = unsafe { raw::field_str(path.as_ptr(), path.len(), buf.as_mut_ptr(), buf.len()) };
-    if usize::try_from(m).ok()? != n {
-        return None;
-    }
+    // SAFETY: the host initialised the first `n` bytes (it copies only when
+    // they fit, and `n <= capacity` here).
+    unsafe { buf.set_len(n) };
     String::from_utf8(buf).ok()
 }
 
