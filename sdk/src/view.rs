@@ -403,9 +403,41 @@ impl Workload<'_> {
         self.m.number("workload.gpu_memory_utilization")
     }
 
+    /// Bytes per weight parameter and the precision's name, from
+    /// `quantization` and `dtype` (see [`weight_precision`]).
+    pub fn weight_precision(&self) -> (f64, &'static str) {
+        weight_precision(self.quantization().as_deref(), self.dtype().as_deref())
+    }
+
     /// `workload.disable_custom_all_reduce`.
     pub fn disable_custom_all_reduce(&self) -> Option<bool> {
         self.m.boolean("workload.disable_custom_all_reduce")
+    }
+}
+
+/// Bytes per weight parameter as served, and the precision's name for
+/// messages: 8-bit quantizations (`fp8*`, `int8*`, `w8a*`, `experts_int8`,
+/// `modelopt`, `ptpc_fp8`) 1 byte; any other quantization (AWQ, GPTQ,
+/// bitsandbytes, NVFP4, ...) 0.5, the optimistic 4-bit case; otherwise the
+/// dtype: `float32` 4 bytes, anything else (`float16`, `bfloat16`, `auto`,
+/// none given: vLLM's default is the checkpoint's 16-bit type) 2 bytes.
+pub fn weight_precision(quantization: Option<&str>, dtype: Option<&str>) -> (f64, &'static str) {
+    match quantization {
+        Some(q) if !q.is_empty() && q != "none" => {
+            let eight_bit = q.starts_with("fp8")
+                || q.starts_with("int8")
+                || q.starts_with("w8a")
+                || q == "experts_int8"
+                || q == "modelopt"
+                || q == "ptpc_fp8";
+            if eight_bit { (1.0, "8-bit quantization") } else { (0.5, "4-bit quantization") }
+        }
+        _ => match dtype {
+            Some("float32") => (4.0, "float32"),
+            Some("float16") => (2.0, "float16"),
+            Some("bfloat16") => (2.0, "bfloat16"),
+            _ => (2.0, "16-bit precision"),
+        },
     }
 }
 

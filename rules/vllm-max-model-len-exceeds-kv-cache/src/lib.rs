@@ -15,23 +15,6 @@ const GB: f64 = 1e9;
 /// vLLM's default KV block size; the suggested length is a multiple of it.
 const BLOCK: u64 = 16;
 
-/// Bytes per weight parameter (as the weights rule counts them).
-fn weight_bytes(quantization: Option<&str>, dtype: Option<&str>) -> f64 {
-    match quantization {
-        Some(q) if !q.is_empty() && q != "none" => {
-            let eight_bit = q.starts_with("fp8")
-                || q.starts_with("int8")
-                || q.starts_with("w8a")
-                || q == "experts_int8"
-                || q == "modelopt"
-                || q == "ptpc_fp8";
-            if eight_bit { 1.0 } else { 0.5 }
-        }
-        _ if dtype == Some("float32") => 4.0,
-        _ => 2.0,
-    }
-}
-
 /// Bytes per KV-cache element: `--kv-cache-dtype`, else the model dtype.
 fn kv_bytes(kv_cache_dtype: Option<&str>, dtype: Option<&str>) -> f64 {
     match kv_cache_dtype {
@@ -71,7 +54,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     let tp = w.tensor_parallel_size().unwrap_or(1).max(1);
     let pp = w.pipeline_parallel_size().unwrap_or(1).max(1);
     let dtype = w.dtype();
-    let weights_gb = params_b * weight_bytes(w.quantization().as_deref(), dtype.as_deref());
+    let weights_gb = params_b * pitfall_sdk::view::weight_precision(w.quantization().as_deref(), dtype.as_deref()).0;
     let per_gpu_weights_gb = weights_gb / f64::from(tp.saturating_mul(pp));
     let free_gb = mem_mib * util * MIB / GB - per_gpu_weights_gb;
     if free_gb <= 0.0 {

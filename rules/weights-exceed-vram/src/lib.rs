@@ -12,34 +12,6 @@ const DEFAULT_UTILIZATION: f64 = 0.9;
 const MIB: f64 = 1_048_576.0;
 const GB: f64 = 1e9;
 
-/// Bytes per parameter of the weights, and how to name that precision.
-fn precision(quantization: Option<&str>, dtype: Option<&str>) -> (f64, &'static str) {
-    match quantization {
-        Some(q) if !q.is_empty() && q != "none" => {
-            let eight_bit = q.starts_with("fp8")
-                || q.starts_with("int8")
-                || q.starts_with("w8a")
-                || q == "experts_int8"
-                || q == "modelopt"
-                || q == "ptpc_fp8";
-            // Everything else vLLM offers is 4-bit or smaller (AWQ, GPTQ,
-            // bitsandbytes, NVFP4/MXFP4, ...); 0.5 is the optimistic case.
-            if eight_bit {
-                (1.0, "8-bit quantization")
-            } else {
-                (0.5, "4-bit quantization")
-            }
-        }
-        _ => match dtype {
-            Some("float32") => (4.0, "float32"),
-            Some("float16") => (2.0, "float16"),
-            Some("bfloat16") => (2.0, "bfloat16"),
-            // `auto` (and no dtype, vLLM's default) is the checkpoint's 16-bit type.
-            _ => (2.0, "16-bit precision"),
-        },
-    }
-}
-
 /// The smallest power of two that is at least `x` (x > 0).
 fn next_pow2_at_least(x: f64) -> u32 {
     let mut n: u32 = 1;
@@ -79,7 +51,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     let shards = tp.saturating_mul(pp);
     let quantization = w.quantization();
     let dtype = w.dtype();
-    let (bytes, label) = precision(quantization.as_deref(), dtype.as_deref());
+    let (bytes, label) = pitfall_sdk::view::weight_precision(quantization.as_deref(), dtype.as_deref());
 
     let weights_gb = params_b * bytes;
     let per_gpu_gb = weights_gb / f64::from(shards);
