@@ -10,23 +10,16 @@
 
 use pitfall_sdk::prelude::*;
 
+#[path = "../../flash-attn2-needs-sm80/src/selection.rs"]
+mod selection;
+use selection::Selection;
+
 const AMPERE: ComputeCapability = ComputeCapability::new(8, 0);
 const MAX_HEAD_DIM: u32 = 256;
-const ENV: &str = "VLLM_ATTENTION_BACKEND";
-const ENV_PATH: &str = "env.VLLM_ATTENTION_BACKEND";
-const BACKEND_PATH: &str = "workload.attention_backend";
 /// vLLM's V1 engine, which validates the forced backend, is the default from here.
 const VLLM_V1_DEFAULT: &str = "0.8.0";
 /// The V0 engine (and `VLLM_USE_V1=0`) is gone from here.
 const VLLM_V0_REMOVED: &str = "0.11.0";
-
-fn is_flash_attn(value: &str) -> bool {
-    let v = value.trim();
-    // FLASH_ATTN_VLLM_V1 is the V1 engine's older name for the same backend.
-    ["FLASH_ATTN", "FLASH-ATTN", "FLASH_ATTN_VLLM_V1"]
-        .iter()
-        .any(|name| v.eq_ignore_ascii_case(name))
-}
 
 fn lt(v: &Version, bound: &str) -> bool {
     Version::parse(bound).is_ok_and(|b| *v < b)
@@ -40,15 +33,9 @@ fn evaluate(m: &Manifest) -> Outcome {
     {
         return Outcome::clear();
     }
-    let by_workload = m
-        .workload()
-        .attention_backend()
-        .is_some_and(|b| is_flash_attn(&b));
-    // The variable is vLLM's; it selects nothing elsewhere.
-    let by_env = m.package("vllm").is_some() && m.env(ENV).is_some_and(|b| is_flash_attn(&b));
-    if !by_workload && !by_env {
+    let Some(selection) = Selection::of(m) else {
         return Outcome::clear();
-    }
+    };
     if m.weakest_nvidia_gpu().is_some_and(|(_, cc)| cc < AMPERE) {
         return Outcome::clear();
     }
@@ -79,29 +66,12 @@ fn evaluate(m: &Manifest) -> Outcome {
     }
     let mut outcome =
         Outcome::matched().evidence(Path::new("workload.head_dims").index(index).as_str());
-    if by_workload {
-        outcome = outcome.evidence(BACKEND_PATH);
-    }
-    if by_env {
-        outcome = outcome.evidence(ENV_PATH);
-    }
+    outcome = selection.cite(outcome);
     if let Some(vllm) = &vllm {
         outcome = outcome.evidence(vllm.version_path().as_str());
     }
-    let via = match (by_workload, by_env) {
-        (true, true) => "workload.attention_backend and VLLM_ATTENTION_BACKEND",
-        (true, false) => "workload.attention_backend",
-        _ => "VLLM_ATTENTION_BACKEND",
-    };
-    let remedy = match (by_workload, by_env) {
-        (true, true) => 2,
-        (true, false) => 0,
-        _ => 1,
-    };
     outcome
-        .param("via", via)
         .param_int("head_dim", i64::from(head_dim))
-        .remedy(remedy)
 }
 
 pitfall_sdk::export_rule!(evaluate);

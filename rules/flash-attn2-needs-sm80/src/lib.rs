@@ -12,20 +12,12 @@
 
 use pitfall_sdk::prelude::*;
 
+mod selection;
+use selection::Selection;
+
 const AMPERE: ComputeCapability = ComputeCapability::new(8, 0);
-const ENV: &str = "VLLM_ATTENTION_BACKEND";
-const ENV_PATH: &str = "env.VLLM_ATTENTION_BACKEND";
-const BACKEND_PATH: &str = "workload.attention_backend";
 /// The first vLLM release that runs compute capability < 8.0 on the V1 engine (B20).
 const VLLM_V1_ON_TURING: &str = "0.10.2";
-
-fn is_flash_attn(value: &str) -> bool {
-    let v = value.trim();
-    // FLASH_ATTN_VLLM_V1 is the V1 engine's older name for the same backend.
-    ["FLASH_ATTN", "FLASH-ATTN", "FLASH_ATTN_VLLM_V1"]
-        .iter()
-        .any(|name| v.eq_ignore_ascii_case(name))
-}
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
@@ -35,15 +27,9 @@ fn evaluate(m: &Manifest) -> Outcome {
     {
         return Outcome::clear();
     }
-    let by_workload = m
-        .workload()
-        .attention_backend()
-        .is_some_and(|b| is_flash_attn(&b));
-    // The variable is vLLM's; it selects nothing elsewhere.
-    let by_env = m.package("vllm").is_some() && m.env(ENV).is_some_and(|b| is_flash_attn(&b));
-    if !by_workload && !by_env {
+    let Some(selection) = Selection::of(m) else {
         return Outcome::clear();
-    }
+    };
     let (gpu, cc) = match m.need_weakest_nvidia_gpu() {
         Ok(found) => found,
         Err(outcome) => return outcome,
@@ -67,30 +53,13 @@ fn evaluate(m: &Manifest) -> Outcome {
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
     let mut cc_buf = [0u8; 24];
     let mut outcome = Outcome::matched().evidence(gpu.field_path("compute_capability").as_str());
-    if by_workload {
-        outcome = outcome.evidence(BACKEND_PATH);
-    }
-    if by_env {
-        outcome = outcome.evidence(ENV_PATH);
-    }
+    outcome = selection.cite(outcome);
     if let Some(vllm) = &vllm {
         outcome = outcome.evidence(vllm.version_path().as_str());
     }
-    let via = match (by_workload, by_env) {
-        (true, true) => "workload.attention_backend and VLLM_ATTENTION_BACKEND",
-        (true, false) => "workload.attention_backend",
-        _ => "VLLM_ATTENTION_BACKEND",
-    };
-    let remedy = match (by_workload, by_env) {
-        (true, true) => 2,
-        (true, false) => 0,
-        _ => 1,
-    };
     outcome
-        .param("via", via)
         .param("gpu", &gpu_name)
         .param("cc", cc.write_to(&mut cc_buf))
-        .remedy(remedy)
 }
 
 pitfall_sdk::export_rule!(evaluate);
