@@ -159,6 +159,23 @@ impl Manifest {
         })
     }
 
+    /// Whether the NVIDIA GPUs are joined only by PCIe: `Ok(Some(first))`
+    /// when every one reports `pcie`, `Ok(None)` when one reports another
+    /// interconnect (or there is no NVIDIA GPU), `Err(gpu)` naming the first
+    /// GPU that does not say (so the rule can ask for its `interconnect`).
+    pub fn nvidia_pcie_only(&self) -> Result<Option<Accelerator>, Accelerator> {
+        let mut first = None;
+        for gpu in self.nvidia_gpus() {
+            match gpu.interconnect().as_deref() {
+                Some("pcie") => {}
+                Some(_) => return Ok(None),
+                None => return Err(gpu),
+            }
+            first.get_or_insert(gpu);
+        }
+        Ok(first)
+    }
+
     /// Total number of accelerator devices (an entry without `count` counts 1).
     pub fn device_count(&self) -> u32 {
         self.accelerators().map(|a| a.count().unwrap_or(1)).sum()

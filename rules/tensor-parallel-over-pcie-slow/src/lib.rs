@@ -5,28 +5,13 @@
 
 use pitfall_sdk::prelude::*;
 
-/// The first NVIDIA GPU if all of them report a PCIe-only interconnect;
-/// `Err` names the first GPU that does not say.
-fn pcie_only(m: &Manifest) -> Result<Option<Accelerator>, Accelerator> {
-    let mut first = None;
-    for gpu in m.nvidia_gpus() {
-        match gpu.interconnect().as_deref() {
-            Some("pcie") => {}
-            Some(_) => return Ok(None),
-            None => return Err(gpu),
-        }
-        first.get_or_insert(gpu);
-    }
-    Ok(first)
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
     let w = m.workload();
     let tp = w.tensor_parallel_size().unwrap_or(1);
     if tp <= 1 {
         return Outcome::clear();
     }
-    let gpu = match pcie_only(m) {
+    let gpu = match m.nvidia_pcie_only() {
         Ok(Some(gpu)) => gpu,
         Ok(None) => return Outcome::clear(),
         Err(gpu) => return Outcome::needs(gpu.field_path("interconnect").as_str()),

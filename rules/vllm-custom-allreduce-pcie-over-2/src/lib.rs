@@ -4,21 +4,6 @@
 
 use pitfall_sdk::prelude::*;
 
-/// Whether every NVIDIA GPU reports a PCIe-only interconnect; `Err` names
-/// the first GPU that does not say.
-fn pcie_only(m: &Manifest) -> Result<Option<Accelerator>, Accelerator> {
-    let mut first = None;
-    for gpu in m.nvidia_gpus() {
-        match gpu.interconnect().as_deref() {
-            Some("pcie") => {}
-            Some(_) => return Ok(None),
-            None => return Err(gpu),
-        }
-        first.get_or_insert(gpu);
-    }
-    Ok(first)
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
     if m.package("vllm").is_none() {
         return Outcome::clear();
@@ -28,7 +13,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     if tp <= 2 || w.disable_custom_all_reduce() == Some(true) {
         return Outcome::clear();
     }
-    let gpu = match pcie_only(m) {
+    let gpu = match m.nvidia_pcie_only() {
         Ok(Some(gpu)) => gpu,
         Ok(None) => return Outcome::clear(),
         Err(gpu) => return Outcome::needs(gpu.field_path("interconnect").as_str()),
