@@ -1,0 +1,13 @@
+DROP TABLE audit_log;
+DROP TRIGGER modules_immutable ON modules;
+DROP TRIGGER versions_no_delete ON versions;
+DROP TRIGGER versions_immutable ON versions;
+DROP FUNCTION pitfall_refuse_change();
+DROP TABLE version_selectors;
+DROP TABLE versions;
+DROP TABLE modules;
+DROP TABLE rule_owners;
+DROP TABLE rules;
+DROP TABLE api_tokens;
+DROP TABLE accounts;
+DROP TABLE registry_state;

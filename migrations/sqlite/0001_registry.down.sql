@@ -1,0 +1,12 @@
+DROP TABLE audit_log;
+DROP TRIGGER modules_immutable;
+DROP TRIGGER versions_no_delete;
+DROP TRIGGER versions_immutable;
+DROP TABLE version_selectors;
+DROP TABLE versions;
+DROP TABLE modules;
+DROP TABLE rule_owners;
+DROP TABLE rules;
+DROP TABLE api_tokens;
+DROP TABLE accounts;
+DROP TABLE registry_state;
