@@ -7,6 +7,7 @@
 mod app;
 mod config;
 mod error;
+pub mod store;
 
 pub use app::{AppState, app};
 pub use config::Config;
