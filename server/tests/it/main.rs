@@ -1,0 +1,4 @@
+//! The server's one integration-test binary.
+
+mod common;
+mod store;

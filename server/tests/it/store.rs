@@ -1,0 +1,612 @@
+//! The storage layer, on both backends. Every test runs its body once on a
+//! fresh SQLite file and once on a fresh PostgreSQL database; the data are
+//! the bundled rules' real metadata and modules.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use pitfall_engine::Limits;
+use pitfall_sdk::model::meta::Severity;
+use pitfall_server::store::{
+    Actor, NewVersion, Principal, Role, RuleQuery, Store, StoreError, VersionState, audit,
+};
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+
+use crate::common::{self, TestDb};
+
+/// Runs `body` on a fresh database of each backend, naming the backend
+/// first so a failure says which one it was.
+macro_rules! on_both_backends {
+    ($(#[$attr:meta])* async fn $name:ident($db:ident) $body:block) => {
+        $(#[$attr])*
+        async fn $name() {
+            for db in common::databases().await {
+                eprintln!("--- {} on {}", stringify!($name), db.backend().as_str());
+                let $db: &TestDb = &db;
+                $body
+            }
+        }
+    };
+}
+
+/// The bundled rules as versions to store (metadata read from the modules'
+/// custom sections, without compiling them).
+fn bundled() -> &'static [NewVersion] {
+    static VERSIONS: OnceLock<Vec<NewVersion>> = OnceLock::new();
+    VERSIONS.get_or_init(|| {
+        pitfall_bundled_rules::MODULES
+            .iter()
+            .map(|m| {
+                let info = pitfall_engine::inspect::inspect(m.wasm, &Limits::default()).expect("bundled module inspects");
+                NewVersion {
+                    meta: info.meta,
+                    tests: info.tests,
+                    module: m.wasm.to_vec(),
+                    sha256: sha256(m.wasm),
+                    report: serde_json::json!({ "tests": { "passed": true } }),
+                }
+            })
+            .collect()
+    })
+}
+
+/// A bundled rule by id.
+fn rule(id: &str) -> NewVersion {
+    bundled().iter().find(|v| v.meta.id == id).unwrap_or_else(|| panic!("no bundled rule {id}")).clone()
+}
+
+/// `base` as another version (and, if given, another id), with distinct
+/// bytes: the module plus a custom section, so it stays valid wasm.
+fn variant(base: &NewVersion, id: Option<&str>, version: &str) -> NewVersion {
+    let mut new = base.clone();
+    if let Some(id) = id {
+        new.meta.id = id.to_owned();
+    }
+    new.meta.version = version.to_owned();
+    let name = b"test.variant";
+    let payload = format!("{}@{version}", new.meta.id);
+    let size = 1 + name.len() + payload.len();
+    assert!(size < 128, "one-byte LEB128 section size");
+    new.module.push(0); // custom section
+    new.module.push(size as u8);
+    new.module.push(name.len() as u8);
+    new.module.extend_from_slice(name);
+    new.module.extend_from_slice(payload.as_bytes());
+    new.sha256 = sha256(&new.module);
+    new
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+async fn connect(db: &TestDb) -> Store {
+    Store::connect(db.url()).await.unwrap_or_else(|e| panic!("connect {}: {e}", db.url()))
+}
+
+/// An account with a token, acting as itself.
+async fn account(store: &Store, name: &str, role: Role) -> Actor {
+    let account = store.create_account(name, role, &Actor::System).await.expect("account");
+    let (secret, _) = store.issue_token(account.id, "test", &Actor::System).await.expect("token");
+    Actor::Account(store.authenticate(&secret).await.expect("authenticate").expect("valid token"))
+}
+
+fn principal(actor: &Actor) -> &Principal {
+    match actor {
+        Actor::Account(p) => p,
+        Actor::System => panic!("not an account"),
+    }
+}
+
+async fn served(store: &Store) -> Vec<(String, String)> {
+    store.served_versions().await.expect("served").into_iter().map(|s| (s.rule_id, s.version)).collect()
+}
+
+async fn ids(store: &Store, query: RuleQuery) -> Vec<String> {
+    store.search(&query).await.expect("search").items.into_iter().map(|s| s.id).collect()
+}
+
+async fn audit_count(store: &Store) -> usize {
+    store.audit(500, 0).await.expect("audit").len()
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn migrations_are_idempotent_on_reconnect(db) {
+        let store = connect(db).await;
+        store.ping().await.expect("ping");
+        store.seed(vec![rule("vllm-needs-sm70")]).await.expect("seed");
+        let alice = store.create_account("alice", Role::Admin, &Actor::System).await.expect("account");
+        store.close().await;
+        let again = connect(db).await;
+        assert_eq!(again.backend(), db.backend());
+        assert_eq!(again.revision().await.expect("revision"), 1);
+        assert_eq!(again.account_by_name("alice").await.expect("read"), Some(alice));
+        assert_eq!(served(&again).await, vec![("vllm-needs-sm70".to_owned(), "1.0.0".to_owned())]);
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn seed_is_idempotent_and_bumps_the_revision_once(db) {
+        let store = connect(db).await;
+        assert_eq!(store.revision().await.expect("revision"), 0);
+        let all = bundled().to_vec();
+        assert_eq!(store.seed(all.clone()).await.expect("seed"), all.len());
+        assert_eq!(store.revision().await.expect("revision"), 1);
+        assert_eq!(audit_count(&store).await, all.len(), "one audit entry per stored version");
+        assert_eq!(store.seed(all.clone()).await.expect("seed again"), 0);
+        assert_eq!(store.revision().await.expect("revision"), 1, "a no-op seed does not bump");
+        assert_eq!(audit_count(&store).await, all.len(), "a no-op seed writes no audit entry");
+        let served = store.served_versions().await.expect("served");
+        assert_eq!(served.len(), all.len());
+        for s in &served {
+            let original = all.iter().find(|v| v.meta.id == s.rule_id).expect("seeded");
+            assert_eq!(s.module, original.module, "{} is served with its bytes", s.rule_id);
+            assert_eq!(s.sha256, original.sha256);
+        }
+        let record = store.version("vllm-needs-sm70", "1.0.0").await.expect("read").expect("stored");
+        assert_eq!(record.state, VersionState::Approved);
+        assert_eq!(record.published_by, None);
+        assert_eq!(record.meta, rule("vllm-needs-sm70").meta);
+        assert_eq!(record.tests, rule("vllm-needs-sm70").tests);
+        assert!(store.owners("vllm-needs-sm70").await.expect("owners").is_empty(), "the seed owns nothing");
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn a_published_version_is_served_only_once_approved(db) {
+        let store = connect(db).await;
+        let alice = account(&store, "alice", Role::Contributor).await;
+        let maintainer = account(&store, "maria", Role::Maintainer).await;
+        let new = rule("flash-attn2-needs-sm80");
+        let record = store.insert_version(new.clone(), &alice, VersionState::Pending).await.expect("publish");
+        assert_eq!(record.state, VersionState::Pending);
+        assert_eq!(record.published_by.as_ref().map(|a| a.name.as_str()), Some("alice"));
+        assert_eq!(record.size, new.module.len() as i64);
+        assert_eq!(record.report, new.report);
+        assert!(served(&store).await.is_empty(), "pending is not served");
+        assert!(ids(&store, RuleQuery::default()).await.is_empty(), "pending is not listed by default");
+        assert_eq!(store.pending_versions().await.expect("queue").len(), 1);
+        assert_eq!(store.owners(&new.meta.id).await.expect("owners")[0].name, "alice");
+        assert!(store.is_owner(&new.meta.id, principal(&alice).account_id).await.expect("owner"));
+
+        let approved = store
+            .set_state(&new.meta.id, "1.0.0", VersionState::Approved, &maintainer, Some("sources check out"))
+            .await
+            .expect("approve");
+        assert_eq!(approved.state, VersionState::Approved);
+        assert_eq!(approved.reviewed_by.as_ref().map(|a| a.name.as_str()), Some("maria"));
+        assert_eq!(approved.review_reason.as_deref(), Some("sources check out"));
+        assert_eq!(served(&store).await, vec![(new.meta.id.clone(), "1.0.0".to_owned())]);
+        assert!(store.pending_versions().await.expect("queue").is_empty());
+        assert_eq!(store.module(&new.meta.id, "1.0.0").await.expect("module"), Some(new.module.clone()));
+        assert_eq!(store.module(&new.meta.id, "9.9.9").await.expect("module"), None);
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn the_highest_approved_version_is_served_in_semver_order(db) {
+        let store = connect(db).await;
+        let base = rule("vllm-bf16-needs-sm80");
+        let id = base.meta.id.clone();
+        for v in ["1.2.0", "1.9.0", "1.10.0", "1.10.0-rc.1"] {
+            store.insert_version(variant(&base, None, v), &Actor::System, VersionState::Approved).await.expect("insert");
+        }
+        store.insert_version(variant(&base, None, "2.0.0"), &Actor::System, VersionState::Pending).await.expect("insert");
+        assert_eq!(served(&store).await, vec![(id.clone(), "1.10.0".to_owned())], "1.10.0 > 1.9.0, release > rc, pending never");
+        store.set_state(&id, "1.10.0", VersionState::Yanked, &Actor::System, Some("wrong remedy")).await.expect("yank");
+        assert_eq!(served(&store).await, vec![(id.clone(), "1.10.0-rc.1".to_owned())]);
+        store.set_state(&id, "2.0.0", VersionState::Approved, &Actor::System, None).await.expect("approve");
+        assert_eq!(served(&store).await, vec![(id.clone(), "2.0.0".to_owned())]);
+        let detail = store.rule(&id).await.expect("rule").expect("exists");
+        let versions: Vec<_> = detail.versions.iter().map(|v| v.version.as_str()).collect();
+        assert_eq!(versions, ["2.0.0", "1.10.0", "1.10.0-rc.1", "1.9.0", "1.2.0"], "highest first");
+        assert_eq!(store.search(&RuleQuery::default()).await.expect("search").items[0].version, "2.0.0");
+        let yanked = RuleQuery { state: Some(VersionState::Yanked), ..RuleQuery::default() };
+        assert_eq!(store.search(&yanked).await.expect("search").items[0].version, "1.10.0");
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn published_versions_are_immutable(db) {
+        let store = connect(db).await;
+        let alice = account(&store, "alice", Role::Contributor).await;
+        let original = rule("weights-exceed-vram");
+        let id = original.meta.id.clone();
+        store.insert_version(original.clone(), &alice, VersionState::Pending).await.expect("publish");
+        let revision = store.revision().await.expect("revision");
+
+        let other_bytes = variant(&original, None, "1.0.0");
+        let e = store.insert_version(other_bytes.clone(), &alice, VersionState::Pending).await.expect_err("conflict");
+        assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+        let e = store.insert_version(original.clone(), &alice, VersionState::Pending).await.expect_err("same bytes, account");
+        assert!(matches!(e, StoreError::Conflict(_)), "an account republishing is a conflict: {e:?}");
+        let e = store.insert_version(other_bytes, &Actor::System, VersionState::Approved).await.expect_err("system, other bytes");
+        assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+        let same = store.insert_version(original.clone(), &Actor::System, VersionState::Approved).await.expect("idempotent");
+        assert_eq!(same.state, VersionState::Pending, "the stored version is returned unchanged");
+        assert_eq!(store.revision().await.expect("revision"), revision, "refused and no-op writes do not bump");
+
+        let mut lying = variant(&original, None, "1.0.1");
+        lying.sha256 = original.sha256.clone();
+        let e = store.insert_version(lying, &alice, VersionState::Pending).await.expect_err("sha mismatch");
+        assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
+
+        // The schema refuses changes to published content, whoever asks.
+        let raw = sqlx::AnyPool::connect(db.url()).await.expect("raw pool");
+        for sql in [
+            "UPDATE versions SET meta = '{}' WHERE rule_id = $1",
+            "UPDATE versions SET sha256 = sha256 WHERE rule_id = $1",
+            "DELETE FROM versions WHERE rule_id = $1",
+        ] {
+            let r = sqlx::query(sql).bind(&id).execute(&raw).await;
+            assert!(r.is_err(), "{sql} must be refused");
+        }
+        let r = sqlx::query("UPDATE modules SET size = 0").execute(&raw).await;
+        assert!(r.is_err(), "module bytes are immutable");
+        raw.close().await;
+        let stored = store.version(&id, "1.0.0").await.expect("read").expect("stored");
+        assert_eq!(stored.meta, original.meta);
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn only_owners_publish_new_versions_of_a_rule(db) {
+        let store = connect(db).await;
+        let alice = account(&store, "alice", Role::Contributor).await;
+        let bob = account(&store, "bob", Role::Contributor).await;
+        let base = rule("container-shm-ipc-limits");
+        let id = base.meta.id.clone();
+        store.insert_version(base.clone(), &alice, VersionState::Pending).await.expect("first publish");
+        let revision = store.revision().await.expect("revision");
+        let e = store.insert_version(variant(&base, None, "1.1.0"), &bob, VersionState::Pending).await.expect_err("not owner");
+        assert!(matches!(&e, StoreError::NotOwner { rule_id, account } if *rule_id == id && account == "bob"), "{e:?}");
+        assert_eq!(store.revision().await.expect("revision"), revision);
+        assert!(store.version(&id, "1.1.0").await.expect("read").is_none(), "nothing of the refused write is kept");
+        store.insert_version(variant(&base, None, "1.1.0"), &alice, VersionState::Pending).await.expect("owner publishes");
+        store.insert_version(variant(&base, None, "1.2.0"), &Actor::System, VersionState::Pending).await.expect("system bypasses");
+        assert!(!store.is_owner(&id, principal(&bob).account_id).await.expect("is_owner"));
+        let owners: Vec<_> = store.owners(&id).await.expect("owners").into_iter().map(|a| a.name).collect();
+        assert_eq!(owners, ["alice"]);
+        // bob's own rule is his.
+        store.insert_version(variant(&base, Some("bobs-own-rule"), "0.1.0"), &bob, VersionState::Pending).await.expect("new rule");
+        assert!(store.is_owner("bobs-own-rule", principal(&bob).account_id).await.expect("is_owner"));
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn review_refuses_invalid_transitions(db) {
+        use VersionState::*;
+        let store = connect(db).await;
+        let base = rule("vllm-fp8-min-capability");
+        let id = base.meta.id.clone();
+        for (v, path) in [
+            ("1.0.0", &[Approved, Yanked][..]),
+            ("1.1.0", &[Rejected][..]),
+            ("1.2.0", &[Yanked][..]),
+        ] {
+            store.insert_version(variant(&base, None, v), &Actor::System, Pending).await.expect("insert");
+            for to in path {
+                store.set_state(&id, v, *to, &Actor::System, None).await.unwrap_or_else(|e| panic!("{v} -> {to}: {e}"));
+            }
+        }
+        store.insert_version(variant(&base, None, "1.3.0"), &Actor::System, Pending).await.expect("insert");
+        store.insert_version(variant(&base, None, "1.4.0"), &Actor::System, Approved).await.expect("insert");
+        let revision = store.revision().await.expect("revision");
+        for (v, from, to) in [
+            ("1.0.0", Yanked, Approved),
+            ("1.0.0", Yanked, Pending),
+            ("1.1.0", Rejected, Approved),
+            ("1.1.0", Rejected, Yanked),
+            ("1.3.0", Pending, Pending),
+            ("1.4.0", Approved, Pending),
+            ("1.4.0", Approved, Rejected),
+            ("1.4.0", Approved, Approved),
+        ] {
+            let e = store.set_state(&id, v, to, &Actor::System, None).await.expect_err("invalid");
+            assert!(
+                matches!(e, StoreError::InvalidTransition { from: f, to: t } if f == from && t == to),
+                "{v}: {from} -> {to}: {e:?}"
+            );
+        }
+        let e = store.set_state(&id, "7.0.0", Approved, &Actor::System, None).await.expect_err("missing");
+        assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+        assert_eq!(store.revision().await.expect("revision"), revision, "refused transitions do not bump");
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn a_yanked_version_is_neither_served_nor_listed_by_default(db) {
+        let store = connect(db).await;
+        store.seed(bundled().to_vec()).await.expect("seed");
+        let id = "vllm-needs-sm70";
+        assert!(ids(&store, RuleQuery::default()).await.iter().any(|i| i == id));
+        store.set_state(id, "1.0.0", VersionState::Yanked, &Actor::System, Some("superseded")).await.expect("yank");
+        assert!(!served(&store).await.iter().any(|(r, _)| r == id));
+        let listed = ids(&store, RuleQuery { limit: Some(200), ..RuleQuery::default() }).await;
+        assert!(!listed.iter().any(|i| i == id));
+        assert_eq!(listed.len(), bundled().len() - 1);
+        let yanked = RuleQuery { state: Some(VersionState::Yanked), ..RuleQuery::default() };
+        assert_eq!(ids(&store, yanked).await, [id]);
+        assert!(store.module(id, "1.0.0").await.expect("module").is_some(), "yanking hides, never deletes");
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn search_finds_rules_by_the_error_text_users_see(db) {
+        let store = connect(db).await;
+        store.seed(bundled().to_vec()).await.expect("seed");
+        let query = |q: &str| RuleQuery { q: Some(q.to_owned()), limit: Some(200), ..RuleQuery::default() };
+        // Expected: every rule whose metadata contains every word, ignoring case.
+        let expected = |q: &str| -> Vec<String> {
+            let mut out: Vec<_> = bundled()
+                .iter()
+                .filter(|v| {
+                    let m = &v.meta;
+                    let text = format!("{}\n{}\n{}\n{}", m.id, m.title, m.summary, m.error_signatures.join("\n")).to_lowercase();
+                    q.split_whitespace().all(|w| text.contains(&w.to_lowercase()))
+                })
+                .map(|v| (v.meta.severity, v.meta.id.clone()))
+                .collect();
+            out.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            out.into_iter().map(|(_, id)| id).collect()
+        };
+        let found = ids(&store, query("No Kernel Image is available")).await;
+        assert!(found.len() >= 2, "several rules name this CUDA error: {found:?}");
+        assert!(found.contains(&"vllm-needs-sm70".to_owned()));
+        for v in &found {
+            let m = &rule(v).meta;
+            assert!(m.error_signatures.iter().any(|s| s.to_lowercase().contains("no kernel image is available")), "{v}");
+        }
+        for q in [
+            "no kernel image is available",
+            "NCCL",
+            "head_dim",
+            "flash attention",
+            "%",
+            "_",
+            "100%_\\zz",
+            "sm_80 vllm",
+            "vllm-needs-sm70",
+        ] {
+            assert_eq!(ids(&store, query(q)).await, expected(q), "q = {q:?}");
+        }
+        assert!(ids(&store, query("no-such-word-anywhere")).await.is_empty());
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn search_filters_and_paginates(db) {
+        let store = connect(db).await;
+        store.seed(bundled().to_vec()).await.expect("seed");
+        let all = bundled();
+        let has = |v: &NewVersion, sel: &str| v.meta.applies_to.iter().any(|s| s == sel);
+        let expect = |f: &dyn Fn(&NewVersion) -> bool| -> BTreeSet<String> {
+            all.iter().filter(|v| f(v)).map(|v| v.meta.id.clone()).collect()
+        };
+        let set = |v: Vec<String>| v.into_iter().collect::<BTreeSet<_>>();
+        let q = RuleQuery { limit: Some(200), ..RuleQuery::default() };
+
+        let vllm = set(ids(&store, RuleQuery { package: Some("vLLM".into()), ..q.clone() }).await);
+        assert_eq!(vllm, expect(&|v| has(v, "package:vllm")));
+        assert!(!vllm.is_empty());
+        let nvidia = set(ids(&store, RuleQuery { accelerator: Some("NVIDIA".into()), ..q.clone() }).await);
+        assert_eq!(nvidia, expect(&|v| has(v, "accelerator:nvidia")));
+        assert!(!nvidia.is_empty());
+        let arm = set(ids(&store, RuleQuery { arch: Some("arm64".into()), ..q.clone() }).await);
+        assert_eq!(arm, expect(&|v| v.meta.applies_to.iter().any(|s| s == "arch:aarch64" || s == "arch:arm64")));
+        for severity in [Severity::Error, Severity::Warning, Severity::Info] {
+            let found = set(ids(&store, RuleQuery { severity: Some(severity), ..q.clone() }).await);
+            assert_eq!(found, expect(&|v| v.meta.severity == severity), "{severity:?}");
+        }
+        let both = set(ids(&store, RuleQuery { accelerator: Some("nvidia".into()), severity: Some(Severity::Error), ..q.clone() }).await);
+        assert_eq!(both, expect(&|v| has(v, "accelerator:nvidia") && v.meta.severity == Severity::Error));
+        assert!(ids(&store, RuleQuery { state: Some(VersionState::Pending), ..q.clone() }).await.is_empty());
+
+        // Pages: the same order as one big page, totals right, no overlap.
+        let everything = store.search(&q).await.expect("search");
+        assert_eq!(everything.total, all.len() as i64);
+        let order: Vec<_> = everything.items.iter().map(|s| (std::cmp::Reverse(s.severity), s.id.clone())).collect();
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(order, sorted, "ordered by severity (error first) then id");
+        let mut paged = Vec::new();
+        for page in 0.. {
+            let p = store.search(&RuleQuery { limit: Some(7), offset: Some(page * 7), ..RuleQuery::default() }).await.expect("page");
+            assert_eq!(p.total, all.len() as i64);
+            assert!(p.items.len() <= 7);
+            if p.items.is_empty() {
+                break;
+            }
+            paged.extend(p.items.into_iter().map(|s| s.id));
+        }
+        assert_eq!(paged, everything.items.iter().map(|s| s.id.clone()).collect::<Vec<_>>());
+        let capped = store.search(&RuleQuery { limit: Some(10_000), ..RuleQuery::default() }).await.expect("capped");
+        assert_eq!(capped.limit, pitfall_server::store::MAX_PAGE_SIZE);
+
+        // A pending version of a new rule shows under state=pending only.
+        store.insert_version(variant(&all[0], Some("a-pending-rule"), "0.1.0"), &Actor::System, VersionState::Pending).await.expect("insert");
+        assert_eq!(ids(&store, RuleQuery { state: Some(VersionState::Pending), ..q.clone() }).await, ["a-pending-rule"]);
+        assert_eq!(store.search(&q).await.expect("search").total, all.len() as i64);
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn tokens_are_stored_as_hashes_and_revocable(db) {
+        let store = connect(db).await;
+        let alice = store.create_account("alice", Role::Maintainer, &Actor::System).await.expect("account");
+        let (secret, info) = store.issue_token(alice.id, "ci", &Actor::System).await.expect("issue");
+        assert!(secret.starts_with("pft_") && secret.len() == 4 + 64, "{secret}");
+        assert_eq!((info.account_id, info.label.as_str(), info.revoked_at), (alice.id, "ci", None));
+        let (other, _) = store.issue_token(alice.id, "laptop", &Actor::System).await.expect("issue");
+        assert_ne!(secret, other);
+
+        let p = store.authenticate(&secret).await.expect("auth").expect("valid");
+        assert_eq!((p.account_id, p.name.as_str(), p.role, p.token_id), (alice.id, "alice", Role::Maintainer, info.id));
+        assert_eq!(store.authenticate("pft_0000").await.expect("auth"), None);
+        assert_eq!(store.authenticate("not a token").await.expect("auth"), None);
+        let used = store.token(info.id).await.expect("token").expect("exists");
+        assert!(used.last_used_at.is_some());
+
+        // At rest: the hash, never the secret, in any column of any row.
+        let raw = sqlx::AnyPool::connect(db.url()).await.expect("raw pool");
+        let rows = sqlx::query("SELECT id, account_id, label, secret_sha256 FROM api_tokens").fetch_all(&raw).await.expect("rows");
+        assert_eq!(rows.len(), 2);
+        let stored: Vec<String> = rows.iter().map(|r| r.try_get("secret_sha256").expect("hash")).collect();
+        assert!(stored.contains(&sha256(secret.as_bytes())));
+        for row in &rows {
+            for col in ["label", "secret_sha256"] {
+                let v: String = row.try_get(col).expect("text");
+                assert!(!v.contains(&secret[4..]) && !v.contains(&other[4..]), "a secret is stored in {col}");
+            }
+        }
+        let audit_text: Vec<String> =
+            sqlx::query("SELECT detail FROM audit_log").fetch_all(&raw).await.expect("audit").iter().map(|r| r.try_get("detail").expect("detail")).collect();
+        assert!(audit_text.iter().all(|d| !d.contains(&secret[4..])), "a secret is in the audit log");
+        raw.close().await;
+
+        let revoked = store.revoke_token(info.id, &Actor::Account(p.clone())).await.expect("revoke");
+        assert!(revoked.revoked_at.is_some());
+        assert_eq!(store.authenticate(&secret).await.expect("auth"), None, "a revoked token authenticates no one");
+        assert!(store.authenticate(&other).await.expect("auth").is_some(), "other tokens still work");
+        let entries = audit_count(&store).await;
+        store.revoke_token(info.id, &Actor::System).await.expect("revoke again is a no-op");
+        assert_eq!(audit_count(&store).await, entries);
+        let e = store.revoke_token(9999, &Actor::System).await.expect_err("missing");
+        assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+
+        let listed = store.list_tokens(Some(alice.id)).await.expect("list");
+        assert_eq!(listed.iter().map(|t| t.label.as_str()).collect::<Vec<_>>(), ["ci", "laptop"]);
+        assert_eq!(store.list_tokens(None).await.expect("list").len(), 2);
+        assert!(store.list_tokens(Some(alice.id + 1)).await.expect("list").is_empty());
+        let e = store.issue_token(alice.id + 100, "x", &Actor::System).await.expect_err("no account");
+        assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn accounts_have_unique_names_and_changeable_roles(db) {
+        let store = connect(db).await;
+        let admin = account(&store, "root", Role::Admin).await;
+        let bob = store.create_account("bob", Role::Contributor, &admin).await.expect("create");
+        let e = store.create_account("bob", Role::Admin, &admin).await.expect_err("taken");
+        assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+        let e = store.create_account("", Role::Admin, &admin).await.expect_err("empty");
+        assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
+        let bob2 = store.set_role(bob.id, Role::Maintainer, &admin).await.expect("set role");
+        assert_eq!(bob2.role, Role::Maintainer);
+        assert_eq!(store.account(bob.id).await.expect("read").map(|a| a.role), Some(Role::Maintainer));
+        let e = store.set_role(9999, Role::Admin, &admin).await.expect_err("missing");
+        assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+        let names: Vec<_> = store.accounts().await.expect("list").into_iter().map(|a| a.name).collect();
+        assert_eq!(names, ["bob", "root"]);
+        let last = &store.audit(1, 0).await.expect("audit")[0];
+        assert_eq!(last.action, audit::ACCOUNT_SET_ROLE);
+        assert_eq!(last.actor.as_ref().map(|a| a.name.as_str()), Some("root"));
+        assert_eq!(last.actor_token_id, Some(principal(&admin).token_id));
+        assert_eq!(last.account_id, Some(bob.id));
+        assert_eq!(last.detail, serde_json::json!({ "from": "contributor", "to": "maintainer" }));
+    }
+}
+
+on_both_backends! {
+    #[tokio::test]
+    async fn every_write_is_audited_and_rule_writes_bump_the_revision_by_one(db) {
+        let store = connect(db).await;
+        let revision = store.revision().await.expect("revision");
+        let mut entries = audit_count(&store).await;
+        let admin = store.create_account("root", Role::Admin, &Actor::System).await.expect("account");
+        let (_, token) = store.issue_token(admin.id, "cli", &Actor::System).await.expect("token");
+        entries += 2;
+        assert_eq!(audit_count(&store).await, entries);
+        assert_eq!(store.revision().await.expect("revision"), revision, "account and token writes do not bump");
+        let mut counters = (revision, entries);
+
+        let base = rule("tensor-parallel-over-pcie-slow");
+        let id = base.meta.id.clone();
+        store.insert_version(base.clone(), &Actor::System, VersionState::Pending).await.expect("publish");
+        expect_one_write(&store, &mut counters, audit::VERSION_PUBLISH, &id, "1.0.0").await;
+        store.set_state(&id, "1.0.0", VersionState::Approved, &Actor::System, Some("ok")).await.expect("approve");
+        expect_one_write(&store, &mut counters, audit::VERSION_STATE, &id, "1.0.0").await;
+        store.insert_version(variant(&base, None, "1.0.1"), &Actor::System, VersionState::Pending).await.expect("publish");
+        expect_one_write(&store, &mut counters, audit::VERSION_PUBLISH, &id, "1.0.1").await;
+        store.set_state(&id, "1.0.1", VersionState::Rejected, &Actor::System, Some("no")).await.expect("reject");
+        expect_one_write(&store, &mut counters, audit::VERSION_STATE, &id, "1.0.1").await;
+        store.set_state(&id, "1.0.0", VersionState::Yanked, &Actor::System, Some("bad")).await.expect("yank");
+        expect_one_write(&store, &mut counters, audit::VERSION_STATE, &id, "1.0.0").await;
+        let last = &store.audit(1, 0).await.expect("audit")[0];
+        assert_eq!(last.detail, serde_json::json!({ "from": "approved", "to": "yanked", "reason": "bad" }));
+        assert_eq!(last.actor, None, "the system acted");
+
+        store.revoke_token(token.id, &Actor::System).await.expect("revoke");
+        assert_eq!(audit_count(&store).await, counters.1 + 1);
+        assert_eq!(store.audit(1, 0).await.expect("audit")[0].action, audit::TOKEN_REVOKE);
+        let page = store.audit(2, 1).await.expect("audit");
+        assert_eq!(page.len(), 2);
+        assert!(page[0].id > page[1].id, "newest first");
+    }
+}
+
+/// Asserts that exactly one write happened since `counters` (revision,
+/// audit entries) and that it was `action` on `id` `version`.
+async fn expect_one_write(store: &Store, counters: &mut (i64, usize), action: &str, id: &str, version: &str) {
+    counters.0 += 1;
+    counters.1 += 1;
+    assert_eq!(store.revision().await.expect("revision"), counters.0, "after {action} {version}");
+    assert_eq!(audit_count(store).await, counters.1, "after {action} {version}");
+    let last = &store.audit(1, 0).await.expect("audit")[0];
+    assert_eq!(last.action, action);
+    assert_eq!((last.rule_id.as_deref(), last.version.as_deref()), (Some(id), Some(version)));
+}
+
+on_both_backends! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_writers_on_two_pools_never_lose_a_revision(db) {
+        // Two stores = two pools, as two server replicas would have.
+        let stores = [connect(db).await, connect(db).await];
+        let start = stores[0].revision().await.expect("revision");
+        let base = rule("decode-throughput-estimate");
+        const TASKS: usize = 8;
+        const PER_TASK: usize = 4;
+        let mut handles = Vec::new();
+        for t in 0..TASKS {
+            let store = stores[t % 2].clone();
+            let base = base.clone();
+            handles.push(tokio::spawn(async move {
+                for i in 0..PER_TASK {
+                    // Half the tasks publish into one shared rule, half into their own.
+                    let id = if t % 2 == 0 { "shared-rule".to_owned() } else { format!("rule-of-task-{t}") };
+                    let version = format!("1.{t}.{i}");
+                    store
+                        .insert_version(variant(&base, Some(&id), &version), &Actor::System, VersionState::Pending)
+                        .await
+                        .expect("concurrent publish");
+                    store.set_state(&id, &version, VersionState::Approved, &Actor::System, None).await.expect("concurrent approve");
+                }
+            }));
+        }
+        for h in handles {
+            h.await.expect("task");
+        }
+        let writes = (TASKS * PER_TASK * 2) as i64;
+        for store in &stores {
+            assert_eq!(store.revision().await.expect("revision"), start + writes, "every write bumped exactly once");
+        }
+        assert_eq!(audit_count(&stores[0]).await, TASKS * PER_TASK * 2);
+        let served = served(&stores[1]).await;
+        assert_eq!(served.len(), 1 + TASKS / 2);
+        assert!(served.contains(&("shared-rule".to_owned(), format!("1.{}.{}", TASKS - 2, PER_TASK - 1))));
+    }
+}
