@@ -1,66 +1,120 @@
 //! The router: `fn app(state) -> Router`, so tests drive it with `oneshot`.
 
 use std::sync::Arc;
+use std::time::Instant;
 
+use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use pitfall_engine::{Engine, RuleSet};
-use pitfall_sdk::model::report::CheckResponse;
-use pitfall_sdk::model::{manifest_from_value, manifest::MANIFEST_VERSION};
-use serde_json::{Value, json};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
 
+use crate::api;
+use crate::config::ServerLimits;
 use crate::error::{AppError, not_found};
+use crate::metrics::Metrics;
+use crate::registry::Registry;
+use crate::result_cache::ResultCache;
 
-/// What every handler shares.
+/// What every handler shares (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// Largest request body accepted, in bytes.
-    pub max_body_bytes: usize,
-    /// The sandbox.
-    pub engine: Engine,
-    /// The rules checks run against.
-    pub rules: Arc<RuleSet>,
+    inner: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    registry: Arc<Registry>,
+    limits: ServerLimits,
+    cache: ResultCache,
+    metrics: Metrics,
+}
+
+impl AppState {
+    /// State over a registry, with these bounds.
+    pub fn new(registry: Arc<Registry>, limits: ServerLimits) -> AppState {
+        let cache = ResultCache::new(limits.result_cache_entries);
+        AppState { inner: Arc::new(Shared { registry, limits, cache, metrics: Metrics::default() }) }
+    }
+
+    /// The registry (store, engine, served rules).
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.inner.registry
+    }
+
+    /// The request bounds.
+    pub fn limits(&self) -> &ServerLimits {
+        &self.inner.limits
+    }
+
+    /// The check answer cache.
+    pub fn cache(&self) -> &ResultCache {
+        &self.inner.cache
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
 }
 
 /// The HTTP API.
 pub fn app(state: AppState) -> Router {
     Router::new()
-        .route("/healthz", get(healthz))
-        .route("/v1/check", post(check))
+        .route("/healthz", get(api::ops::healthz))
+        .route("/readyz", get(api::ops::readyz))
+        .route("/metrics", get(api::ops::metrics))
+        .route("/v1/openapi.json", get(api::ops::openapi))
+        .route("/v1/check", post(api::check::check))
+        .route("/v1/check/batch", post(api::check::batch))
+        .route("/v1/rules", get(api::rules::search).post(api::rules::publish))
+        .route("/v1/rules/{id}", get(api::rules::rule))
+        .route("/v1/rules/{id}/versions/{version}", get(api::rules::version))
+        .route("/v1/rules/{id}/versions/{version}/module", get(api::rules::module))
+        .route("/v1/rules/{id}/versions/{version}/approve", post(api::review::approve))
+        .route("/v1/rules/{id}/versions/{version}/reject", post(api::review::reject))
+        .route("/v1/rules/{id}/versions/{version}/yank", post(api::review::yank))
+        .route("/v1/review", get(api::review::queue))
+        .route("/v1/whoami", get(api::accounts::whoami))
+        .route("/v1/accounts", post(api::accounts::create_account))
+        .route("/v1/accounts/{name}/role", put(api::accounts::set_role))
+        .route("/v1/tokens", get(api::accounts::list_tokens).post(api::accounts::issue_token))
+        .route("/v1/tokens/{id}", axum::routing::delete(api::accounts::revoke_token))
+        .route("/v1/audit", get(api::accounts::audit))
         .fallback(not_found)
-        // Bodies are bounded by `read_body`, which answers with the envelope.
-        .layer(DefaultBodyLimit::disable())
+        // JSON extractors are bounded here; raw bodies by `read_body`.
+        .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))
+        .layer(middleware::from_fn_with_state(state.clone(), bound_and_measure))
         .with_state(state)
 }
 
+/// Bounds every request in time and records it in the metrics. A timeout
+/// answers 503 in the envelope; the work behind it is bounded by the
+/// engine's own limits.
+async fn bound_and_measure(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = request.method().as_str().to_owned();
+    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str()).to_owned();
+    let response = match tokio::time::timeout(state.limits().request_timeout(), next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => AppError::Timeout.into_response(),
+    };
+    state.metrics().record_request(&method, &route, response.status().as_u16(), start.elapsed());
+    response
+}
+
 /// Reads at most `limit` bytes of body, or answers 413 in the envelope.
-async fn read_body(body: Body, limit: usize) -> Result<Bytes, AppError> {
-    axum::body::to_bytes(body, limit).await.map_err(|_| AppError::TooLarge { limit })
-}
-
-async fn healthz(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({ "status": "ok", "ruleset_revision": state.rules.revision(), "rules": state.rules.rules().len() }))
-}
-
-/// `POST /v1/check`: a manifest in, findings out.
-async fn check(State(state): State<AppState>, body: Body) -> Result<Json<CheckResponse>, AppError> {
-    let body = read_body(body, state.max_body_bytes).await?;
-    let value: Value = serde_json::from_slice(&body)
-        .map_err(|e| AppError::BadRequest { code: "invalid_json", message: format!("the body is not JSON: {e}") })?;
-    let version_ok = value.get("manifest_version").and_then(Value::as_u64) == Some(u64::from(MANIFEST_VERSION));
-    let manifest = manifest_from_value(value).map_err(|e| {
-        if e.field == "manifest_version" && !version_ok && !e.message.contains("missing") {
-            AppError::Unprocessable { code: "unsupported_manifest_version", message: e.message }
+pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, AppError> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        // A body that is too large and one whose sender stalled or broke
+        // off are different failures; only the first is the client's size.
+        let too_large = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            AppError::TooLarge { limit }
         } else {
-            AppError::BadRequest { code: "invalid_manifest", message: e.message }
+            AppError::BadRequest { code: "unreadable_body", message: format!("the request body could not be read: {e}") }
         }
-    })?;
-    // Evaluation is CPU work (and fans out over a thread pool): keep it
-    // off the async workers.
-    let answer = tokio::task::spawn_blocking(move || state.rules.check(&state.engine, manifest))
-        .await
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("check task failed: {e}")))?;
-    Ok(Json(answer))
+    })
 }

@@ -1,21 +1,94 @@
 //! The server's configuration: flags with environment equivalents, in one
-//! typed struct.
+//! typed struct. Every setting is documented here and in `--help`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// `pitfall-server` settings.
-#[derive(Debug, Clone, clap::Parser)]
-#[command(name = "pitfall-server", version, about = "The Pitfall registry server")]
+#[derive(Debug, Clone, clap::Args)]
 pub struct Config {
     /// Address to listen on.
     #[arg(long, env = "PITFALL_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// Where the server keeps its data (the compiled-code cache now;
-    /// the SQLite database with the registry issue).
+    /// Where the server keeps its data: the SQLite database (unless
+    /// DATABASE_URL names another) and the compiled-code cache.
     #[arg(long, env = "PITFALL_DATA_DIR", default_value = "./pitfall-data")]
     pub data_dir: PathBuf,
-    /// Largest request body accepted, in bytes (a manifest is a few KiB).
-    #[arg(long, env = "PITFALL_MAX_BODY_BYTES", default_value_t = 1 << 20)]
+    /// The registry's database: `sqlite://PATH` or `postgres://...`.
+    /// Default: `sqlite://<data-dir>/pitfall.db`. Several servers on one
+    /// PostgreSQL database are one registry.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+    #[command(flatten)]
+    pub limits: ServerLimits,
+    /// How often the server looks for a newer ruleset revision written by
+    /// another server process, in milliseconds.
+    #[arg(long, env = "PITFALL_REFRESH_MS", default_value_t = 1000)]
+    pub refresh_ms: u64,
+    /// Whether to seed the bundled rules into the registry at start
+    /// (idempotent: an already seeded version is left as it is).
+    #[arg(long, env = "PITFALL_SEED_BUNDLED", default_value_t = true, action = clap::ArgAction::Set)]
+    pub seed_bundled: bool,
+}
+
+impl Config {
+    /// The database URL in effect.
+    pub fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{}", self.data_dir.join("pitfall.db").display()),
+        }
+    }
+}
+
+/// A body large enough for a 1 MiB module plus headroom.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 2 << 20;
+/// Real manifests are a few KiB; 256 KiB leaves room for long package lists.
+pub const DEFAULT_MAX_MANIFEST_BYTES: usize = 256 << 10;
+/// A fleet's batch; larger fleets send several.
+pub const DEFAULT_MAX_BATCH: usize = 256;
+/// Long enough for a batch or a publish on a busy 2-core host.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
+/// About 10,000 answers of a few KiB each: tens of MiB at most.
+pub const DEFAULT_RESULT_CACHE_ENTRIES: usize = 10_000;
+
+/// Bounds on what one request may ask of the server.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServerLimits {
+    /// Largest request body accepted, in bytes (a published module is
+    /// bounded by the engine's module size limit on top of this).
+    #[arg(long, env = "PITFALL_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// Largest manifest accepted, in bytes (real manifests are a few KiB).
+    #[arg(long, env = "PITFALL_MAX_MANIFEST_BYTES", default_value_t = DEFAULT_MAX_MANIFEST_BYTES)]
+    pub max_manifest_bytes: usize,
+    /// Most manifests in one `POST /v1/check/batch`.
+    #[arg(long, env = "PITFALL_MAX_BATCH", default_value_t = DEFAULT_MAX_BATCH)]
+    pub max_batch: usize,
+    /// Longest a request may take before it is answered 503, in milliseconds.
+    #[arg(long, env = "PITFALL_REQUEST_TIMEOUT_MS", default_value_t = DEFAULT_REQUEST_TIMEOUT_MS)]
+    pub request_timeout_ms: u64,
+    /// Check answers kept for identical manifests (per ruleset revision).
+    #[arg(long, env = "PITFALL_RESULT_CACHE_ENTRIES", default_value_t = DEFAULT_RESULT_CACHE_ENTRIES)]
+    pub result_cache_entries: usize,
+}
+
+impl ServerLimits {
+    /// The request timeout.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+}
+
+impl Default for ServerLimits {
+    fn default() -> ServerLimits {
+        ServerLimits {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_manifest_bytes: DEFAULT_MAX_MANIFEST_BYTES,
+            max_batch: DEFAULT_MAX_BATCH,
+            request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
+            result_cache_entries: DEFAULT_RESULT_CACHE_ENTRIES,
+        }
+    }
 }

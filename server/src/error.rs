@@ -6,6 +6,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::api::types::{ErrorBody, ErrorEnvelope};
+
 /// An error answer.
 #[derive(Debug)]
 pub enum AppError {
@@ -15,26 +17,92 @@ pub enum AppError {
     Unprocessable { code: &'static str, message: String },
     /// The body is larger than the configured bound (413).
     TooLarge { limit: usize },
+    /// The body is too large, as an extractor reported it (413).
+    TooLargeBody(String),
+    /// No token, or one the registry does not know (401).
+    Unauthorized(String),
+    /// A token whose role or ownership does not allow this (403).
+    Forbidden(String),
+    /// No such rule, version or token (404).
+    NotFound(String),
+    /// The write conflicts with what is stored, e.g. a version that
+    /// exists already or a state change that is not allowed (409).
+    Conflict { code: &'static str, message: String },
+    /// The publish pipeline refused the module at `step` (422).
+    Refused { step: &'static str, message: String },
+    /// The request took longer than the server's bound (503).
+    Timeout,
+    /// The store is unreachable: writes cannot be accepted now (503).
+    Unavailable(String),
     /// A bug or an outage: logged in full, answered in general terms (500).
     Internal(anyhow::Error),
 }
 
+impl AppError {
+    /// The status and the envelope's body. Internal details stay out.
+    pub fn describe(&self) -> (StatusCode, ErrorBody) {
+        let body = |code: &str, message: String| ErrorBody { code: code.to_owned(), message, step: None };
+        match self {
+            AppError::BadRequest { code, message } => (StatusCode::BAD_REQUEST, body(code, message.clone())),
+            AppError::Unprocessable { code, message } => (StatusCode::UNPROCESSABLE_ENTITY, body(code, message.clone())),
+            AppError::TooLarge { limit } => {
+                (StatusCode::PAYLOAD_TOO_LARGE, body("body_too_large", format!("the request body exceeds {limit} bytes")))
+            }
+            AppError::TooLargeBody(message) => (StatusCode::PAYLOAD_TOO_LARGE, body("body_too_large", message.clone())),
+            AppError::Unauthorized(message) => (StatusCode::UNAUTHORIZED, body("unauthorized", message.clone())),
+            AppError::Forbidden(message) => (StatusCode::FORBIDDEN, body("forbidden", message.clone())),
+            AppError::NotFound(message) => (StatusCode::NOT_FOUND, body("not_found", message.clone())),
+            AppError::Conflict { code, message } => (StatusCode::CONFLICT, body(code, message.clone())),
+            AppError::Refused { step, message } => (
+                // A module over the size bound is a too-large body as well.
+                if *step == "size" { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::UNPROCESSABLE_ENTITY },
+                ErrorBody { code: "publish_refused".into(), message: format!("{step}: {message}"), step: Some((*step).to_owned()) },
+            ),
+            AppError::Timeout => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                body("timeout", "the request took longer than the server allows; try again".into()),
+            ),
+            AppError::Unavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                body("unavailable", "the registry's store is unavailable; try again".into()),
+            ),
+            AppError::Internal(_) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, body("internal", "internal error; see the server log".into()))
+            }
+        }
+    }
+}
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        let (status, code, message) = match self {
-            AppError::BadRequest { code, message } => (StatusCode::BAD_REQUEST, code, message),
-            AppError::Unprocessable { code, message } => (StatusCode::UNPROCESSABLE_ENTITY, code, message),
-            AppError::TooLarge { limit } => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                format!("the request body exceeds {limit} bytes"),
-            ),
-            AppError::Internal(e) => {
-                tracing::error!(error = format!("{e:#}"), "internal error");
-                (StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log".to_owned())
-            }
-        };
-        (status, Json(json!({ "error": { "code": code, "message": message } }))).into_response()
+        match &self {
+            AppError::Internal(e) => tracing::error!(error = format!("{e:#}"), "internal error"),
+            AppError::Unavailable(e) => tracing::error!(error = %e, "store unavailable"),
+            _ => {}
+        }
+        let (status, error) = self.describe();
+        (status, Json(ErrorEnvelope { error })).into_response()
+    }
+}
+
+impl From<crate::publish::Refused> for AppError {
+    fn from(r: crate::publish::Refused) -> AppError {
+        AppError::Refused { step: r.step, message: r.message }
+    }
+}
+
+impl From<crate::store::StoreError> for AppError {
+    fn from(e: crate::store::StoreError) -> AppError {
+        use crate::store::StoreError;
+        match e {
+            StoreError::NotFound(what) => AppError::NotFound(what),
+            StoreError::NotOwner { .. } => AppError::Forbidden(e.to_string()),
+            StoreError::Conflict(_) => AppError::Conflict { code: "conflict", message: e.to_string() },
+            StoreError::InvalidTransition { .. } => AppError::Conflict { code: "invalid_transition", message: e.to_string() },
+            StoreError::Invalid(message) => AppError::BadRequest { code: "invalid", message },
+            StoreError::Corrupt(_) => AppError::Internal(e.into()),
+            other => AppError::Unavailable(format!("{other:#}")),
+        }
     }
 }
 

@@ -1,14 +1,25 @@
 //! # pitfall-server
 //!
-//! The registry's HTTP side. Invariant: the only crate that knows HTTP (and,
-//! with the registry issue, SQL); everything about rules goes through the
-//! engine.
+//! The registry: the v1 HTTP API over the store (SQLite or PostgreSQL)
+//! and the engine. Invariant: the only crate that knows HTTP and SQL;
+//! everything about running rules goes through the engine, and what is
+//! served is exactly the approved versions in the store.
 
+pub mod api;
 mod app;
-mod config;
+pub mod auth;
+pub mod config;
 mod error;
+pub mod extract;
+pub mod metrics;
+pub mod openapi;
+pub mod publish;
+pub mod registry;
+pub mod result_cache;
+pub mod server;
 pub mod store;
 
 pub use app::{AppState, app};
-pub use config::Config;
+pub use config::{Config, ServerLimits};
 pub use error::AppError;
+pub use registry::Registry;

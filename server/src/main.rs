@@ -1,37 +1,69 @@
-//! `pitfall-server`: serves the bundled rules over the v1 API.
+//! `pitfall-server`: the registry. With no subcommand it serves; `admin
+//! create-token` makes the first admin's token.
 
-use std::sync::Arc;
+use clap::{Parser, Subcommand};
+use pitfall_server::Config;
+use pitfall_server::store::Role;
 
-use anyhow::Context;
-use clap::Parser;
-use pitfall_engine::{Engine, Limits, RuleSet};
-use pitfall_server::{AppState, Config, app};
+#[derive(Debug, Parser)]
+#[command(name = "pitfall-server", version, about = "The Pitfall registry server")]
+struct Cli {
+    #[command(flatten)]
+    config: Config,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the API (the default).
+    Serve,
+    /// Administration on the database directly.
+    #[command(subcommand)]
+    Admin(Admin),
+}
+
+#[derive(Debug, Subcommand)]
+enum Admin {
+    /// Create (or reuse) an account and print a new token for it, once.
+    CreateToken {
+        /// The account's name.
+        #[arg(long, default_value = "admin")]
+        name: String,
+        /// The account's role: contributor, maintainer or admin.
+        #[arg(long, default_value = "admin")]
+        role: String,
+        /// What the token is for.
+        #[arg(long, default_value = "created by pitfall-server admin")]
+        label: String,
+    },
+}
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        // Colour only for people; log collectors get plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let config = Config::parse();
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
-    let engine = Engine::with_cache_dir(Limits::default(), config.data_dir.join("compiled"))
-        .context("starting the rule engine")?;
-    let rules = pitfall_bundled_rules::MODULES
-        .iter()
-        .map(|m| engine.load(m.wasm).map(Arc::new).with_context(|| format!("bundled rule {}", m.crate_name)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let rules = Arc::new(RuleSet::new(rules, pitfall_bundled_rules::REVISION));
-    tracing::info!(rules = rules.rules().len(), revision = rules.revision(), "rules loaded");
-    let router = app(AppState { max_body_bytes: config.max_body_bytes, engine, rules });
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("listening on {}", config.listen))?;
-    tracing::info!(listen = %config.listen, "serving");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("serving")
+    let cli = Cli::parse();
+    let result = match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => pitfall_server::server::serve(cli.config).await,
+        Command::Admin(Admin::CreateToken { name, role, label }) => match role.parse::<Role>() {
+            Ok(role) => pitfall_server::server::create_token(&cli.config, &name, role, &label).await.map(|token| {
+                // The secret goes to stdout alone, so scripts can capture it;
+                // it is stored hashed and never shown again.
+                println!("{token}");
+            }),
+            Err(e) => Err(anyhow::anyhow!("--role: {e}")),
+        },
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pitfall-server: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
 }

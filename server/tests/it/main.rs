@@ -1,4 +1,6 @@
 //! The server's one integration-test binary.
 
+mod api;
 mod common;
+mod processes;
 mod store;

@@ -1,0 +1,8 @@
+//! The v1 API's handlers, one module per resource, and its wire types.
+
+pub mod accounts;
+pub mod check;
+pub mod ops;
+pub mod review;
+pub mod rules;
+pub mod types;

@@ -1,0 +1,53 @@
+//! Operations endpoints: liveness, readiness, metrics, the API document.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use serde_json::Value;
+
+use crate::api::types::Health;
+use crate::app::AppState;
+
+fn health(state: &AppState, ready: bool) -> Health {
+    let rules = state.registry().rules();
+    Health {
+        status: if ready { "ok" } else { "not_ready" }.to_owned(),
+        ruleset_revision: rules.revision().to_owned(),
+        rules: rules.rules().len(),
+        store: state.registry().store_ok(),
+    }
+}
+
+/// `GET /healthz`: the process is up and serving a rule set.
+pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
+    Json(health(&state, true))
+}
+
+/// `GET /readyz`: the store answers now (checks are still answered from
+/// memory when it does not, but writes would fail: a load balancer should
+/// prefer a ready replica).
+pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
+    let ready = state.registry().store().ping().await.is_ok();
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(health(&state, ready)))
+}
+
+/// `GET /metrics`: Prometheus text format.
+pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let rules = state.registry().rules();
+    let revision = rules.revision().parse::<f64>().unwrap_or(0.0);
+    let gauges = [
+        ("pitfall_ruleset_revision", "The ruleset revision served.", revision),
+        ("pitfall_rules_served", "Rules in the served set.", rules.rules().len() as f64),
+        ("pitfall_result_cache_entries", "Check answers cached.", state.cache().len() as f64),
+        ("pitfall_store_up", "Whether the store answered the last refresh (1) or not (0).", f64::from(u8::from(state.registry().store_ok()))),
+    ];
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics().render(&gauges))
+}
+
+/// `GET /v1/openapi.json`.
+pub async fn openapi() -> Json<Value> {
+    Json(crate::openapi::document())
+}

@@ -1,0 +1,87 @@
+//! Review: approve, reject, yank, and the queue of pending versions.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use crate::extract::ApiPath;
+
+use crate::api::rules::{refresh_after_write, version_detail};
+use crate::api::types::{ReviewRequest, VersionDetail};
+use crate::app::{AppState, read_body};
+use crate::auth::Caller;
+use crate::error::AppError;
+use crate::store::{Actor, Role, VersionState};
+
+/// A review body is tiny; anything larger is not a reason.
+const MAX_REVIEW_BODY: usize = 16 << 10;
+
+/// The optional `{"reason": ...}` body (an empty body means no reason).
+async fn reason(body: Body) -> Result<Option<String>, AppError> {
+    let bytes = read_body(body, MAX_REVIEW_BODY).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let request: ReviewRequest = serde_json::from_slice(&bytes)
+        .map_err(|e| AppError::BadRequest { code: "invalid_json", message: format!("the body must be {{\"reason\": \"...\"}}: {e}") })?;
+    Ok(request.reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()))
+}
+
+async fn change_state(
+    state: &AppState,
+    actor: Actor,
+    id: &str,
+    version: &str,
+    to: VersionState,
+    reason: Option<String>,
+) -> Result<Json<VersionDetail>, AppError> {
+    let record = state.registry().store().set_state(id, version, to, &actor, reason.as_deref()).await?;
+    tracing::info!(rule = %id, version = %version, state = %to, "review");
+    refresh_after_write(state).await;
+    Ok(Json(version_detail(&record)))
+}
+
+/// `POST /v1/rules/{id}/versions/{version}/approve` (maintainer).
+pub async fn approve(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((id, version)): ApiPath<(String, String)>,
+    body: Body,
+) -> Result<Json<VersionDetail>, AppError> {
+    let principal = caller.at_least(Role::Maintainer)?.clone();
+    let reason = reason(body).await?;
+    change_state(&state, Actor::Account(principal), &id, &version, VersionState::Approved, reason).await
+}
+
+/// `POST /v1/rules/{id}/versions/{version}/reject` (maintainer).
+pub async fn reject(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((id, version)): ApiPath<(String, String)>,
+    body: Body,
+) -> Result<Json<VersionDetail>, AppError> {
+    let principal = caller.at_least(Role::Maintainer)?.clone();
+    let reason = reason(body).await?;
+    change_state(&state, Actor::Account(principal), &id, &version, VersionState::Rejected, reason).await
+}
+
+/// `POST /v1/rules/{id}/versions/{version}/yank` (an owner or a maintainer).
+pub async fn yank(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((id, version)): ApiPath<(String, String)>,
+    body: Body,
+) -> Result<Json<VersionDetail>, AppError> {
+    let principal = caller.signed_in()?.clone();
+    if !caller.has(Role::Maintainer) && !state.registry().store().is_owner(&id, principal.account_id).await? {
+        return Err(AppError::Forbidden(format!("only an owner of {id} or a maintainer may yank it")));
+    }
+    let reason = reason(body).await?;
+    change_state(&state, Actor::Account(principal), &id, &version, VersionState::Yanked, reason).await
+}
+
+/// `GET /v1/review` (maintainer): pending versions, oldest first.
+pub async fn queue(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<VersionDetail>>, AppError> {
+    caller.at_least(Role::Maintainer)?;
+    let pending = state.registry().store().pending_versions().await?;
+    Ok(Json(pending.iter().map(version_detail).collect()))
+}

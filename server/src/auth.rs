@@ -1,0 +1,69 @@
+//! Who is calling: an `Authorization: Bearer <token>` header resolved to an
+//! account and its role. No header means anonymous (check and read); a
+//! header with an unknown or revoked token is refused outright rather than
+//! treated as anonymous, so a client with a broken token learns it at once.
+//! Tokens are never logged: only the account name and token id are.
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+
+use crate::app::AppState;
+use crate::error::AppError;
+use crate::store::{Principal, Role};
+
+/// The caller of a request: anonymous, or an account.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Option<Principal>);
+
+impl Caller {
+    /// The account, or 401 for anonymous callers.
+    pub fn signed_in(&self) -> Result<&Principal, AppError> {
+        self.0.as_ref().ok_or_else(|| AppError::Unauthorized("this needs a token: Authorization: Bearer <token>".into()))
+    }
+
+    /// The account if its role is at least `role` (contributor < maintainer
+    /// < admin), else 401 or 403.
+    pub fn at_least(&self, role: Role) -> Result<&Principal, AppError> {
+        let principal = self.signed_in()?;
+        if rank(principal.role) >= rank(role) {
+            Ok(principal)
+        } else {
+            Err(AppError::Forbidden(format!("this needs the {} role; {} is a {}", role.as_str(), principal.name, principal.role.as_str())))
+        }
+    }
+
+    /// Whether the caller's role is at least `role`.
+    pub fn has(&self, role: Role) -> bool {
+        self.0.as_ref().is_some_and(|p| rank(p.role) >= rank(role))
+    }
+}
+
+fn rank(role: Role) -> u8 {
+    match role {
+        Role::Contributor => 1,
+        Role::Maintainer => 2,
+        Role::Admin => 3,
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, AppError> {
+        let Some(header) = parts.headers.get(AUTHORIZATION) else {
+            return Ok(Caller(None));
+        };
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| AppError::Unauthorized("the Authorization header must be `Bearer <token>`".into()))?;
+        match state.registry().store().authenticate(token).await? {
+            Some(principal) => Ok(Caller(Some(principal))),
+            None => Err(AppError::Unauthorized("unknown or revoked token".into())),
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! `GET /v1/openapi.json`, generated from the code: the operations are
+//! listed once here, and every request and answer schema is derived from
+//! the Rust types the handlers (de)serialise. A test checks that every
+//! operation listed is routed and every route is listed.
+
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use schemars::{JsonSchema, Schema};
+use serde_json::{Map, Value, json};
+
+use crate::api::types::*;
+use pitfall_sdk::model::Manifest;
+use pitfall_sdk::model::report::CheckResponse;
+
+/// Who may call an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone.
+    Anonymous,
+    /// A signed-in account (any role).
+    Token,
+    /// A maintainer or admin.
+    Maintainer,
+    /// An admin.
+    Admin,
+}
+
+/// One documented operation.
+#[derive(Debug)]
+pub struct Operation {
+    /// GET, POST, PUT, DELETE.
+    pub method: &'static str,
+    /// The path template, `{param}` style.
+    pub path: &'static str,
+    /// What it does.
+    pub summary: &'static str,
+    /// Who may call it.
+    pub access: Access,
+    /// The request body: content type and schema.
+    request: Option<(&'static str, SchemaFn)>,
+    /// The success answer: status, content type and schema.
+    response: (u16, &'static str, SchemaFn),
+    /// Query parameters: a type whose fields are the parameters.
+    query: Option<SchemaFn>,
+}
+
+/// Produces a schema (usually a `$ref`) from the shared generator.
+type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+fn schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+fn binary(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({ "type": "string", "format": "binary" })
+}
+
+fn text(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({ "type": "string" })
+}
+
+const JSON: &str = "application/json";
+const WASM: &str = "application/wasm";
+
+macro_rules! op {
+    ($method:literal $path:literal, $access:ident, $summary:literal,
+     request: $req:expr, query: $query:expr, response: $status:literal $ctype:expr => $resp:expr) => {
+        Operation {
+            method: $method,
+            path: $path,
+            summary: $summary,
+            access: Access::$access,
+            request: $req,
+            query: $query,
+            response: ($status, $ctype, $resp),
+        }
+    };
+}
+
+/// Every operation of API v1.
+pub fn operations() -> Vec<Operation> {
+    vec![
+        op!("GET" "/healthz", Anonymous, "Liveness, with the served ruleset revision.",
+            request: None, query: None, response: 200 JSON => schema::<Health>),
+        op!("GET" "/readyz", Anonymous, "Readiness: 503 while the store is unreachable.",
+            request: None, query: None, response: 200 JSON => schema::<Health>),
+        op!("GET" "/metrics", Anonymous, "Prometheus metrics (text exposition format).",
+            request: None, query: None, response: 200 "text/plain" => text),
+        op!("GET" "/v1/openapi.json", Anonymous, "This document.",
+            request: None, query: None, response: 200 JSON => |_| schemars::json_schema!({ "type": "object" })),
+        op!("POST" "/v1/check", Anonymous, "Check one manifest (v1) against the served rules.",
+            request: Some((JSON, schema::<Manifest>)), query: None, response: 200 JSON => schema::<CheckResponse>),
+        op!("POST" "/v1/check/batch", Anonymous, "Check many manifests; answers in order, each its full answer or its own error.",
+            request: Some((JSON, schema::<BatchRequest>)), query: None, response: 200 JSON => schema::<BatchResponse>),
+        op!("GET" "/v1/rules", Anonymous, "Search rules by text (titles, summaries, error signatures) and filters.",
+            request: None, query: Some(schema::<SearchQuery>), response: 200 JSON => schema::<SearchResponse>),
+        op!("POST" "/v1/rules", Token, "Publish a module (the body is the .wasm); its metadata is read from the module. Stored as pending.",
+            request: Some((WASM, binary)), query: None, response: 201 JSON => schema::<VersionDetail>),
+        op!("GET" "/v1/rules/{id}", Anonymous, "A rule and its versions.",
+            request: None, query: None, response: 200 JSON => schema::<RuleDetail>),
+        op!("GET" "/v1/rules/{id}/versions/{version}", Anonymous, "One version: metadata, tests, publish report, state.",
+            request: None, query: None, response: 200 JSON => schema::<VersionDetail>),
+        op!("GET" "/v1/rules/{id}/versions/{version}/module", Anonymous, "The version's module bytes.",
+            request: None, query: None, response: 200 WASM => binary),
+        op!("POST" "/v1/rules/{id}/versions/{version}/approve", Maintainer, "Approve a pending version: checks serve it.",
+            request: Some((JSON, schema::<ReviewRequest>)), query: None, response: 200 JSON => schema::<VersionDetail>),
+        op!("POST" "/v1/rules/{id}/versions/{version}/reject", Maintainer, "Reject a pending version.",
+            request: Some((JSON, schema::<ReviewRequest>)), query: None, response: 200 JSON => schema::<VersionDetail>),
+        op!("POST" "/v1/rules/{id}/versions/{version}/yank", Token, "Yank a version (its owner or a maintainer): no longer served; never deleted.",
+            request: Some((JSON, schema::<ReviewRequest>)), query: None, response: 200 JSON => schema::<VersionDetail>),
+        op!("GET" "/v1/review", Maintainer, "The review queue: pending versions, oldest first.",
+            request: None, query: None, response: 200 JSON => schema::<Vec<VersionDetail>>),
+        op!("GET" "/v1/whoami", Token, "The caller's account.",
+            request: None, query: None, response: 200 JSON => schema::<AccountView>),
+        op!("POST" "/v1/accounts", Admin, "Create an account.",
+            request: Some((JSON, schema::<CreateAccountRequest>)), query: None, response: 201 JSON => schema::<AccountView>),
+        op!("PUT" "/v1/accounts/{name}/role", Admin, "Change an account's role.",
+            request: Some((JSON, schema::<SetRoleRequest>)), query: None, response: 200 JSON => schema::<AccountView>),
+        op!("GET" "/v1/tokens", Token, "The caller's tokens (an admin's: everyone's), without secrets.",
+            request: None, query: None, response: 200 JSON => schema::<Vec<TokenView>>),
+        op!("POST" "/v1/tokens", Token, "Issue a token (to the caller, or as admin to any account). The secret is shown once.",
+            request: Some((JSON, schema::<IssueTokenRequest>)), query: None, response: 201 JSON => schema::<IssuedToken>),
+        op!("DELETE" "/v1/tokens/{id}", Token, "Revoke a token (the caller's own, or as admin any).",
+            request: None, query: None, response: 200 JSON => schema::<TokenView>),
+        op!("GET" "/v1/audit", Admin, "The audit log, newest first.",
+            request: None, query: None, response: 200 JSON => schema::<Vec<AuditView>>),
+    ]
+}
+
+/// The OpenAPI 3.0 document.
+pub fn document() -> Value {
+    let mut generator = SchemaSettings::openapi3().into_generator();
+    let error = schema::<ErrorEnvelope>(&mut generator);
+    let mut paths = Map::new();
+    for op in operations() {
+        let mut operation = Map::new();
+        operation.insert("summary".into(), json!(op.summary));
+        let mut parameters: Vec<Value> = path_params(op.path)
+            .map(|name| json!({ "name": name, "in": "path", "required": true, "schema": { "type": "string" } }))
+            .collect();
+        if let Some(query) = op.query {
+            parameters.extend(query_params(query(&mut generator), &generator));
+        }
+        if !parameters.is_empty() {
+            operation.insert("parameters".into(), Value::Array(parameters));
+        }
+        if let Some((ctype, body)) = op.request {
+            operation.insert(
+                "requestBody".into(),
+                json!({ "required": ctype == WASM, "content": { ctype: { "schema": body(&mut generator) } } }),
+            );
+        }
+        let (status, ctype, body) = op.response;
+        let mut responses = Map::new();
+        responses.insert(status.to_string(), json!({ "description": "success", "content": { ctype: { "schema": body(&mut generator) } } }));
+        responses.insert("default".into(), json!({ "description": "an error, in the envelope", "content": { JSON: { "schema": error } } }));
+        operation.insert("responses".into(), Value::Object(responses));
+        if op.access != Access::Anonymous {
+            operation.insert("security".into(), json!([{ "bearer": [] }]));
+        }
+        let entry = paths.entry(op.path.to_owned()).or_insert_with(|| json!({}));
+        if let Value::Object(methods) = entry {
+            methods.insert(op.method.to_ascii_lowercase(), Value::Object(operation));
+        }
+    }
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "Pitfall registry API",
+            "version": "1",
+            "description": "Known breakages of ML infrastructure: check a manifest, search and publish rules."
+        },
+        "paths": paths,
+        "components": {
+            "schemas": generator.take_definitions(true),
+            "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } }
+        }
+    })
+}
+
+/// `{id}` and `{version}` in a path template.
+fn path_params(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter_map(|segment| segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+}
+
+/// A query type's fields as query parameters (all optional).
+fn query_params(schema: Schema, generator: &SchemaGenerator) -> Vec<Value> {
+    // The subschema is a $ref to the definition that holds the fields.
+    let resolved = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.rsplit('/').next())
+        .and_then(|name| generator.definitions().get(name))
+        .cloned()
+        .unwrap_or_else(|| schema.to_value());
+    let properties = resolved.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+    properties
+        .into_iter()
+        .map(|(name, mut field)| {
+            let description = field.as_object_mut().and_then(|f| f.remove("description")).unwrap_or(Value::Null);
+            json!({ "name": name, "in": "query", "required": false, "description": description, "schema": field })
+        })
+        .collect()
+}

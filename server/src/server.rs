@@ -1,0 +1,69 @@
+//! Start-up: open the store (running migrations), seed the bundled rules,
+//! load what is approved, and serve until interrupted.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use pitfall_engine::{Engine, Limits};
+
+use crate::app::{AppState, app};
+use crate::config::Config;
+use crate::registry::{Registry, seed_bundled};
+use crate::store::{Actor, Role, Store};
+
+/// Opens the registry a config names: data dir, store, engine, seed.
+pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
+    let store = connect(config).await?;
+    let engine = Engine::with_cache_dir(Limits::default(), config.data_dir.join("compiled"))
+        .context("starting the rule engine")?;
+    if config.seed_bundled {
+        let inserted = seed_bundled(&store, &engine).await?;
+        tracing::info!(inserted, "bundled rules seeded");
+    }
+    Ok(Arc::new(Registry::open(store, engine).await?))
+}
+
+async fn connect(config: &Config) -> anyhow::Result<Store> {
+    let url = config.database_url();
+    // The URL may carry a password: log only which backend it is.
+    let backend = crate::store::Backend::from_url(&url).context("DATABASE_URL")?;
+    Store::connect(&url).await.with_context(|| format!("opening the {} database", backend.as_str()))
+}
+
+/// Serves the API until ctrl-c.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let registry = open(&config).await?;
+    let rules = registry.rules();
+    tracing::info!(rules = rules.rules().len(), revision = rules.revision(), "rules loaded");
+    let _poller = registry.spawn_poller(Duration::from_millis(config.refresh_ms.max(10)));
+    let router = app(AppState::new(registry, config.limits.clone()));
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("listening on {}", config.listen))?;
+    tracing::info!(listen = %listener.local_addr().unwrap_or(config.listen), "serving");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("serving")
+}
+
+/// `admin create-token`: an account with `role` (created if missing) and a
+/// fresh token for it, printed once. This is how the first admin exists.
+pub async fn create_token(config: &Config, name: &str, role: Role, label: &str) -> anyhow::Result<String> {
+    crate::api::accounts::validate_account_name(name).map_err(|e| anyhow::anyhow!("{}", e.describe().1.message))?;
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
+    let store = connect(config).await?;
+    let account = match store.account_by_name(name).await? {
+        Some(account) if account.role == role => account,
+        Some(account) => store.set_role(account.id, role, &Actor::System).await?,
+        None => store.create_account(name, role, &Actor::System).await?,
+    };
+    let (secret, _) = store.issue_token(account.id, label, &Actor::System).await?;
+    Ok(secret)
+}

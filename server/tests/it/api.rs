@@ -1,0 +1,448 @@
+//! The API driven in-process with `oneshot`, on SQLite and on PostgreSQL.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use pitfall_engine::{Engine, Limits};
+use pitfall_server::registry::{Registry, seed_modules};
+use pitfall_server::store::{Actor, Role, Store};
+use pitfall_server::{AppState, ServerLimits, app};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::common::{TestDb, databases};
+
+/// The bundled rule the publish tests leave out of the seed and publish.
+const PUBLISHED_CRATE: &str = "rule-vllm-bf16-needs-sm80";
+const PUBLISHED_ID: &str = "vllm-bf16-needs-sm80";
+
+/// A registry on a fresh database with every bundled rule but one seeded,
+/// and accounts of each role.
+struct Harness {
+    _db: TestDb,
+    store: Store,
+    state: AppState,
+    admin: String,
+    maintainer: String,
+    alice: String,
+    bob: String,
+}
+
+impl Harness {
+    async fn new(db: TestDb) -> Harness {
+        Harness::with_limits(db, ServerLimits { max_batch: 4, ..ServerLimits::default() }).await
+    }
+
+    async fn with_limits(db: TestDb, limits: ServerLimits) -> Harness {
+        let store = Store::connect(db.url()).await.expect("store");
+        let engine = Engine::new(Limits::default()).expect("engine");
+        let seeded = pitfall_bundled_rules::MODULES.iter().copied().filter(|m| m.crate_name != PUBLISHED_CRATE).collect();
+        seed_modules(&store, &engine, seeded).await.expect("seed");
+        let mut tokens = Vec::new();
+        for (name, role) in [("root", Role::Admin), ("mia", Role::Maintainer), ("alice", Role::Contributor), ("bob", Role::Contributor)] {
+            let account = store.create_account(name, role, &Actor::System).await.expect("account");
+            tokens.push(store.issue_token(account.id, "test", &Actor::System).await.expect("token").0);
+        }
+        let registry = Arc::new(Registry::open(store.clone(), engine).await.expect("registry"));
+        let [admin, maintainer, alice, bob] = <[String; 4]>::try_from(tokens).expect("four tokens");
+        Harness { _db: db, store, state: AppState::new(registry, limits), admin, maintainer, alice, bob }
+    }
+
+    async fn call(&self, method: Method, path: &str, token: Option<&str>, body: impl Into<Body>) -> (StatusCode, Value) {
+        let (status, bytes) = self.call_raw(method, path, token, body).await;
+        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    async fn call_raw(&self, method: Method, path: &str, token: Option<&str>, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
+        let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let response = app(self.state.clone()).oneshot(request.body(body.into()).expect("request")).await.expect("answered");
+        let status = response.status();
+        (status, response.into_body().collect().await.expect("body").to_bytes().to_vec())
+    }
+
+    async fn check(&self, manifest: &[u8]) -> Value {
+        let (status, answer) = self.call(Method::POST, "/v1/check", None, manifest.to_vec()).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        answer
+    }
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/../../shared/fixtures/manifests/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn published_module() -> &'static [u8] {
+    pitfall_bundled_rules::MODULES.iter().find(|m| m.crate_name == PUBLISHED_CRATE).expect("bundled").wasm
+}
+
+fn finding_ids(answer: &Value) -> Vec<String> {
+    answer["findings"].as_array().expect("findings").iter().filter_map(|f| f["rule_id"].as_str().map(str::to_owned)).collect()
+}
+
+/// Runs `test` against a harness on each backend.
+macro_rules! on_both_backends {
+    ($test:ident) => {
+        for db in databases().await {
+            let backend = db.backend();
+            eprintln!("-- {} on {}", stringify!($test), backend.as_str());
+            $test(Harness::new(db).await).await;
+        }
+    };
+}
+
+#[tokio::test]
+async fn check_answers_the_g5g_errors_in_the_contract_shape() {
+    async fn run(h: Harness) {
+        let answer = h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
+        for key in ["findings", "undetermined", "rule_errors", "ruleset_revision", "stats"] {
+            assert!(answer.get(key).is_some(), "answer lacks {key}");
+        }
+        let ids = finding_ids(&answer);
+        for id in ["aarch64-official-image-needs-sm80", "vllm-heterogeneous-head-dim"] {
+            assert!(ids.contains(&id.to_owned()), "{id} missing from {ids:?}");
+        }
+        assert_eq!(answer["ruleset_revision"], h.store.revision().await.expect("revision").to_string());
+        assert_eq!(answer["stats"]["rules_total"], pitfall_bundled_rules::MODULES.len() - 1);
+    }
+    on_both_backends!(run);
+}
+
+#[tokio::test]
+async fn bad_input_gets_the_error_envelope() {
+    let h = Harness::new(crate::common::sqlite()).await;
+    let cases: [(&str, StatusCode, &str); 5] = [
+        ("{not json", StatusCode::BAD_REQUEST, "invalid_json"),
+        (r#"{"manifest_version": 2}"#, StatusCode::UNPROCESSABLE_ENTITY, "unsupported_manifest_version"),
+        (r#"{"host": {}}"#, StatusCode::BAD_REQUEST, "invalid_manifest"),
+        (r#"{"manifest_version": 1, "accelerators": [{"count": "two"}]}"#, StatusCode::BAD_REQUEST, "invalid_manifest"),
+        ("[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", StatusCode::BAD_REQUEST, "invalid_json"),
+    ];
+    for (body, want_status, want_code) in cases {
+        let (status, answer) = h.call(Method::POST, "/v1/check", None, body).await;
+        assert_eq!(status, want_status, "{body}");
+        assert_eq!(answer["error"]["code"], want_code, "{body}: {answer}");
+        assert!(answer["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{answer}");
+    }
+    // Over the manifest bound: 413 in the envelope.
+    let huge = format!(r#"{{"manifest_version": 1, "env": {{"X": "{}"}}}}"#, "x".repeat(ServerLimits::default().max_manifest_bytes));
+    let (status, answer) = h.call(Method::POST, "/v1/check", None, huge).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{answer}");
+    assert_eq!(answer["error"]["code"], "body_too_large");
+    // Routes that do not exist, and wrong path parameters, too.
+    let (status, answer) = h.call(Method::GET, "/v2/nothing", None, "").await;
+    assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    let (status, answer) = h.call(Method::DELETE, "/v1/tokens/not-a-number", Some(&h.admin), "").await;
+    assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_path")), "{answer}");
+    let (status, answer) = h.call(Method::GET, "/v1/rules?limit=lots", None, "").await;
+    assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_query")), "{answer}");
+}
+
+#[tokio::test]
+async fn batch_answers_in_order_with_errors_in_place_and_a_bound() {
+    let h = Harness::new(crate::common::sqlite()).await;
+    let g5g: Value = serde_json::from_slice(&fixture("g5g-gemma4-vllm0271.json")).expect("json");
+    let healthy: Value = serde_json::from_slice(&fixture("h100x8-llama70b-healthy.json")).expect("json");
+    let body = json!({ "manifests": [g5g, {"manifest_version": 9}, healthy, g5g] });
+    let (status, answer) = h.call(Method::POST, "/v1/check/batch", None, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let results = answer["results"].as_array().expect("results");
+    assert_eq!(results.len(), 4);
+    assert!(finding_ids(&results[0]).contains(&"aarch64-official-image-needs-sm80".to_owned()));
+    assert_eq!(results[1]["error"]["code"], "unsupported_manifest_version");
+    assert!(results[2]["findings"].as_array().expect("findings").iter().all(|f| f["severity"] != "error"));
+    assert_eq!(finding_ids(&results[3]), finding_ids(&results[0]), "the same manifest, the same findings");
+    let single = h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
+    assert_eq!(single["findings"], results[0]["findings"], "a batch entry is the full /v1/check answer");
+
+    let too_many = json!({ "manifests": vec![json!({"manifest_version": 1}); 5] });
+    let (status, answer) = h.call(Method::POST, "/v1/check/batch", None, too_many.to_string()).await;
+    assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("batch_too_large")), "{answer}");
+}
+
+#[tokio::test]
+async fn search_finds_rules_by_error_text_and_filters() {
+    async fn run(h: Harness) {
+        let (status, answer) = h.call(Method::GET, "/v1/rules?q=no%20kernel%20image%20is%20available", None, "").await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        let ids: Vec<&str> = answer["items"].as_array().expect("items").iter().filter_map(|r| r["id"].as_str()).collect();
+        assert!(ids.contains(&"aarch64-official-image-needs-sm80"), "{ids:?}");
+        let hit = answer["items"].as_array().expect("items").iter().find(|r| r["id"] == "aarch64-official-image-needs-sm80").expect("hit");
+        assert!(hit["signature"].as_str().expect("signature").contains("no kernel image is available"), "{hit}");
+
+        let (_, errors) = h.call(Method::GET, "/v1/rules?severity=error&limit=200", None, "").await;
+        assert!(errors["items"].as_array().expect("items").iter().all(|r| r["severity"] == "error"));
+        let (_, all) = h.call(Method::GET, "/v1/rules?limit=200", None, "").await;
+        assert!(errors["total"].as_u64() < all["total"].as_u64(), "the filter narrows");
+
+        // A GPU model stands for its vendor.
+        let (_, t4g) = h.call(Method::GET, "/v1/rules?accelerator=T4G&limit=200", None, "").await;
+        let (_, nvidia) = h.call(Method::GET, "/v1/rules?accelerator=nvidia&limit=200", None, "").await;
+        assert_eq!(t4g["total"], nvidia["total"]);
+        assert!(nvidia["total"].as_u64().unwrap_or(0) > 0);
+
+        let (_, page1) = h.call(Method::GET, "/v1/rules?limit=5", None, "").await;
+        let (_, page2) = h.call(Method::GET, "/v1/rules?limit=5&offset=5", None, "").await;
+        assert_eq!(page1["total"], page2["total"]);
+        assert_ne!(page1["items"][0]["id"], page2["items"][0]["id"]);
+
+        // Pending versions are for reviewers.
+        let (status, _) = h.call(Method::GET, "/v1/rules?state=pending", None, "").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        let (status, _) = h.call(Method::GET, "/v1/rules?state=pending", Some(&h.alice), "").await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let (status, _) = h.call(Method::GET, "/v1/rules?state=pending", Some(&h.maintainer), "").await;
+        assert_eq!(status, StatusCode::OK);
+        let (status, answer) = h.call(Method::GET, "/v1/rules?severity=fatal", None, "").await;
+        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_query")));
+    }
+    on_both_backends!(run);
+}
+
+#[tokio::test]
+async fn publish_review_and_serve_end_to_end() {
+    async fn run(h: Harness) {
+        let g5g = fixture("g5g-gemma4-vllm0271.json");
+        let before = h.check(&g5g).await;
+        assert!(!finding_ids(&before).contains(&PUBLISHED_ID.to_owned()));
+
+        // Anonymous and unknown tokens cannot publish.
+        let (status, answer) = h.call(Method::POST, "/v1/rules", None, published_module()).await;
+        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("unauthorized")));
+        let (status, _) = h.call(Method::POST, "/v1/rules", Some("pft_not-a-token"), published_module()).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+        let (status, version) = h.call(Method::POST, "/v1/rules", Some(&h.alice), published_module()).await;
+        assert_eq!(status, StatusCode::CREATED, "{version}");
+        assert_eq!(version["state"], "pending");
+        assert_eq!(version["published_by"], "alice");
+        assert!(version["report"]["tests"].as_array().is_some_and(|t| t.len() >= 3), "{}", version["report"]);
+        let v = version["version"].as_str().expect("version").to_owned();
+
+        // Pending: not served, not public.
+        assert!(!finding_ids(&h.check(&g5g).await).contains(&PUBLISHED_ID.to_owned()));
+        let (status, _) = h.call(Method::GET, &format!("/v1/rules/{PUBLISHED_ID}"), None, "").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        let (status, _) = h.call(Method::GET, &format!("/v1/rules/{PUBLISHED_ID}"), Some(&h.alice), "").await;
+        assert_eq!(status, StatusCode::OK, "the owner sees their pending version");
+        let (_, queue) = h.call(Method::GET, "/v1/review", Some(&h.maintainer), "").await;
+        assert!(queue.as_array().expect("queue").iter().any(|q| q["rule_id"] == PUBLISHED_ID));
+
+        // The same version again is a conflict; someone else's rule is not theirs.
+        let (status, answer) = h.call(Method::POST, "/v1/rules", Some(&h.alice), published_module()).await;
+        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("conflict")), "{answer}");
+        let (status, answer) = h.call(Method::POST, "/v1/rules", Some(&h.bob), published_module()).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+
+        // Contributors do not review.
+        let approve = format!("/v1/rules/{PUBLISHED_ID}/versions/{v}/approve");
+        let (status, _) = h.call(Method::POST, &approve, Some(&h.alice), "").await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let (status, approved) = h.call(Method::POST, &approve, Some(&h.maintainer), r#"{"reason": "matches KNOWLEDGE B1"}"#).await;
+        assert_eq!(status, StatusCode::OK, "{approved}");
+        assert_eq!((approved["state"].as_str(), approved["reviewed_by"].as_str()), (Some("approved"), Some("mia")));
+
+        // Served at once by this process.
+        let after = h.check(&g5g).await;
+        assert!(finding_ids(&after).contains(&PUBLISHED_ID.to_owned()), "{:?}", finding_ids(&after));
+        assert_ne!(after["ruleset_revision"], before["ruleset_revision"]);
+        let (status, bytes) = h.call_raw(Method::GET, &format!("/v1/rules/{PUBLISHED_ID}/versions/{v}/module"), None, "").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(bytes, published_module(), "the module comes back byte for byte");
+        let (_, detail) = h.call(Method::GET, &format!("/v1/rules/{PUBLISHED_ID}"), None, "").await;
+        assert_eq!(detail["served_version"], v.as_str());
+        assert_eq!(detail["owners"], json!(["alice"]));
+
+        // Approving twice is not a transition review allows.
+        let (status, answer) = h.call(Method::POST, &approve, Some(&h.maintainer), "").await;
+        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("invalid_transition")));
+
+        // Bob may not yank Alice's rule; Alice may.
+        let yank = format!("/v1/rules/{PUBLISHED_ID}/versions/{v}/yank");
+        let (status, _) = h.call(Method::POST, &yank, Some(&h.bob), "").await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let (status, yanked) = h.call(Method::POST, &yank, Some(&h.alice), r#"{"reason": "superseded"}"#).await;
+        assert_eq!((status, yanked["state"].as_str()), (StatusCode::OK, Some("yanked")), "{yanked}");
+        assert!(!finding_ids(&h.check(&g5g).await).contains(&PUBLISHED_ID.to_owned()), "yanked is not served");
+
+        // Every write is in the audit log, which only admins read.
+        let (status, _) = h.call(Method::GET, "/v1/audit", Some(&h.maintainer), "").await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let (_, audit) = h.call(Method::GET, "/v1/audit?limit=1000", Some(&h.admin), "").await;
+        let actions: Vec<(&str, &str)> = audit
+            .as_array()
+            .expect("audit")
+            .iter()
+            .filter(|e| e["subject"].as_str().is_some_and(|s| s.contains(PUBLISHED_ID)))
+            .filter_map(|e| Some((e["action"].as_str()?, e["actor"].as_str()?)))
+            .collect();
+        assert_eq!(actions.len(), 3, "{actions:?}");
+        assert!(actions.contains(&("version.publish", "alice")), "{actions:?}");
+    }
+    on_both_backends!(run);
+}
+
+#[tokio::test]
+async fn publish_refusals_name_the_step() {
+    let h = Harness::new(crate::common::sqlite()).await;
+    let wat = |text: &str| wat::parse_str(text).expect("wat");
+    let cases: Vec<(&str, Vec<u8>, StatusCode, &str)> = vec![
+        ("not wasm", b"hello, registry".to_vec(), StatusCode::UNPROCESSABLE_ENTITY, "validation"),
+        ("empty", Vec::new(), StatusCode::UNPROCESSABLE_ENTITY, "validation"),
+        (
+            "a WASI import",
+            wat(r#"(module (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32))) (memory (export "memory") 1) (func (export "pitfall_evaluate") (result i32) i32.const 0))"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "imports",
+        ),
+        ("over the size bound", vec![0u8; Limits::default().max_module_bytes + 1], StatusCode::PAYLOAD_TOO_LARGE, "size"),
+    ];
+    for (what, bytes, want_status, want_step) in cases {
+        let (status, answer) = h.call(Method::POST, "/v1/rules", Some(&h.alice), bytes).await;
+        assert_eq!(status, want_status, "{what}: {answer}");
+        assert_eq!(answer["error"]["code"], "publish_refused", "{what}: {answer}");
+        assert_eq!(answer["error"]["step"], want_step, "{what}: {answer}");
+    }
+    // Nothing refused was stored.
+    let (_, queue) = h.call(Method::GET, "/v1/review", Some(&h.maintainer), "").await;
+    assert_eq!(queue, json!([]));
+    let (_, metrics) = h.call_raw(Method::GET, "/metrics", None, "").await;
+    let metrics = String::from_utf8(metrics).expect("utf-8");
+    assert!(metrics.contains("pitfall_publishes_total{outcome=\"imports\"} 1"), "{metrics}");
+}
+
+#[tokio::test]
+async fn tokens_are_shown_once_listed_without_secrets_and_revocable() {
+    async fn run(h: Harness) {
+        // Admins create accounts; others may not.
+        let (status, _) = h.call(Method::POST, "/v1/accounts", Some(&h.maintainer), r#"{"name": "carol"}"#).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let (status, carol) = h.call(Method::POST, "/v1/accounts", Some(&h.admin), r#"{"name": "carol"}"#).await;
+        assert_eq!((status, carol["role"].as_str()), (StatusCode::CREATED, Some("contributor")), "{carol}");
+        let (status, answer) = h.call(Method::POST, "/v1/accounts", Some(&h.admin), r#"{"name": "bad name!"}"#).await;
+        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_account_name")));
+
+        let (status, issued) = h.call(Method::POST, "/v1/tokens", Some(&h.admin), r#"{"label": "ci", "account": "carol"}"#).await;
+        assert_eq!(status, StatusCode::CREATED, "{issued}");
+        let secret = issued["token"].as_str().expect("secret").to_owned();
+        let (_, me) = h.call(Method::GET, "/v1/whoami", Some(&secret), "").await;
+        assert_eq!(me["name"], "carol");
+
+        // Listing never shows a secret; carol sees only her own.
+        let (_, listed) = h.call_raw(Method::GET, "/v1/tokens", Some(&secret), "").await;
+        let listed_text = String::from_utf8(listed.clone()).expect("utf-8");
+        assert!(!listed_text.contains(&secret), "a listing leaked a secret");
+        let listed: Value = serde_json::from_slice(&listed).expect("json");
+        assert!(listed.as_array().expect("tokens").iter().all(|t| t["account"] == "carol"));
+        let (_, all) = h.call_raw(Method::GET, "/v1/tokens", Some(&h.admin), "").await;
+        for s in [&h.admin, &h.alice, &secret] {
+            assert!(!String::from_utf8_lossy(&all).contains(s.as_str()), "a listing leaked a secret");
+        }
+
+        // Carol cannot revoke Alice's token, nor issue one for Alice.
+        let (_, alice_tokens) = h.call(Method::GET, "/v1/tokens", Some(&h.alice), "").await;
+        let alice_token = alice_tokens[0]["id"].as_i64().expect("id");
+        let (status, _) = h.call(Method::DELETE, &format!("/v1/tokens/{alice_token}"), Some(&secret), "").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        let (status, _) = h.call(Method::POST, "/v1/tokens", Some(&secret), r#"{"label": "x", "account": "alice"}"#).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+
+        // Revoked: refused from then on.
+        let id = issued["id"].as_i64().expect("id");
+        let (status, revoked) = h.call(Method::DELETE, &format!("/v1/tokens/{id}"), Some(&secret), "").await;
+        assert_eq!(status, StatusCode::OK, "{revoked}");
+        assert!(revoked["revoked_at"].is_string());
+        let (status, answer) = h.call(Method::GET, "/v1/whoami", Some(&secret), "").await;
+        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("unauthorized")));
+
+        // Roles: an admin makes carol a maintainer.
+        let (status, changed) = h.call(Method::PUT, "/v1/accounts/carol/role", Some(&h.admin), r#"{"role": "maintainer"}"#).await;
+        assert_eq!((status, changed["role"].as_str()), (StatusCode::OK, Some("maintainer")), "{changed}");
+    }
+    on_both_backends!(run);
+}
+
+#[tokio::test]
+async fn identical_manifests_are_answered_from_the_cache_until_the_revision_moves() {
+    let h = Harness::new(crate::common::sqlite()).await;
+    let g5g = fixture("g5g-gemma4-vllm0271.json");
+    let first = h.check(&g5g).await;
+    // The same manifest with its keys in another order and no whitespace.
+    let reordered: serde_json::Map<String, Value> =
+        serde_json::from_slice::<serde_json::Map<String, Value>>(&g5g).expect("json").into_iter().rev().collect();
+    let second = h.check(serde_json::to_string(&reordered).expect("json").as_bytes()).await;
+    assert_eq!(first["findings"], second["findings"]);
+    let (_, metrics) = h.call_raw(Method::GET, "/metrics", None, "").await;
+    assert!(String::from_utf8_lossy(&metrics).contains("pitfall_check_cache_hits_total 1"));
+
+    // A publish and approval move the revision: the cached answer is not reused.
+    let (_, version) = h.call(Method::POST, "/v1/rules", Some(&h.alice), published_module()).await;
+    let v = version["version"].as_str().expect("version");
+    let (status, _) = h.call(Method::POST, &format!("/v1/rules/{PUBLISHED_ID}/versions/{v}/approve"), Some(&h.maintainer), "").await;
+    assert_eq!(status, StatusCode::OK);
+    let third = h.check(&g5g).await;
+    assert_ne!(third["ruleset_revision"], first["ruleset_revision"]);
+    assert!(finding_ids(&third).contains(&PUBLISHED_ID.to_owned()), "an answer from the older revision was served");
+}
+
+#[tokio::test]
+async fn openapi_lists_every_route_and_every_route_is_listed() {
+    let h = Harness::new(crate::common::sqlite()).await;
+    let (status, doc) = h.call(Method::GET, "/v1/openapi.json", None, "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(doc["openapi"], "3.0.3");
+    let paths = doc["paths"].as_object().expect("paths");
+    let mut documented = 0;
+    for (path, methods) in paths {
+        for method in methods.as_object().expect("methods").keys() {
+            documented += 1;
+            let concrete = path.replace("{id}", "x").replace("{version}", "1.0.0").replace("{name}", "x");
+            let concrete = if concrete.starts_with("/v1/tokens/") { "/v1/tokens/999999".to_owned() } else { concrete };
+            let method = Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("method");
+            let (status, answer) = h.call(method.clone(), &concrete, Some(&h.admin), "").await;
+            assert!(
+                !(status == StatusCode::NOT_FOUND && answer["error"]["message"] == "no such route") && status != StatusCode::METHOD_NOT_ALLOWED,
+                "{method} {path} is documented but not routed"
+            );
+            // Every schema reference resolves.
+        }
+    }
+    let text = doc.to_string();
+    for reference in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
+        let name = reference.split('"').next().expect("name");
+        assert!(doc["components"]["schemas"].get(name).is_some(), "unresolved $ref {name}");
+    }
+    // The router's routes, as the source lists them, are all documented.
+    let source = include_str!("../../src/app.rs");
+    let routed = source.matches(".route(\"").count();
+    let listed_routes: usize = paths.len();
+    assert_eq!(routed, listed_routes, "a route in app.rs is missing from openapi.rs, or the reverse");
+    assert!(documented >= routed);
+}
+
+#[tokio::test]
+async fn health_readiness_and_metrics() {
+    let h = Harness::new(crate::common::sqlite()).await;
+    let (status, health) = h.call(Method::GET, "/healthz", None, "").await;
+    assert_eq!((status, health["status"].as_str()), (StatusCode::OK, Some("ok")));
+    assert_eq!(health["rules"], pitfall_bundled_rules::MODULES.len() - 1);
+    let (status, ready) = h.call(Method::GET, "/readyz", None, "").await;
+    assert_eq!((status, ready["store"].as_bool()), (StatusCode::OK, Some(true)));
+    h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
+    let (status, metrics) = h.call_raw(Method::GET, "/metrics", None, "").await;
+    assert_eq!(status, StatusCode::OK);
+    let metrics = String::from_utf8(metrics).expect("utf-8");
+    for needle in ["pitfall_checks_total 1", "pitfall_rules_served ", "route=\"/v1/check\",status=\"200\""] {
+        assert!(metrics.contains(needle), "{needle} missing from\n{metrics}");
+    }
+    // Readiness follows the store: closed, not ready; checks still answered.
+    h.store.close().await;
+    let (status, ready) = h.call(Method::GET, "/readyz", None, "").await;
+    assert_eq!((status, ready["status"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("not_ready")));
+    h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
+}
