@@ -446,3 +446,13 @@ async fn health_readiness_and_metrics() {
     assert_eq!((status, ready["status"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("not_ready")));
     h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
 }
+
+#[tokio::test]
+async fn a_request_over_the_time_bound_gets_503_in_the_envelope() {
+    // A zero bound: any handler that has to wait (here, for the evaluation
+    // on a blocking thread) is cut off at its first wait.
+    let limits = ServerLimits { request_timeout_ms: 0, ..ServerLimits::default() };
+    let h = Harness::with_limits(crate::common::sqlite(), limits).await;
+    let (status, answer) = h.call(Method::POST, "/v1/check", None, fixture("g5g-gemma4-vllm0271.json")).await;
+    assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("timeout")), "{answer}");
+}
