@@ -610,3 +610,26 @@ on_both_backends! {
         assert!(served.contains(&("shared-rule".to_owned(), format!("1.{}.{}", TASKS - 2, PER_TASK - 1))));
     }
 }
+
+on_both_backends! {
+    /// The migrations are reversible: down to nothing, then up again, and
+    /// the store works on the result.
+    #[tokio::test]
+    async fn migrations_go_down_to_nothing_and_up_again(db) {
+        let store = connect(db).await;
+        store.close().await;
+        let migrator = match db.backend() {
+            pitfall_server::store::Backend::Sqlite => sqlx::migrate!("../migrations/sqlite"),
+            pitfall_server::store::Backend::Postgres => sqlx::migrate!("../migrations/postgres"),
+        };
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(db.url()).await.expect("pool");
+        migrator.undo(&pool, 0).await.expect("down migrations");
+        let left = sqlx::query("SELECT revision FROM registry_state").fetch_one(&pool).await;
+        assert!(left.is_err(), "the down migrations left registry_state behind");
+        pool.close().await;
+        let store = connect(db).await;
+        assert_eq!(store.revision().await.expect("revision"), 0);
+        assert_eq!(store.seed(bundled().to_vec()).await.expect("seed"), bundled().len());
+    }
+}
