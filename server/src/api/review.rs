@@ -47,9 +47,7 @@ pub async fn approve(
     ApiPath((id, version)): ApiPath<(String, String)>,
     body: Body,
 ) -> Result<Json<VersionDetail>, AppError> {
-    let principal = caller.at_least(Role::Maintainer)?.clone();
-    let reason = reason(body).await?;
-    change_state(&state, Actor::Account(principal), &id, &version, VersionState::Approved, reason).await
+    review(&state, &caller, &id, &version, body, VersionState::Approved).await
 }
 
 /// `POST /v1/rules/{id}/versions/{version}/reject` (maintainer).
@@ -59,9 +57,21 @@ pub async fn reject(
     ApiPath((id, version)): ApiPath<(String, String)>,
     body: Body,
 ) -> Result<Json<VersionDetail>, AppError> {
+    review(&state, &caller, &id, &version, body, VersionState::Rejected).await
+}
+
+/// A maintainer's decision on a version.
+async fn review(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    version: &str,
+    body: Body,
+    to: VersionState,
+) -> Result<Json<VersionDetail>, AppError> {
     let principal = caller.at_least(Role::Maintainer)?.clone();
     let reason = reason(body).await?;
-    change_state(&state, Actor::Account(principal), &id, &version, VersionState::Rejected, reason).await
+    change_state(state, Actor::Account(principal), id, version, to, reason).await
 }
 
 /// `POST /v1/rules/{id}/versions/{version}/yank` (an owner or a maintainer).
