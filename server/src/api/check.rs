@@ -12,7 +12,7 @@ use pitfall_sdk::model::report::CheckResponse;
 use pitfall_sdk::model::{Manifest, manifest_from_value};
 use serde_json::Value;
 
-use crate::api::types::{BatchItem, BatchRequest, BatchResponse, ErrorBody};
+use crate::api::types::{BatchItem, BatchResponse, ErrorBody};
 use crate::app::{AppState, read_body};
 use crate::error::AppError;
 use crate::result_cache::manifest_digest;
@@ -23,16 +23,25 @@ pub async fn check(State(state): State<AppState>, body: Body) -> Result<Json<Che
     let body = read_body(body, limit).await?;
     let value: Value = serde_json::from_slice(&body)
         .map_err(|e| AppError::BadRequest { code: "invalid_json", message: format!("the body is not JSON: {e}") })?;
-    let answers = check_values(&state, vec![value]).await?;
+    let answers = check_values(&state, vec![Ok(value)]).await?;
     let answer = answers.into_iter().next().ok_or_else(|| AppError::Internal(anyhow::anyhow!("no answer")))?;
     Ok(Json(answer?))
+}
+
+/// The batch body as received (`api::types::BatchRequest` documents it).
+#[derive(serde::Deserialize)]
+struct RawBatch<'a> {
+    #[serde(borrow)]
+    manifests: Vec<&'a serde_json::value::RawValue>,
 }
 
 /// `POST /v1/check/batch`: `{"manifests": [...]}`, answered in order. A bad
 /// manifest gets its own error entry; the others are still checked.
 pub async fn batch(State(state): State<AppState>, body: Body) -> Result<Json<BatchResponse>, AppError> {
     let body = read_body(body, state.limits().max_body_bytes).await?;
-    let request: BatchRequest = serde_json::from_slice(&body).map_err(|e| AppError::BadRequest {
+    // Raw entries: each manifest's size is its text's length, with no
+    // second serialisation to measure it.
+    let request: RawBatch<'_> = serde_json::from_slice(&body).map_err(|e| AppError::BadRequest {
         code: "invalid_json",
         message: format!("the body must be {{\"manifests\": [...]}}: {e}"),
     })?;
@@ -43,7 +52,19 @@ pub async fn batch(State(state): State<AppState>, body: Body) -> Result<Json<Bat
             message: format!("{} manifests in one batch; the limit is {max}", request.manifests.len()),
         });
     }
-    let answers = check_values(&state, request.manifests).await?;
+    let max_manifest = state.limits().max_manifest_bytes;
+    let values = request
+        .manifests
+        .iter()
+        .map(|raw| {
+            if raw.get().len() > max_manifest {
+                return Err(AppError::TooLarge { limit: max_manifest });
+            }
+            serde_json::from_str::<Value>(raw.get())
+                .map_err(|e| AppError::BadRequest { code: "invalid_json", message: e.to_string() })
+        })
+        .collect();
+    let answers = check_values(&state, values).await?;
     let results = answers
         .into_iter()
         .map(|answer| match answer {
@@ -56,14 +77,20 @@ pub async fn batch(State(state): State<AppState>, body: Body) -> Result<Json<Bat
 
 /// Parses, looks up the cache, and evaluates the rest on a blocking thread
 /// (evaluation is CPU work and fans out over a thread pool).
-async fn check_values(state: &AppState, values: Vec<Value>) -> Result<Vec<Result<CheckResponse, AppError>>, AppError> {
+async fn check_values(state: &AppState, values: Vec<Result<Value, AppError>>) -> Result<Vec<Result<CheckResponse, AppError>>, AppError> {
     let start = Instant::now();
     let rules = state.registry().rules();
     let revision = rules.revision().to_owned();
-    let max_manifest = state.limits().max_manifest_bytes;
     let mut answers: Vec<Option<Result<CheckResponse, AppError>>> = Vec::with_capacity(values.len());
     let mut work: Vec<(usize, [u8; 32], Manifest)> = Vec::new();
     for (i, value) in values.into_iter().enumerate() {
+        let value = match value {
+            Ok(value) => value,
+            Err(e) => {
+                answers.push(Some(Err(e)));
+                continue;
+            }
+        };
         let digest = manifest_digest(&value);
         if let Some(hit) = state.cache().get(&digest, &revision) {
             state.metrics().check_cache_hits.fetch_add(1, Relaxed);
@@ -74,7 +101,7 @@ async fn check_values(state: &AppState, values: Vec<Value>) -> Result<Vec<Result
             answers.push(Some(Ok(answer)));
             continue;
         }
-        match parse(value, max_manifest) {
+        match parse(value) {
             Ok(manifest) => {
                 work.push((i, digest, manifest));
                 answers.push(None);
@@ -111,11 +138,7 @@ fn micros(start: Instant) -> u64 {
 }
 
 /// A JSON value as a manifest, with the contract's error codes.
-fn parse(value: Value, max_manifest_bytes: usize) -> Result<Manifest, AppError> {
-    let size = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
-    if size > max_manifest_bytes {
-        return Err(AppError::TooLarge { limit: max_manifest_bytes });
-    }
+fn parse(value: Value) -> Result<Manifest, AppError> {
     let version_ok = value.get("manifest_version").and_then(Value::as_u64) == Some(u64::from(MANIFEST_VERSION));
     manifest_from_value(value).map_err(|e| {
         if e.field == "manifest_version" && !version_ok && !e.message.contains("missing") {

@@ -96,11 +96,15 @@ fn summary(rule: store::RuleSummary, words: &[String]) -> RuleSummary {
     }
 }
 
-/// Whether the caller may see a version in this state: approved and yanked
-/// versions are public; pending and rejected ones are for reviewers and
-/// the rule's owners.
-async fn visible(state: &AppState, caller: &Caller, rule_id: &str, version_state: VersionState) -> Result<bool, AppError> {
-    if matches!(version_state, VersionState::Approved | VersionState::Yanked) || caller.has(Role::Maintainer) {
+/// Approved and yanked versions are public; pending and rejected ones are
+/// for reviewers and the rule's owners.
+fn is_public(version_state: VersionState) -> bool {
+    matches!(version_state, VersionState::Approved | VersionState::Yanked)
+}
+
+/// Whether the caller may see a rule's unreviewed and rejected versions.
+async fn sees_unreviewed(state: &AppState, caller: &Caller, rule_id: &str) -> Result<bool, AppError> {
+    if caller.has(Role::Maintainer) {
         return Ok(true);
     }
     match &caller.0 {
@@ -112,12 +116,9 @@ async fn visible(state: &AppState, caller: &Caller, rule_id: &str, version_state
 /// `GET /v1/rules/{id}`.
 pub async fn rule(State(state): State<AppState>, caller: Caller, ApiPath(id): ApiPath<String>) -> Result<Json<RuleDetail>, AppError> {
     let detail = state.registry().store().rule(&id).await?.ok_or_else(|| AppError::NotFound(format!("no rule {id}")))?;
-    let mut versions = Vec::with_capacity(detail.versions.len());
-    for v in &detail.versions {
-        if visible(&state, &caller, &id, v.state).await? {
-            versions.push(version_detail(v));
-        }
-    }
+    let all = detail.versions.iter().all(|v| is_public(v.state)) || sees_unreviewed(&state, &caller, &id).await?;
+    let versions: Vec<VersionDetail> =
+        detail.versions.iter().filter(|v| all || is_public(v.state)).map(version_detail).collect();
     if versions.is_empty() {
         return Err(AppError::NotFound(format!("no rule {id}")));
     }
@@ -134,7 +135,7 @@ pub async fn rule(State(state): State<AppState>, caller: Caller, ApiPath(id): Ap
 async fn visible_version(state: &AppState, caller: &Caller, id: &str, version: &str) -> Result<VersionRecord, AppError> {
     let not_found = || AppError::NotFound(format!("no version {version} of rule {id}"));
     let record = state.registry().store().version(id, version).await?.ok_or_else(not_found)?;
-    if !visible(state, caller, id, record.state).await? {
+    if !is_public(record.state) && !sees_unreviewed(state, caller, id).await? {
         return Err(not_found());
     }
     Ok(record)

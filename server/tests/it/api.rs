@@ -160,6 +160,14 @@ async fn batch_answers_in_order_with_errors_in_place_and_a_bound() {
     let single = h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
     assert_eq!(single["findings"], results[0]["findings"], "a batch entry is the full /v1/check answer");
 
+    // One manifest over the manifest bound: its own error, the rest answered.
+    let huge = json!({"manifest_version": 1, "env": {"X": "x".repeat(ServerLimits::default().max_manifest_bytes)}});
+    let body = json!({ "manifests": [huge, g5g] });
+    let (status, answer) = h.call(Method::POST, "/v1/check/batch", None, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["results"][0]["error"]["code"], "body_too_large");
+    assert!(finding_ids(&answer["results"][1]).contains(&"aarch64-official-image-needs-sm80".to_owned()));
+
     let too_many = json!({ "manifests": vec![json!({"manifest_version": 1}); 5] });
     let (status, answer) = h.call(Method::POST, "/v1/check/batch", None, too_many.to_string()).await;
     assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("batch_too_large")), "{answer}");
