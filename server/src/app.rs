@@ -12,7 +12,7 @@ use axum::routing::{get, post, put};
 
 use crate::api;
 use crate::config::ServerLimits;
-use crate::error::{AppError, not_found};
+use crate::error::AppError;
 use crate::metrics::Metrics;
 use crate::registry::Registry;
 use crate::result_cache::ResultCache;
@@ -82,7 +82,8 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/tokens", get(api::accounts::list_tokens).post(api::accounts::issue_token))
         .route("/v1/tokens/{id}", axum::routing::delete(api::accounts::revoke_token))
         .route("/v1/audit", get(api::accounts::audit))
-        .fallback(not_found)
+        .merge(crate::web::routes())
+        .fallback(crate::web::fallback)
         // JSON extractors are bounded here; raw bodies by `read_body`.
         .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))
         .layer(middleware::from_fn_with_state(state.clone(), bound_and_measure))

@@ -18,6 +18,7 @@ pub mod registry;
 pub mod result_cache;
 pub mod server;
 pub mod store;
+pub mod web;
 
 pub use app::{AppState, app};
 pub use config::{Config, ServerLimits};

@@ -4,3 +4,4 @@ mod api;
 mod common;
 mod processes;
 mod store;
+mod web;

@@ -1,0 +1,333 @@
+//! `/check`: paste a manifest or fill a short form; the findings grouped by
+//! severity. The form is a GET form, so its address reproduces the check.
+//! The check itself is the API's `POST /v1/check` handler (same parsing,
+//! same cache, same rules).
+
+use std::collections::BTreeMap;
+
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::response::Response;
+use minijinja::{Value, context};
+use pitfall_sdk::model::hardware;
+use pitfall_sdk::model::report::CheckResponse;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::rules::{action_words, bad_query, is_blank};
+use super::{PageError, page, query_string, render};
+use crate::api;
+use crate::app::AppState;
+use crate::error::AppError;
+
+/// CPU architectures the form offers (the manifest's normalised names).
+pub(crate) const ARCHES: &[&str] = &["x86_64", "aarch64"];
+/// dtypes the form offers.
+const DTYPES: &[&str] = &["auto", "bfloat16", "float16", "float32"];
+/// Serving engines recognised among the packages (sets `workload.engine`).
+const ENGINES: &[&str] = &["vllm", "sglang"];
+/// The largest tensor-parallel size the form takes.
+const MAX_TP: u32 = 64;
+/// Longest text accepted in a short form field.
+const MAX_FIELD: usize = 300;
+
+/// The check form: a pasted manifest, or the short fields.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub(crate) struct CheckForm {
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) manifest: Option<String>,
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) arch: Option<String>,
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) gpu: Option<String>,
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) packages: Option<String>,
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) image: Option<String>,
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) model: Option<String>,
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) dtype: Option<String>,
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) tp: Option<String>,
+}
+
+fn text(field: &Option<String>) -> Option<&str> {
+    field.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+impl CheckForm {
+    fn short_form_used(&self) -> bool {
+        [&self.arch, &self.gpu, &self.packages, &self.image, &self.model, &self.dtype, &self.tp].iter().any(|f| !is_blank(f))
+    }
+
+    /// The manifest the short form describes, or an error per field.
+    pub(crate) fn to_manifest(&self) -> Result<serde_json::Value, BTreeMap<&'static str, String>> {
+        let mut errors = BTreeMap::new();
+        let mut manifest = json!({ "manifest_version": 1 });
+        if let Some(arch) = text(&self.arch) {
+            if ARCHES.contains(&arch) {
+                manifest["host"] = json!({ "arch": arch });
+            } else {
+                errors.insert("arch", format!("choose one of {}", ARCHES.join(", ")));
+            }
+        }
+        let tp = match text(&self.tp) {
+            None => None,
+            Some(t) => match t.parse::<u32>() {
+                Ok(n) if (1..=MAX_TP).contains(&n) => Some(n),
+                _ => {
+                    errors.insert("tp", format!("a whole number from 1 to {MAX_TP}"));
+                    None
+                }
+            },
+        };
+        if let Some(gpu) = text(&self.gpu) {
+            match hardware::lookup(gpu) {
+                Some(spec) => {
+                    manifest["accelerators"] =
+                        json!([{ "vendor": spec.vendor, "model": spec.model, "count": tp.unwrap_or(1) }]);
+                }
+                None => {
+                    errors.insert("gpu", format!("{gpu:?} is not in the hardware table; choose a model from the list"));
+                }
+            }
+        }
+        let mut engine = None;
+        if let Some(packages) = text(&self.packages) {
+            match parse_packages(packages) {
+                Ok(list) => {
+                    engine = list.iter().map(|(name, _)| name.as_str()).find(|n| ENGINES.contains(n)).map(str::to_owned);
+                    manifest["packages"] = list
+                        .into_iter()
+                        .map(|(name, version)| json!({ "name": name, "version": version, "ecosystem": "pypi" }))
+                        .collect();
+                }
+                Err(message) => {
+                    errors.insert("packages", message);
+                }
+            }
+        }
+        if let Some(image) = text(&self.image) {
+            if image.len() <= MAX_FIELD && !image.chars().any(char::is_whitespace) {
+                manifest["container"] = json!({ "image": image });
+            } else {
+                errors.insert("image", format!("an image reference, without spaces, at most {MAX_FIELD} characters"));
+            }
+        }
+        let mut workload = serde_json::Map::new();
+        if let Some(engine) = engine {
+            workload.insert("engine".into(), engine.into());
+        }
+        if let Some(model) = text(&self.model) {
+            if model.len() <= MAX_FIELD {
+                workload.insert("model".into(), model.into());
+            } else {
+                errors.insert("model", format!("at most {MAX_FIELD} characters"));
+            }
+        }
+        if let Some(dtype) = text(&self.dtype) {
+            if DTYPES.contains(&dtype) {
+                workload.insert("dtype".into(), dtype.into());
+            } else {
+                errors.insert("dtype", format!("choose one of {}", DTYPES.join(", ")));
+            }
+        }
+        if let Some(tp) = tp {
+            workload.insert("tensor_parallel_size".into(), tp.into());
+        }
+        if !workload.is_empty() {
+            manifest["workload"] = workload.into();
+        }
+        if errors.is_empty() { Ok(manifest) } else { Err(errors) }
+    }
+}
+
+/// `vllm==0.27.1`, `torch 2.12.0` or `vllm@0.27.1`, one per line or
+/// separated by commas.
+fn parse_packages(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut packages = Vec::new();
+    for item in text.split(['\n', ',']).map(str::trim).filter(|s| !s.is_empty()) {
+        let split = item.split_once("==").or_else(|| item.split_once('@')).or_else(|| item.split_once(char::is_whitespace));
+        let Some((name, version)) = split.map(|(n, v)| (n.trim(), v.trim())).filter(|(n, v)| !n.is_empty() && !v.is_empty()) else {
+            return Err(format!("{item:?}: write each package as name==version, e.g. vllm==0.27.1"));
+        };
+        let name_ok = name.len() <= 100 && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        let version_ok = version.len() <= 100 && !version.chars().any(char::is_whitespace);
+        if !name_ok || !version_ok {
+            return Err(format!("{item:?}: a package name is letters, digits, '-', '_' or '.'; then == and a version"));
+        }
+        packages.push((name.to_ascii_lowercase(), version.to_owned()));
+    }
+    if packages.len() > 50 {
+        return Err("at most 50 packages".into());
+    }
+    Ok(packages)
+}
+
+/// Runs the API's check on a manifest's JSON text.
+pub(crate) async fn run_check(state: &AppState, json: String) -> Result<CheckResponse, AppError> {
+    Ok(api::check::check(State(state.clone()), Body::from(json)).await?.0)
+}
+
+/// The findings grouped by severity, worst first, for the templates.
+pub(crate) fn answer_view(answer: &CheckResponse) -> Value {
+    let groups: Vec<Value> = ["error", "warning", "info"]
+        .iter()
+        .map(|severity| {
+            let findings: Vec<Value> = answer
+                .findings
+                .iter()
+                .filter(|f| f.severity.as_str() == *severity)
+                .map(|f| {
+                    context! {
+                        rule_id => f.rule_id,
+                        title => f.title,
+                        message => f.message,
+                        error_signatures => f.error_signatures,
+                        remedies => f.remedies.iter().map(|r| context! {
+                            summary => r.summary,
+                            actions => r.actions.iter().map(|a| action_words(&serde_json::to_value(a).unwrap_or_default())).collect::<Vec<_>>(),
+                        }).collect::<Vec<_>>(),
+                        evidence => f.evidence.iter().map(|e| context! {
+                            path => e.path,
+                            value => e.value.as_str().map_or_else(|| e.value.to_string(), str::to_owned),
+                            source => serde_json::to_value(e.source).ok().and_then(|s| s.as_str().map(str::to_owned)),
+                        }).collect::<Vec<_>>(),
+                        references => Value::from_serialize(&f.references),
+                    }
+                })
+                .collect();
+            context! { severity => severity, findings => findings }
+        })
+        .filter(|g| g.get_attr("findings").ok().and_then(|f| f.len()).unwrap_or(0) > 0)
+        .collect();
+    context! {
+        groups => groups,
+        total => answer.findings.len(),
+        errors => answer.findings.iter().filter(|f| f.severity.as_str() == "error").count(),
+        undetermined => Value::from_serialize(&answer.undetermined),
+        rule_errors => Value::from_serialize(&answer.rule_errors),
+        revision => answer.ruleset_revision,
+        evaluated => answer.stats.rules_evaluated,
+        rules_total => answer.stats.rules_total,
+    }
+}
+
+/// `GET /check`.
+pub(crate) async fn page_handler(state: AppState, form: CheckForm) -> Result<Response, PageError> {
+    let mut errors: BTreeMap<&'static str, String> = BTreeMap::new();
+    let mut answer = None;
+    let mut checked = None;
+    let pasted = text(&form.manifest).map(str::to_owned);
+    if let Some(json) = pasted.clone() {
+        match serde_json::from_str::<serde_json::Value>(&json) {
+            Err(e) => {
+                errors.insert("manifest", format!("this is not JSON: {e}"));
+            }
+            Ok(_) => match run_check(&state, json.clone()).await {
+                Ok(a) => {
+                    answer = Some(answer_view(&a));
+                    checked = Some(json);
+                }
+                Err(e @ (AppError::BadRequest { .. } | AppError::Unprocessable { .. } | AppError::TooLarge { .. })) => {
+                    errors.insert("manifest", e.describe().1.message);
+                }
+                Err(e) => return Err(e.into()),
+            },
+        }
+    } else if form.short_form_used() {
+        match form.to_manifest() {
+            Err(e) => errors = e,
+            Ok(manifest) => {
+                let json = serde_json::to_string_pretty(&manifest).unwrap_or_default();
+                match run_check(&state, json.clone()).await {
+                    Ok(a) => {
+                        answer = Some(answer_view(&a));
+                        checked = Some(json);
+                    }
+                    Err(e @ (AppError::BadRequest { .. } | AppError::Unprocessable { .. })) => {
+                        errors.insert("form", e.describe().1.message);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+    }
+    let permalink = (answer.is_some()).then(|| format!("/check?{}", query_string(&form)));
+    let gpus: Vec<Value> = hardware::table()
+        .iter()
+        .map(|g| context! { model => g.model, label => format!("{} ({}, sm {})", g.model, g.architecture, g.compute_capability) })
+        .collect();
+    let ctx = context! {
+        form => Value::from_serialize(&form),
+        pasted => pasted.is_some(),
+        errors => Value::from_serialize(&errors),
+        answer => answer,
+        checked => checked,
+        permalink => permalink,
+        gpus => gpus,
+        arches => ARCHES,
+        dtypes => DTYPES,
+    };
+    let title = if answer_is_some(&ctx) { "Check results" } else { "Check a setup" };
+    let response = page(render("check.html", title, "check", ctx)?);
+    if errors.is_empty() {
+        Ok(response)
+    } else {
+        // The form is shown again with its errors: the request was wrong.
+        let (mut parts, body) = response.into_parts();
+        parts.status = axum::http::StatusCode::BAD_REQUEST;
+        Ok(Response::from_parts(parts, body))
+    }
+}
+
+fn answer_is_some(ctx: &Value) -> bool {
+    ctx.get_attr("answer").is_ok_and(|a| !a.is_none() && !a.is_undefined())
+}
+
+/// `GET /check` (the form's fields in the query string).
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    form: Result<Query<CheckForm>, QueryRejection>,
+) -> Result<Response, PageError> {
+    let Query(form) = form.map_err(bad_query)?;
+    page_handler(state, form).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_short_form_builds_a_manifest() {
+        let form = CheckForm {
+            arch: Some("aarch64".into()),
+            gpu: Some("T4G".into()),
+            packages: Some("vllm==0.27.1\ntorch 2.12.0".into()),
+            model: Some("google/gemma-4-E2B-it".into()),
+            dtype: Some("bfloat16".into()),
+            tp: Some("1".into()),
+            ..CheckForm::default()
+        };
+        let manifest = form.to_manifest().expect("valid");
+        assert_eq!(manifest["host"]["arch"], "aarch64");
+        assert_eq!(manifest["accelerators"][0]["model"], "T4G");
+        assert_eq!(manifest["packages"][1]["version"], "2.12.0");
+        assert_eq!(manifest["workload"]["engine"], "vllm");
+    }
+
+    #[test]
+    fn each_bad_field_gets_its_own_error() {
+        let form = CheckForm {
+            arch: Some("sparc".into()),
+            gpu: Some("Voodoo 2".into()),
+            packages: Some("vllm".into()),
+            tp: Some("zero".into()),
+            ..CheckForm::default()
+        };
+        let errors = form.to_manifest().expect_err("invalid");
+        assert_eq!(errors.keys().copied().collect::<Vec<_>>(), ["arch", "gpu", "packages", "tp"]);
+    }
+}
