@@ -2,7 +2,8 @@
 //! needs nothing but cargo.
 //!
 //! - `setup`: install what the tests need (the wasm toolchain when the
-//!   active toolchain has no wasm32 target: Debian's rustc-web route).
+//!   active toolchain has no wasm32 target: Debian's rustc-web route; and
+//!   Debian's chromium and chromium-driver for the web pages' browser tests).
 //! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
 //! - `test`: `setup`, then every test of the workspace.
 //! - `schema`: regenerate `sdk/schema/manifest-v1.schema.json`.
@@ -33,7 +34,50 @@ fn setup() -> anyhow::Result<pitfall_wasm_build::Toolchain> {
     let install = std::env::var_os("PITFALL_NO_INSTALL").is_none();
     let toolchain = pitfall_wasm_build::ensure(install)?;
     eprintln!("xtask: wasm toolchain: {}", toolchain.name());
+    ensure_browser(install)?;
     Ok(toolchain)
+}
+
+/// The Debian packages of the browser the web tests drive.
+const BROWSER_PACKAGES: &[&str] = &["chromium", "chromium-driver"];
+/// What those packages install (the paths the tests run).
+const BROWSER_BINARIES: &[&str] = &["/usr/bin/chromium", "/usr/bin/chromedriver"];
+
+/// Installs headless Chromium and its WebDriver with apt-get (as root)
+/// when missing; with `install` false, names the packages instead.
+fn ensure_browser(install: bool) -> anyhow::Result<()> {
+    let present = || BROWSER_BINARIES.iter().all(|b| Path::new(b).exists());
+    if present() {
+        eprintln!("xtask: browser: chromium and chromedriver present");
+        return Ok(());
+    }
+    if !install {
+        bail!(
+            "the browser tests need {}; PITFALL_NO_INSTALL is set, so install them with `apt-get install -y {}`",
+            BROWSER_BINARIES.join(" and "),
+            BROWSER_PACKAGES.join(" ")
+        );
+    }
+    let apt = |args: &[&str]| -> anyhow::Result<bool> {
+        let status = Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .context("running apt-get (the browser tests need root and apt-get)")?;
+        Ok(status.success())
+    };
+    eprintln!("xtask: installing {} with apt-get", BROWSER_PACKAGES.join(" "));
+    let mut install_args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    install_args.extend_from_slice(BROWSER_PACKAGES);
+    // A fresh machine's package lists may be missing or stale: update once
+    // when the first try fails.
+    if !apt(&install_args)? && !(apt(&["update", "-q"])? && apt(&install_args)?) {
+        bail!("apt-get could not install {}", BROWSER_PACKAGES.join(" "));
+    }
+    if !present() {
+        bail!("apt-get ran but {} are still missing", BROWSER_BINARIES.join(" and "));
+    }
+    Ok(())
 }
 
 fn rule_packages(root: &Path) -> anyhow::Result<Vec<String>> {
