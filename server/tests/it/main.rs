@@ -3,6 +3,7 @@
 mod api;
 mod browser;
 mod common;
+mod contrast;
 mod processes;
 mod store;
 mod web;
