@@ -1,4 +1,5 @@
-//! `pitfall`: check a machine's manifest against the known breakages.
+//! `pitfall`: describe a machine as a manifest (`scan`) and check a
+//! manifest against the known breakages (`check`).
 //!
 //! Exit codes (the contract provisioning tools rely on): 0 no error-severity
 //! finding, 1 at least one, 2 the command itself failed (unreadable or
@@ -11,6 +12,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod check;
 mod rules;
+mod scan;
 mod text;
 
 /// Known breakages of ML infrastructure, checked before you deploy.
@@ -23,6 +25,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Describe this machine (or captured outputs of its tools) as a manifest v1.
+    Scan(Box<scan::command::ScanArgs>),
     /// Check a manifest (a file, or `-` for standard input) against the rules.
     Check(CheckArgs),
     /// Print the JSON Schema of manifest v1.
@@ -53,6 +57,7 @@ struct CheckArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Scan(args) => scan::command::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Schema => {
             let schema = pitfall_sdk::model::manifest_schema();

@@ -1,0 +1,135 @@
+//! `pitfall scan`: the command's glue (arguments → sources → manifest →
+//! output).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use pitfall_sdk::model::manifest::Workload;
+
+use super::{OnBadSource, build, from_collect_env, from_dir, live, summary, vllm_args};
+
+/// Output formats of `scan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ScanFormat {
+    /// A short summary for people.
+    Text,
+    /// The manifest (v1), for `pitfall check -` or the API.
+    Json,
+}
+
+/// `pitfall scan` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ScanArgs {
+    /// Read captured command outputs from this folder instead of running them
+    /// (nvidia-smi-q.xml, nvidia-smi-query.csv, nvidia-smi-topo.txt, os.txt,
+    /// cpuinfo.txt, meminfo.txt, pip-list.json, collect_env.txt; any subset).
+    #[arg(long, value_name = "DIR", conflicts_with = "from_collect_env")]
+    from_dir: Option<PathBuf>,
+    /// Read the output of `python -m torch.utils.collect_env` or `vllm collect-env`.
+    #[arg(long, value_name = "FILE")]
+    from_collect_env: Option<PathBuf>,
+    /// The workload from a vLLM command line, e.g. "vllm serve MODEL --dtype bfloat16 -tp 2".
+    #[arg(long, value_name = "COMMAND", allow_hyphen_values = true)]
+    from_vllm_args: Option<String>,
+    /// The Python interpreter whose packages a live scan lists
+    /// (default: $VIRTUAL_ENV/bin/python, else python3).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["from_dir", "from_collect_env"])]
+    python: Option<PathBuf>,
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: ScanFormat,
+    /// Write the output to this file instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// The workload, flag by flag (each overrides `--from-vllm-args`).
+#[derive(Debug, clap::Args)]
+#[group(id = "workload_flags", multiple = true)]
+struct WorkloadArgs {
+    /// Serving engine, e.g. vllm.
+    #[arg(long)]
+    engine: Option<String>,
+    /// Model id, e.g. google/gemma-4-E2B-it.
+    #[arg(long)]
+    model: Option<String>,
+    /// bfloat16, float16, auto, ...
+    #[arg(long)]
+    dtype: Option<String>,
+    #[arg(long, value_name = "N")]
+    tensor_parallel_size: Option<u32>,
+    #[arg(long, value_name = "N")]
+    pipeline_parallel_size: Option<u32>,
+    #[arg(long, value_name = "TOKENS")]
+    max_model_len: Option<u64>,
+    #[arg(long, value_name = "N")]
+    max_num_seqs: Option<u64>,
+    /// Fraction of GPU memory the engine may use, e.g. 0.9.
+    #[arg(long, value_name = "FRACTION")]
+    gpu_memory_utilization: Option<f64>,
+    /// fp8, awq, gptq, bitsandbytes, ...
+    #[arg(long)]
+    quantization: Option<String>,
+    #[arg(long)]
+    kv_cache_dtype: Option<String>,
+    /// e.g. FLASH_ATTN, TRITON_ATTN.
+    #[arg(long)]
+    attention_backend: Option<String>,
+}
+
+impl WorkloadArgs {
+    /// Lays the flags over `base`.
+    fn apply(&self, base: &mut Workload) {
+        let set = |field: &mut Option<String>, flag: &Option<String>| {
+            if flag.is_some() {
+                field.clone_from(flag);
+            }
+        };
+        set(&mut base.engine, &self.engine);
+        set(&mut base.model, &self.model);
+        set(&mut base.dtype, &self.dtype);
+        set(&mut base.quantization, &self.quantization);
+        set(&mut base.kv_cache_dtype, &self.kv_cache_dtype);
+        set(&mut base.attention_backend, &self.attention_backend);
+        base.tensor_parallel_size = self.tensor_parallel_size.or(base.tensor_parallel_size);
+        base.pipeline_parallel_size = self.pipeline_parallel_size.or(base.pipeline_parallel_size);
+        base.max_model_len = self.max_model_len.or(base.max_model_len);
+        base.max_num_seqs = self.max_num_seqs.or(base.max_num_seqs);
+        base.gpu_memory_utilization = self.gpu_memory_utilization.or(base.gpu_memory_utilization);
+    }
+}
+
+/// Runs `pitfall scan`.
+pub(crate) fn run(args: &ScanArgs) -> anyhow::Result<ExitCode> {
+    let (mut sources, on_bad) = match (&args.from_dir, &args.from_collect_env) {
+        (Some(dir), _) => (from_dir(dir)?, OnBadSource::Fail),
+        (None, Some(file)) => (from_collect_env(file)?, OnBadSource::Fail),
+        (None, None) => (live::collect(args.python.as_deref()), OnBadSource::Note),
+    };
+    let mut workload = Workload::default();
+    if let Some(command) = &args.from_vllm_args {
+        let parsed = vllm_args::parse(command).context("--from-vllm-args")?;
+        workload = parsed.workload;
+        sources.env.extend(parsed.env);
+    }
+    args.workload.apply(&mut workload);
+    let workload = (workload != Workload::default()).then_some(workload);
+    let scan = build(&sources, workload, on_bad)?;
+    let text = match args.format {
+        ScanFormat::Json => {
+            for note in &scan.notes {
+                eprintln!("pitfall: note: {note}");
+            }
+            format!("{}\n", serde_json::to_string_pretty(&scan.manifest)?)
+        }
+        ScanFormat::Text => summary::render(&scan.manifest, &scan.notes),
+    };
+    match &args.output {
+        Some(path) => std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
