@@ -193,3 +193,338 @@ fn manifest_from_standard_input() {
     let out = child.wait_with_output().expect("finishes");
     assert_eq!(out.status.code(), Some(0));
 }
+
+// ---------------------------------------------------------------- pitfall scan
+
+fn machines() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/machines")
+}
+
+/// Every capture folder of ../shared/fixtures/machines, sorted.
+fn machine_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(machines())
+        .expect("machine captures beside the repo")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 2, "{dirs:?}");
+    dirs
+}
+
+fn scan_json(args: &[&str]) -> Value {
+    let mut all = vec!["scan"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let out = pitfall(&all);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn scan_dir(dir: &Path) -> Value {
+    scan_json(&["--from-dir", &dir.display().to_string()])
+}
+
+/// Runs pitfall with `args` and `input` on standard input.
+fn pitfall_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pitfall"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawns");
+    child.stdin.take().expect("stdin").write_all(input).expect("written");
+    child.wait_with_output().expect("finishes")
+}
+
+#[test]
+fn scan_of_each_machine_capture_matches_its_golden_manifest() {
+    let bless = std::env::var_os("PITFALL_BLESS").is_some();
+    let golden_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut mismatches = String::new();
+    for dir in machine_dirs() {
+        let name = dir.file_name().expect("name").to_string_lossy().into_owned();
+        let out = pitfall(&["scan", "--from-dir", &dir.display().to_string(), "--format", "json"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        // What the scan prints is a valid manifest v1.
+        pitfall_sdk::model::parse_manifest(&out.stdout).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let actual = String::from_utf8(out.stdout).expect("utf-8");
+        let golden = golden_dir.join(format!("scan-{name}.json"));
+        if bless {
+            std::fs::write(&golden, &actual).expect("golden written");
+            continue;
+        }
+        let expected = std::fs::read_to_string(&golden).unwrap_or_default();
+        if expected != actual {
+            mismatches.push_str(&format!("{name}:\n--- expected\n{expected}--- actual\n{actual}\n"));
+        }
+    }
+    assert!(mismatches.is_empty(), "scan manifests changed (PITFALL_BLESS=1 to accept):\n{mismatches}");
+}
+
+#[test]
+fn scan_of_the_h200_capture_reads_the_facts_the_tools_printed() {
+    let m = scan_dir(&machines().join("h200-x86_64"));
+    let gpus = m["accelerators"].as_array().expect("accelerators");
+    assert_eq!(gpus.len(), 1);
+    let gpu = &gpus[0];
+    assert_eq!(gpu["vendor"], "nvidia");
+    assert_eq!(gpu["model"], "H200");
+    assert_eq!(gpu["count"], 1);
+    assert_eq!(gpu["compute_capability"], "9.0");
+    assert_eq!(gpu["memory_mib"], 143_771);
+    assert_eq!(gpu["interconnect"], "pcie");
+    assert_eq!(m["drivers"]["nvidia"], "580.159.04");
+    assert_eq!(m["drivers"]["cuda"], "13.0");
+    assert_eq!(m["host"]["arch"], "x86_64");
+    assert_eq!(m["host"]["cpu_model"], "Intel(R) Xeon(R) Processor");
+    assert_eq!(m["host"]["os"]["id"], "ubuntu");
+    assert_eq!(m["host"]["os"]["version"], "24.04");
+    assert_eq!(m["host"]["kernel"], "6.18.44-fc-v657-gpu");
+    assert_eq!(m["build"]["tools"]["nvcc"], "13.0.88");
+    let package = |name: &str| {
+        m["packages"].as_array().expect("packages").iter().find(|p| p["name"] == name).cloned().unwrap_or(Value::Null)
+    };
+    // pip lists torch 2.11.0; torch.__version__ (collect_env) adds the CUDA tag.
+    assert_eq!(package("torch")["version"], "2.11.0+cu130");
+    assert_eq!(package("torch")["ecosystem"], "pypi");
+    assert_eq!(package("python")["version"], "3.12.3");
+    // Every pip entry is there, with its exact version.
+    let pip: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(machines().join("h200-x86_64/pip-list.json")).expect("pip list"),
+    )
+    .expect("pip json");
+    for entry in &pip {
+        let listed = package(entry["name"].as_str().expect("name"));
+        assert_eq!(listed["ecosystem"], "pypi", "{entry}");
+        if entry["name"] != "torch" {
+            assert_eq!(listed["version"], entry["version"], "{entry}");
+        }
+    }
+}
+
+#[test]
+fn scan_of_the_two_h200_capture_finds_them_joined_by_nvlink() {
+    let m = scan_dir(&machines().join("h200x2-nvlink"));
+    let gpus = m["accelerators"].as_array().expect("accelerators");
+    assert_eq!(gpus.len(), 1, "two identical GPUs are one entry: {gpus:?}");
+    assert_eq!(gpus[0]["count"], 2);
+    assert_eq!(gpus[0]["interconnect"], "nvlink");
+    assert_eq!(gpus[0]["compute_capability"], "9.0");
+    assert_eq!(gpus[0]["memory_mib"], 143_771);
+}
+
+#[test]
+fn scan_falls_back_to_the_csv_query_without_the_xml() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in ["nvidia-smi-query.csv", "nvidia-smi-topo.txt"] {
+        std::fs::copy(machines().join("h200x2-nvlink").join(name), dir.path().join(name)).expect("copied");
+    }
+    let m = scan_dir(dir.path());
+    let gpu = &m["accelerators"][0];
+    assert_eq!((gpu["model"].as_str(), gpu["count"].as_u64()), (Some("H200"), Some(2)));
+    assert_eq!(gpu["compute_capability"], "9.0");
+    assert_eq!(gpu["memory_mib"], 143_771);
+    assert_eq!(gpu["interconnect"], "nvlink");
+    assert_eq!(m["drivers"]["nvidia"], "580.159.04");
+    assert!(m["drivers"].get("cuda").is_none(), "the CSV has no CUDA version: {m}");
+}
+
+#[test]
+fn scan_of_a_collect_env_paste() {
+    let file = machines().join("h200-x86_64/collect_env.txt");
+    let m = scan_json(&["--from-collect-env", &file.display().to_string()]);
+    pitfall_sdk::model::manifest_from_value(m.clone()).expect("valid manifest");
+    assert_eq!(m["accelerators"][0]["model"], "H200");
+    assert_eq!(m["accelerators"][0]["count"], 1);
+    assert_eq!(m["drivers"]["nvidia"], "580.159.04");
+    assert_eq!(m["host"]["os"]["version"], "24.04");
+    assert_eq!(m["host"]["arch"], "x86_64");
+    assert_eq!(m["build"]["tools"]["nvcc"], "13.0.88");
+    let torch = m["packages"].as_array().expect("packages").iter().find(|p| p["name"] == "torch").expect("torch");
+    assert_eq!(torch["version"], "2.11.0+cu130");
+}
+
+#[test]
+fn scan_workload_from_a_vllm_command_line_and_flags() {
+    let dir = machines().join("h200x2-nvlink").display().to_string();
+    let m = scan_json(&[
+        "--from-dir",
+        &dir,
+        "--from-vllm-args",
+        "HF_TOKEN=hf_secret VLLM_ATTENTION_BACKEND=FLASH_ATTN vllm serve google/gemma-4-E2B-it --dtype bfloat16 -tp 2 --max-model-len=8192 --served-model-name 'gemma small'",
+        "--max-model-len",
+        "4096",
+        "--gpu-memory-utilization",
+        "0.9",
+    ]);
+    let w = &m["workload"];
+    assert_eq!(w["engine"], "vllm");
+    assert_eq!(w["model"], "google/gemma-4-E2B-it");
+    assert_eq!(w["dtype"], "bfloat16");
+    assert_eq!(w["tensor_parallel_size"], 2);
+    assert_eq!(w["max_model_len"], 4096, "a flag overrides the command line");
+    assert_eq!(w["gpu_memory_utilization"], 0.9);
+    assert_eq!(m["env"]["VLLM_ATTENTION_BACKEND"], "FLASH_ATTN");
+    let text = m.to_string();
+    assert!(!text.contains("HF_TOKEN") && !text.contains("hf_secret"), "{text}");
+}
+
+/// Identifiers present in a capture folder's files: GPU UUIDs, serial
+/// numbers, PDIs, PCI bus ids, board part numbers, and the host name of
+/// `uname -a`.
+fn identifiers_in(dir: &Path) -> (Vec<String>, Option<String>) {
+    let mut found = Vec::new();
+    let mut hostname = None;
+    for entry in std::fs::read_dir(dir).expect("dir").flatten() {
+        let text = std::fs::read_to_string(entry.path()).expect("text");
+        // `GPU-` UUIDs anywhere (XML, nvlink listing).
+        for (at, _) in text.match_indices("GPU-") {
+            let uuid: String =
+                text[at..].chars().take_while(|c| c.is_ascii_hexdigit() || *c == '-' || *c == 'G' || *c == 'P' || *c == 'U').collect();
+            if uuid.len() > 12 {
+                found.push(uuid);
+            }
+        }
+        // XML elements that identify a device.
+        for tag in ["serial", "uuid", "pdi", "pci_bus_id", "board_part_number", "gpu_fabric_guid", "chassis_serial_number"] {
+            let open = format!("<{tag}>");
+            for (at, _) in text.match_indices(&open) {
+                let rest = &text[at + open.len()..];
+                let value = rest[..rest.find('<').expect("closing tag")].trim();
+                if value != "N/A" && !value.is_empty() {
+                    found.push(value.to_owned());
+                }
+            }
+        }
+        for (at, _) in text.match_indices("<gpu id=\"") {
+            let rest = &text[at + 9..];
+            found.push(rest[..rest.find('"').expect("quote")].to_owned());
+        }
+        // Bus ids in the CSV and the table (`00000000:00:06.0`).
+        for word in text.split(|c: char| c.is_whitespace() || c == ',' || c == '|') {
+            if word.len() == 16 && word.as_bytes()[8] == b':' && word.ends_with(|c: char| c.is_ascii_digit()) {
+                found.push(word.to_owned());
+            }
+        }
+        // `uname -a`: `Linux <hostname> <release> #...`.
+        for line in text.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if words.len() > 3 && words[0] == "Linux" && words.iter().any(|w| w.starts_with('#')) {
+                hostname = Some(words[1].to_owned());
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    (found, hostname)
+}
+
+/// Whether `word` occurs in `text` as a whole word.
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_ascii_alphanumeric());
+        boundary(before) && boundary(after)
+    })
+}
+
+#[test]
+fn scan_output_holds_no_identifier_from_the_real_captures() {
+    for dir in machine_dirs() {
+        let (identifiers, hostname) = identifiers_in(&dir);
+        assert!(identifiers.iter().any(|i| i.starts_with("GPU-")), "{dir:?}: the test found no UUID to look for");
+        assert!(identifiers.len() >= 4, "{dir:?}: {identifiers:?}");
+        let d = dir.display().to_string();
+        let json = pitfall(&["scan", "--from-dir", &d, "--format", "json"]);
+        let text = pitfall(&["scan", "--from-dir", &d]);
+        let mut outputs = vec![String::from_utf8(json.stdout).expect("utf-8"), String::from_utf8(text.stdout).expect("utf-8")];
+        if dir.join("collect_env.txt").exists() {
+            let paste = dir.join("collect_env.txt").display().to_string();
+            outputs.push(String::from_utf8(pitfall(&["scan", "--from-collect-env", &paste, "--format", "json"]).stdout).expect("utf-8"));
+        }
+        for out in &outputs {
+            assert!(out.len() > 100, "{dir:?}: {out}");
+            for id in &identifiers {
+                assert!(!out.contains(id.as_str()), "{dir:?}: {id} leaked:\n{out}");
+            }
+            if let Some(host) = &hostname {
+                assert!(!has_word(out, host), "{dir:?}: host name {host:?} leaked:\n{out}");
+            }
+        }
+    }
+}
+
+#[test]
+fn scan_json_pipes_into_check() {
+    for dir in machine_dirs() {
+        let d = dir.display().to_string();
+        let scan = pitfall(&["scan", "--from-dir", &d, "--format", "json", "--model", "google/gemma-4-E2B-it", "--engine", "vllm"]);
+        assert_eq!(scan.status.code(), Some(0));
+        let out = pitfall_with_stdin(&["check", "-", "--format", "json"], &scan.stdout);
+        let code = out.status.code().expect("exit code");
+        assert!(code == 0 || code == 1, "{d}: {code} {}", String::from_utf8_lossy(&out.stderr));
+        let answer: Value = serde_json::from_slice(&out.stdout).expect("check answer");
+        assert!(answer["rule_errors"].as_array().expect("rule_errors").is_empty(), "{answer}");
+        assert!(answer["stats"]["rules_evaluated"].as_u64().expect("evaluated") > 0, "{answer}");
+    }
+}
+
+#[test]
+fn scan_writes_to_a_file_and_summarises_as_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("manifest.json");
+    let d = machines().join("h200x2-nvlink").display().to_string();
+    let out = pitfall(&["scan", "--from-dir", &d, "--format", "json", "-o", &file.display().to_string()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    let (code, _) = check_json(&file.display().to_string());
+    assert!(code == 0 || code == 1);
+    let text = String::from_utf8(pitfall(&["scan", "--from-dir", &d]).stdout).expect("utf-8");
+    assert!(text.contains("2 × nvidia H200 (compute capability 9.0, 143771 MiB, nvlink)"), "{text}");
+}
+
+#[test]
+fn scan_bad_input_exits_2_naming_the_file_and_the_problem() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let expect_2 = |args: &[&str], mentions: &[&str]| {
+        let out = pitfall(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout on failure");
+        for m in mentions {
+            assert!(err.contains(m), "{args:?}: {m:?} not in {err}");
+        }
+    };
+    expect_2(&["scan", "--from-dir", "/no/such/folder"], &["/no/such/folder"]);
+    expect_2(&["scan", "--from-dir", &dir.path().display().to_string()], &["none of the capture files"]);
+
+    let cases = [
+        ("nvidia-smi-q.xml", "<nvidia_smi_log><gpu>", "not well-formed XML"),
+        ("nvidia-smi-q.xml", "<html></html>", "not <nvidia_smi_log>"),
+        ("nvidia-smi-query.csv", "index, memory.total\n0, 1 MiB\n", "no `name` column"),
+        ("nvidia-smi-topo.txt", "NVIDIA-SMI has failed", "GPU0"),
+        ("cpuinfo.txt", "hello", "/proc/cpuinfo"),
+        ("os.txt", "hello", "os-release"),
+        ("pip-list.json", "Package Version\n", "pip"),
+        ("collect_env.txt", "Traceback (most recent call last):\n", "collect_env"),
+    ];
+    for (name, body, mentions) in cases {
+        let case = tempfile::tempdir().expect("tempdir");
+        std::fs::write(case.path().join(name), body).expect("written");
+        let file = case.path().join(name).display().to_string();
+        expect_2(&["scan", "--from-dir", &case.path().display().to_string()], &[&file, mentions]);
+    }
+
+    std::fs::write(path("paste.txt"), "just some text\n").expect("written");
+    expect_2(&["scan", "--from-collect-env", &path("paste.txt")], &["paste.txt", "collect_env"]);
+    expect_2(&["scan", "--from-collect-env", &path("missing.txt")], &["missing.txt"]);
+    let d = machines().join("h200-x86_64").display().to_string();
+    expect_2(&["scan", "--from-dir", &d, "--from-vllm-args", "vllm serve 'unclosed"], &["--from-vllm-args", "quote"]);
+    expect_2(&["scan", "--from-dir", &d, "--from-vllm-args", "vllm serve m -tp two"], &["--tp", "two"]);
+}
