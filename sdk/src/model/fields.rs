@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::RandomState;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -64,9 +65,16 @@ pub struct Field {
 }
 
 /// The flattened manifest.
+///
+/// Keyed by the path's bytes, so a host call looks a path up as the rule
+/// sent it, without a UTF-8 check (no key matches bytes that are not
+/// UTF-8). Hashed with foldhash rather than SipHash: every host call of
+/// every rule is a lookup here, and SipHash was the largest part of a
+/// call's host-side cost. The hasher is seeded per map, as the paths come
+/// from the client.
 #[derive(Debug, Clone, Default)]
 pub struct FieldMap {
-    fields: HashMap<Box<str>, Field>,
+    fields: HashMap<Box<[u8]>, Field, RandomState>,
 }
 
 impl FieldMap {
@@ -89,7 +97,7 @@ impl FieldMap {
                 obj.insert("packages".into(), Value::Object(by_name));
             }
         }
-        let mut map = FieldMap { fields: HashMap::with_capacity(128) };
+        let mut map = FieldMap { fields: HashMap::with_capacity_and_hasher(128, RandomState::default()) };
         let mut path = String::with_capacity(64);
         if let Value::Object(obj) = &value {
             for (k, v) in obj {
@@ -112,7 +120,7 @@ impl FieldMap {
             Value::Object(o) => (FieldKind::Object, None, None, o.len()),
         };
         let composite = matches!(value, Value::Array(_) | Value::Object(_)).then(|| value.clone());
-        self.fields.insert(path.as_str().into(), Field { kind, text, number, len, source, composite });
+        self.fields.insert(path.as_bytes().into(), Field { kind, text, number, len, source, composite });
         let base = path.len();
         match value {
             Value::Array(items) => {
@@ -138,6 +146,12 @@ impl FieldMap {
 
     /// The field at `path`.
     pub fn get(&self, path: &str) -> Option<&Field> {
+        self.fields.get(path.as_bytes())
+    }
+
+    /// The field at `path` given as bytes (as a host call receives it);
+    /// `None` for bytes that are not UTF-8.
+    pub fn get_bytes(&self, path: &[u8]) -> Option<&Field> {
         self.fields.get(path)
     }
 

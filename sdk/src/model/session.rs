@@ -128,7 +128,7 @@ impl Session {
     }
 
     fn lookup(&self, path: &[u8]) -> Option<&super::fields::Field> {
-        std::str::from_utf8(path).ok().and_then(|p| self.fields.get(p))
+        self.fields.get_bytes(path)
     }
 
     fn text(&mut self, bytes: &[u8], what: &'static str) -> Result<String, OutputError> {
