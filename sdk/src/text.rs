@@ -35,6 +35,14 @@ pub fn format_int(value: i64, buf: &mut [u8; 24]) -> &str {
     let mut i = buf.len();
     let negative = value < 0;
     let mut n = value.unsigned_abs();
+    // Down to 32 bits first: on wasm32 a 64-bit division by 10 becomes a
+    // call to a 128-bit multiplication routine, a 32-bit one is inline.
+    while n > u64::from(u32::MAX) {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    let mut n = n as u32;
     loop {
         i -= 1;
         buf[i] = b'0' + (n % 10) as u8;
@@ -47,7 +55,8 @@ pub fn format_int(value: i64, buf: &mut [u8; 24]) -> &str {
         i -= 1;
         buf[i] = b'-';
     }
-    core::str::from_utf8(&buf[i..]).unwrap_or("0")
+    // SAFETY: `buf[i..]` holds ASCII digits and a sign, written above.
+    unsafe { core::str::from_utf8_unchecked(&buf[i..]) }
 }
 
 /// Writes `value` rounded to `decimals` places (at most 6) into `buf`;
@@ -97,7 +106,8 @@ pub fn format_decimal(value: f64, decimals: u32, buf: &mut [u8; 48]) -> &str {
         }
         debug_assert!(j >= start);
     }
-    core::str::from_utf8(&buf[..len]).unwrap_or("0")
+    // SAFETY: `buf[..len]` holds ASCII digits, a sign and a point, written above.
+    unsafe { core::str::from_utf8_unchecked(&buf[..len]) }
 }
 
 #[cfg(test)]
@@ -110,6 +120,9 @@ mod tests {
         assert_eq!(format_int(0, &mut b), "0");
         assert_eq!(format_int(-42, &mut b), "-42");
         assert_eq!(format_int(i64::MIN, &mut b), "-9223372036854775808");
+        assert_eq!(format_int(4_294_967_295, &mut b), "4294967295");
+        assert_eq!(format_int(4_294_967_296, &mut b), "4294967296");
+        assert_eq!(format_int(10_000_000_000, &mut b), "10000000000");
     }
 
     #[test]

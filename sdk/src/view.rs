@@ -14,21 +14,36 @@ use crate::outcome::Outcome;
 use crate::version::{ComputeCapability, Dotted, Version};
 
 /// Builds a field path from parts without `core::fmt`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Path(String);
+
+/// Room for a typical full path (`accelerators.0.shared_memory_per_block_kib`),
+/// so that appending segments neither reallocates nor copies.
+const PATH_ROOM: usize = 64;
+
+impl Clone for Path {
+    /// A copy with the same spare room, so that a segment appended to the
+    /// copy does not reallocate (a derived clone has none).
+    fn clone(&self) -> Path {
+        let mut s = String::with_capacity(self.0.capacity().max(PATH_ROOM));
+        s.push_str(&self.0);
+        Path(s)
+    }
+}
 
 impl Path {
     /// A path of one segment.
     pub fn new(root: &str) -> Path {
         // Room for a typical full path up front: no reallocation (and no
         // copy) as segments are appended.
-        let mut s = String::with_capacity(root.len().max(56) + 8);
+        let mut s = String::with_capacity(root.len().max(PATH_ROOM - 8) + 8);
         s.push_str(root);
         Path(s)
     }
 
     /// Appends `.key`.
     pub fn key(mut self, key: &str) -> Path {
+        self.0.reserve(key.len() + 1);
         self.0.push('.');
         self.0.push_str(key);
         self
@@ -36,10 +51,18 @@ impl Path {
 
     /// Appends `.index`.
     pub fn index(mut self, index: usize) -> Path {
-        let mut buf = [0u8; 24];
         self.0.push('.');
-        self.0.push_str(crate::text::format_int(index as i64, &mut buf));
+        crate::text::push_int(&mut self.0, index as i64);
         self
+    }
+
+    /// This path with `.key` appended, in one allocation of the exact size.
+    pub(crate) fn child(&self, key: &str) -> Path {
+        let mut s = String::with_capacity(self.0.len() + 1 + key.len());
+        s.push_str(&self.0);
+        s.push('.');
+        s.push_str(key);
+        Path(s)
     }
 
     /// The path as text.
@@ -112,8 +135,11 @@ impl Manifest {
 
     /// An installed package, looked up by its PEP 503 name (`flash_attn` finds `flash-attn`).
     pub fn package(&self, name: &str) -> Option<Package> {
-        let key = package_key(name);
-        let path = Path::new("packages").key(&key);
+        // `packages.<key>` built in place: one allocation, no separate key.
+        let mut path = String::with_capacity(PATH_ROOM);
+        path.push_str("packages.");
+        push_package_key(&mut path, name);
+        let path = Path(path);
         if abi::field_kind(path.as_str()) == abi::kind::OBJECT { Some(Package { path }) } else { None }
     }
 
@@ -246,7 +272,7 @@ pub struct Package {
 impl Package {
     /// The version as installed.
     pub fn version_text(&self) -> Option<String> {
-        abi::field_str(self.path.clone().key("version").as_str())
+        abi::field_str(self.path.child("version").as_str())
     }
 
     /// The version, parsed as PEP 440.
@@ -256,12 +282,12 @@ impl Package {
 
     /// The ecosystem (`pypi`, `conda`, ...).
     pub fn ecosystem(&self) -> Option<String> {
-        abi::field_str(self.path.clone().key("ecosystem").as_str())
+        abi::field_str(self.path.child("ecosystem").as_str())
     }
 
     /// The path of its version field, for evidence.
     pub fn version_path(&self) -> Path {
-        self.path.clone().key("version")
+        self.path.child("version")
     }
 }
 
@@ -274,7 +300,7 @@ pub struct Accelerator {
 impl Accelerator {
     /// The path of one of its fields (`accelerators.0.<field>`), for evidence.
     pub fn field_path(&self, field: &str) -> Path {
-        self.path.clone().key(field)
+        self.path.child(field)
     }
 
     fn text(&self, field: &str) -> Option<String> {
@@ -461,17 +487,94 @@ pub fn weight_precision(quantization: Option<&str>, dtype: Option<&str>) -> (f64
 /// PEP 503 name normalisation: lower case, runs of `-`, `_`, `.` become `-`.
 pub fn package_key(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
+    push_package_key(&mut out, name);
+    out
+}
+
+/// Appends [`package_key`]`(name)` to `out`. Works on bytes, written
+/// straight into `out`'s spare capacity: every byte it changes or drops is
+/// ASCII, so multi-byte characters pass through whole (as
+/// `char::to_ascii_lowercase` leaves them).
+fn push_package_key(out: &mut String, name: &str) {
+    let bytes = name.as_bytes();
+    // `trim` only when an end might be whitespace: ASCII letters and digits
+    // at both ends (the usual case) cannot be.
+    let plain_end = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
+    let name = if plain_end(bytes.first()) && plain_end(bytes.last()) { name } else { name.trim() };
+    out.reserve(name.len());
+    // SAFETY: only whole ASCII bytes are dropped (separators) or replaced
+    // by ASCII (`-`, lower-case letters); every other byte is appended in
+    // its original order, so `out` stays UTF-8.
+    let buf = unsafe { out.as_mut_vec() };
+    let spare = buf.spare_capacity_mut();
+    // The key is never longer than the name: a `-` is written only in
+    // place of at least one separator that was dropped.
+    let mut n = 0;
     let mut sep = false;
-    for c in name.trim().chars() {
-        if matches!(c, '-' | '_' | '.') {
+    for &b in name.as_bytes() {
+        if matches!(b, b'-' | b'_' | b'.') {
             sep = true;
-        } else {
-            if sep && !out.is_empty() {
-                out.push('-');
+            continue;
+        }
+        if sep && n > 0 {
+            spare[n].write(b'-');
+            n += 1;
+        }
+        sep = false;
+        spare[n].write(b.to_ascii_lowercase());
+        n += 1;
+    }
+    let len = buf.len() + n;
+    // SAFETY: the `n` bytes after the old length were written just above,
+    // within the capacity reserved for them.
+    unsafe { buf.set_len(len) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition `package_key` implements on bytes: char by char.
+    fn package_key_by_chars(name: &str) -> String {
+        let mut out = String::new();
+        let mut sep = false;
+        for c in name.trim().chars() {
+            if matches!(c, '-' | '_' | '.') {
+                sep = true;
+            } else {
+                if sep && !out.is_empty() {
+                    out.push('-');
+                }
+                sep = false;
+                out.push(c.to_ascii_lowercase());
             }
-            sep = false;
-            out.push(c.to_ascii_lowercase());
+        }
+        out
+    }
+
+    #[test]
+    fn package_key_on_bytes_matches_the_char_definition() {
+        for name in [
+            "vllm", "flash-attn", "Flash_Attn", "zope.interface", "Foo.-_Bar__baz", " torch ", "\u{a0}torch\u{2003}",
+            "-lead", "trail_", "..", "", " ", "Ünïcode_Näme", "a\u{300}-B", "x.\u{1F600}.Y", "UPPER",
+        ] {
+            assert_eq!(package_key(name), package_key_by_chars(name), "{name:?}");
         }
     }
-    out
+
+    #[test]
+    fn package_path_is_built_in_place() {
+        let mut path = String::from("packages.");
+        push_package_key(&mut path, "Flash_Attn");
+        assert_eq!(path, "packages.flash-attn");
+    }
+
+    #[test]
+    fn paths_keep_room_when_cloned() {
+        let p = Path::new("accelerators").index(12);
+        assert_eq!(p.as_str(), "accelerators.12");
+        assert!(p.clone().0.capacity() >= PATH_ROOM);
+        assert_eq!(p.child("model").as_str(), "accelerators.12.model");
+        assert_eq!(p.clone().key("model"), p.child("model"));
+    }
 }
