@@ -9,7 +9,6 @@
 //!
 //! The WebDriver client is the few calls these tests need, over plain HTTP.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -18,7 +17,8 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_pitfall-server");
+use crate::live::{Server, exchange};
+
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
@@ -32,32 +32,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn start_server(data_dir: &Path) -> (Killed, SocketAddr) {
-    let mut child = Command::new(SERVER)
-        .args(["--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .env("RUST_LOG", "info")
-        .env_remove("DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn pitfall-server");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.contains("serving") {
-                if let Some(addr) = line.split("listen=").nth(1).and_then(|r| r.split_whitespace().next()) {
-                    let _ = tx.send(addr.parse::<SocketAddr>());
-                }
-            }
-        }
-    });
-    let child = Killed(child);
-    let addr = rx.recv_timeout(Duration::from_secs(180)).expect("the server starts").expect("an address");
-    (child, addr)
 }
 
 fn start_chromedriver() -> (Killed, SocketAddr) {
@@ -91,62 +65,10 @@ fn start_chromedriver() -> (Killed, SocketAddr) {
     (child, addr)
 }
 
-/// One HTTP/1.1 exchange with a JSON body; the JSON answer.
+/// One WebDriver exchange: a JSON body, the JSON answer.
 fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
     let body = body.map(Value::to_string).unwrap_or_default();
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
-    stream.set_read_timeout(Some(Duration::from_secs(120))).expect("timeout");
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).expect("write");
-    stream.write_all(body.as_bytes()).expect("write");
-    // chromedriver may keep the connection open: read the head, then
-    // exactly the body its content-length announces (or to the end).
-    let mut response = Vec::new();
-    let mut buf = [0u8; 16384];
-    let split = loop {
-        if let Some(split) = response.windows(4).position(|w| w == b"\r\n\r\n") {
-            break split;
-        }
-        let n = stream.read(&mut buf).expect("read");
-        assert!(n > 0, "the connection closed before the head ended");
-        response.extend_from_slice(&buf[..n]);
-    };
-    let head = String::from_utf8_lossy(&response[..split]).to_string();
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("a status");
-    let length = head
-        .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim().eq_ignore_ascii_case("content-length")).map(|(_, v)| v.trim().to_owned()))
-        .and_then(|v| v.parse::<usize>().ok());
-    let mut data = response[split + 4..].to_vec();
-    match length {
-        Some(length) => {
-            while data.len() < length {
-                let n = stream.read(&mut buf).expect("read");
-                assert!(n > 0, "the connection closed before the body ended");
-                data.extend_from_slice(&buf[..n]);
-            }
-            data.truncate(length);
-        }
-        None => {
-            stream.read_to_end(&mut data).expect("read");
-        }
-    }
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        let mut out = Vec::new();
-        let mut rest = &data[..];
-        while let Some(end) = rest.windows(2).position(|w| w == b"\r\n") {
-            let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..end]).trim(), 16).unwrap_or(0);
-            if size == 0 {
-                break;
-            }
-            out.extend_from_slice(&rest[end + 2..end + 2 + size]);
-            rest = &rest[end + 2 + size + 2..];
-        }
-        data = out;
-    }
+    let (status, data) = exchange(addr, method, path, &[], body.as_bytes());
     (status, serde_json::from_slice(&data).unwrap_or(Value::Null))
 }
 
@@ -257,7 +179,8 @@ impl Browser {
 #[test]
 fn search_check_and_matrix_in_headless_chromium() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_server, addr) = start_server(dir.path());
+    let server = Server::start(dir.path(), None, true);
+    let addr = server.addr;
     let (_driver, driver) = start_chromedriver();
     let browser = Browser::open(driver, addr, false);
 
@@ -309,7 +232,8 @@ fn search_check_and_matrix_in_headless_chromium() {
 #[test]
 fn keyboard_navigation_and_a_phone_width() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_server, addr) = start_server(dir.path());
+    let server = Server::start(dir.path(), None, true);
+    let addr = server.addr;
     let (_driver, driver) = start_chromedriver();
     {
         let browser = Browser::open(driver, addr, false);

@@ -4,6 +4,7 @@ mod api;
 mod browser;
 mod common;
 mod contrast;
+mod live;
 mod processes;
 mod store;
 mod web;

@@ -3,122 +3,14 @@
 //! registry. Every process is killed when its handle drops; every wait is
 //! bounded.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common::postgres;
-
-const SERVER: &str = env!("CARGO_BIN_EXE_pitfall-server");
-/// A server starts in well under this (seeding included) on a quiet machine.
-const START_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// A running server; killed on drop.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    /// Everything it logged so far.
-    log: Arc<Mutex<String>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn start(data_dir: &Path, database_url: Option<&str>, seed: bool) -> Server {
-        let mut command = Command::new(SERVER);
-        command
-            .args(["--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env("PITFALL_REFRESH_MS", "200")
-            .env("PITFALL_SEED_BUNDLED", seed.to_string())
-            .env("RUST_LOG", "info")
-            .env_remove("DATABASE_URL")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        if let Some(url) = database_url {
-            command.env("DATABASE_URL", url);
-        }
-        let mut child = command.spawn().expect("spawn pitfall-server");
-        let stderr = child.stderr.take().expect("stderr");
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let addr = line.split("listen=").nth(1).and_then(|rest| rest.split_whitespace().next());
-                if let Some(addr) = addr.filter(|_| line.contains("serving")) {
-                    let _ = tx.send(addr.parse::<SocketAddr>());
-                }
-                let mut log = sink.lock().unwrap_or_else(|p| p.into_inner());
-                log.push_str(&line);
-                log.push('\n');
-            }
-        });
-        let addr = match rx.recv_timeout(START_TIMEOUT) {
-            Ok(Ok(addr)) => addr,
-            other => {
-                let _ = child.kill();
-                panic!("the server did not start ({other:?}); its log:\n{}", log.lock().unwrap_or_else(|p| p.into_inner()));
-            }
-        };
-        Server { child, addr, log }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    fn call(&self, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> (u16, Value) {
-        let (status, bytes) = http(self.addr, method, path, token, body);
-        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-    }
-}
-
-/// One HTTP/1.1 exchange with `Connection: close`, bounded by timeouts.
-fn http(addr: SocketAddr, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> (u16, Vec<u8>) {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
-    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-    let auth = token.map(|t| format!("authorization: Bearer {t}\r\n")).unwrap_or_default();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-type: application/json\r\n{auth}content-length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).expect("write");
-    stream.write_all(body).expect("write");
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).expect("read");
-    let split = response.windows(4).position(|w| w == b"\r\n\r\n").expect("a head");
-    let head = String::from_utf8_lossy(&response[..split]).to_string();
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("a status");
-    let mut body = response[split + 4..].to_vec();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        body = dechunk(&body);
-    }
-    (status, body)
-}
-
-fn dechunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(end) = data.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..end]).trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        out.extend_from_slice(&data[end + 2..end + 2 + size]);
-        data = &data[end + 2 + size + 2..];
-    }
-    out
-}
+use crate::live::{SERVER, Server};
 
 fn admin_token(data_dir: &Path, database_url: Option<&str>, name: &str, role: &str) -> String {
     let mut command = Command::new(SERVER);
