@@ -13,14 +13,15 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// The server binary cargo built for these tests.
 pub const SERVER: &str = env!("CARGO_BIN_EXE_pitfall-server");
 /// A server starts in well under this (seeding included) on a quiet machine.
 pub const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A running server; killed on drop.
 pub struct Server {
-    /// Where it listens.
     child: Child,
+    /// Where it listens.
     pub addr: SocketAddr,
     /// Everything it logged so far.
     log: Arc<Mutex<String>>,
