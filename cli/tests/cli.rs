@@ -70,15 +70,7 @@ fn fixture_manifests_match_their_golden_findings() {
         let (code, answer) = check_json(&fixture(&name));
         assert!(answer["rule_errors"].as_array().expect("rule_errors").is_empty(), "{name}: {answer}");
         let actual = summary(code, &answer);
-        let golden = golden_dir.join(name.replace(".json", ".txt"));
-        if bless {
-            std::fs::write(&golden, &actual).expect("golden written");
-            continue;
-        }
-        let expected = std::fs::read_to_string(&golden).unwrap_or_default();
-        if expected != actual {
-            mismatches.push_str(&format!("{name}:\n--- expected\n{expected}--- actual\n{actual}\n"));
-        }
+        compare_golden(&golden_dir.join(name.replace(".json", ".txt")), &actual, bless, &name, &mut mismatches);
     }
     assert!(mismatches.is_empty(), "findings changed (PITFALL_BLESS=1 to accept):\n{mismatches}");
 }
@@ -252,15 +244,7 @@ fn scan_of_each_machine_capture_matches_its_golden_manifest() {
         // What the scan prints is a valid manifest v1.
         pitfall_sdk::model::parse_manifest(&out.stdout).unwrap_or_else(|e| panic!("{name}: {e}"));
         let actual = String::from_utf8(out.stdout).expect("utf-8");
-        let golden = golden_dir.join(format!("scan-{name}.json"));
-        if bless {
-            std::fs::write(&golden, &actual).expect("golden written");
-            continue;
-        }
-        let expected = std::fs::read_to_string(&golden).unwrap_or_default();
-        if expected != actual {
-            mismatches.push_str(&format!("{name}:\n--- expected\n{expected}--- actual\n{actual}\n"));
-        }
+        compare_golden(&golden_dir.join(format!("scan-{name}.json")), &actual, bless, &name, &mut mismatches);
     }
     assert!(mismatches.is_empty(), "scan manifests changed (PITFALL_BLESS=1 to accept):\n{mismatches}");
 }
@@ -527,4 +511,17 @@ fn scan_bad_input_exits_2_naming_the_file_and_the_problem() {
     let d = machines().join("h200-x86_64").display().to_string();
     expect_2(&["scan", "--from-dir", &d, "--from-vllm-args", "vllm serve 'unclosed"], &["--from-vllm-args", "quote"]);
     expect_2(&["scan", "--from-dir", &d, "--from-vllm-args", "vllm serve m -tp two"], &["--tp", "two"]);
+}
+
+/// Writes `actual` to `golden` when blessing; otherwise notes a difference
+/// from what `golden` holds.
+fn compare_golden(golden: &std::path::Path, actual: &str, bless: bool, name: &str, mismatches: &mut String) {
+    if bless {
+        std::fs::write(golden, actual).expect("golden written");
+        return;
+    }
+    let expected = std::fs::read_to_string(golden).unwrap_or_default();
+    if expected != actual {
+        mismatches.push_str(&format!("{name}:\n--- expected\n{expected}--- actual\n{actual}\n"));
+    }
 }
