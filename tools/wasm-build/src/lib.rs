@@ -9,6 +9,13 @@
 //!   `RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo build
 //!   -Zbuild-std=core,alloc` with `wasm-ld` as the linker.
 //!
+//! On the Debian route `core` is built from source anyway, so it is built
+//! with `-Cpanic=immediate-abort`: a panic is the `unreachable` trap it
+//! already was (the SDK's panic handler traps), and core's panic formatting
+//! (messages, `Display`/`Debug` impls, Unicode tables, the function table
+//! for their indirect calls) is never linked. After linking, [`build`]
+//! drops a table that nothing uses ([`shrink`]), on both routes.
+//!
 //! [`ensure`] installs the Debian packages when neither route is present
 //! (as root, with apt-get). This crate is used by the bundled-rules build
 //! script, by `cargo xtask`, and by `pitfall rule build`, so all three pick
@@ -17,11 +24,19 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+pub mod shrink;
+
 /// The wasm target rules are built for.
 pub const TARGET: &str = "wasm32-unknown-unknown";
 
 /// The cargo profile rules are built with (see the workspace Cargo.toml).
 pub const PROFILE: &str = "rule";
+
+/// Extra `rustflags` of the Debian route, added to (not replacing) those
+/// of `.cargo/config.toml`. `-Zbuild-std` compiles `core` with them, so a
+/// panic becomes an immediate trap and no panic formatting is linked (on
+/// rustup's prebuilt `core` the strategy is fixed at `abort`).
+pub const DEBIAN_RUSTFLAGS: &[&str] = &["-Zunstable-options", "-Cpanic=immediate-abort"];
 
 /// The Debian packages of the fallback route.
 pub const DEBIAN_PACKAGES: &[&str] = &["rustc-web", "cargo-web", "rust-web-src", "lld"];
@@ -76,6 +91,15 @@ pub enum BuildError {
         command: String,
         /// Its exit status.
         status: std::process::ExitStatus,
+    },
+    /// A built module could not be read or rewritten.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The module.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
     },
     /// The build succeeded but a module is missing.
     #[error("built, but {0} is missing")]
@@ -189,6 +213,10 @@ pub fn build(toolchain: &Toolchain, request: &BuildRequest) -> Result<Vec<PathBu
     cmd.args(["--profile", PROFILE, "--target", TARGET]).arg("--target-dir").arg(&request.target_dir);
     if let Toolchain::Debian = toolchain {
         cmd.arg("-Zbuild-std=core,alloc");
+        // `--config` arrays are appended to the config files' arrays, so the
+        // stack-size and initial-memory link arguments stay.
+        let flags: Vec<String> = DEBIAN_RUSTFLAGS.iter().map(|f| format!("{f:?}")).collect();
+        cmd.arg("--config").arg(format!("target.{TARGET}.rustflags=[{}]", flags.join(",")));
     }
     if request.quiet {
         cmd.arg("--quiet");
@@ -207,9 +235,23 @@ pub fn build(toolchain: &Toolchain, request: &BuildRequest) -> Result<Vec<PathBu
         .iter()
         .map(|p| {
             let path = out_dir.join(format!("{}.wasm", p.replace('-', "_")));
-            if path.exists() { Ok(path) } else { Err(BuildError::MissingOutput(path)) }
+            if !path.exists() {
+                return Err(BuildError::MissingOutput(path));
+            }
+            shrink_in_place(&path)?;
+            Ok(path)
         })
         .collect()
+}
+
+/// Applies [`shrink::drop_unused_table`] to the module at `path`.
+fn shrink_in_place(path: &Path) -> Result<(), BuildError> {
+    let io = |source| BuildError::Io { path: path.to_path_buf(), source };
+    let wasm = std::fs::read(path).map_err(io)?;
+    if let Some(smaller) = shrink::drop_unused_table(&wasm) {
+        std::fs::write(path, smaller).map_err(io)?;
+    }
+    Ok(())
 }
 
 /// Removes what an outer cargo (a build script's environment) would leak
