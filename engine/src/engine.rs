@@ -12,7 +12,7 @@ use std::time::Instant;
 use pitfall_sdk::model::Prepared;
 use pitfall_sdk::model::cases::{CaseResult, Evaluation, run_cases};
 use pitfall_sdk::model::report::{RawOutcome, render};
-use pitfall_sdk::model::session::Session;
+use pitfall_sdk::model::session::{RawOutput, Session};
 use wasmtime::{
     Config, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig, Store, Trap,
 };
@@ -151,8 +151,17 @@ impl Engine {
         }
     }
 
-    /// Evaluates `rule` on a prepared manifest in a fresh instance.
+    /// Evaluates `rule` on a prepared manifest in a fresh instance, and
+    /// renders its finding when it matched: [`Engine::run_sandboxed`] then
+    /// [`Sandboxed::render`].
     pub fn evaluate(&self, rule: &Rule, prepared: &Prepared) -> Evaluation {
+        self.run_sandboxed(rule, prepared).render(rule, prepared)
+    }
+
+    /// The sandboxed part of an evaluation: a fresh instance, the rule's
+    /// code and its host calls, and what it reported, before the host turns
+    /// that into a finding (which needs no instance and no limits).
+    pub fn run_sandboxed(&self, rule: &Rule, prepared: &Prepared) -> Sandboxed {
         let limits = &self.inner.limits;
         let state = HostState {
             session: Session::new(prepared.fields.clone(), limits.max_output_bytes),
@@ -165,8 +174,8 @@ impl Engine {
         };
         let mut store = Store::new(&self.inner.wasm, state);
         store.limiter(|state| &mut state.limiter);
-        match self.run(rule, prepared, &mut store) {
-            Ok(evaluation) => evaluation,
+        match self.run(rule, &mut store) {
+            Ok(sandboxed) => sandboxed,
             Err(e) => {
                 let mut text = describe_failure(&e, limits);
                 // A trap right after memory ran out is the allocator giving
@@ -174,12 +183,12 @@ impl Engine {
                 if store.data().limiter.refused {
                     text = format!("out of memory (limit {} MiB): {text}", limits.max_memory_bytes >> 20);
                 }
-                Evaluation::Failed(text)
+                Sandboxed::Done(Evaluation::Failed(text))
             }
         }
     }
 
-    fn run(&self, rule: &Rule, prepared: &Prepared, store: &mut Store<HostState>) -> wasmtime::Result<Evaluation> {
+    fn run(&self, rule: &Rule, store: &mut Store<HostState>) -> wasmtime::Result<Sandboxed> {
         let limits = &self.inner.limits;
         let mut store = store;
         store.set_fuel(limits.fuel)?;
@@ -199,15 +208,12 @@ impl Engine {
         let code = evaluate.call(&mut store, ())?;
         let raw = store.data_mut().session.take_output();
         Ok(match RawOutcome::from_code(code) {
-            Some(RawOutcome::Clear) => Evaluation::Clear,
-            Some(RawOutcome::Undetermined) => Evaluation::Undetermined(raw.missing),
-            Some(RawOutcome::Matched) => match render(&rule.info.meta, &raw, &prepared.fields) {
-                Ok(finding) => Evaluation::Matched(Box::new(finding)),
-                // The rule ran but its output is malformed: its own error,
-                // not the host's (the inner of the two failure levels).
-                Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
-            },
-            None => Evaluation::Failed(format!("malformed output: {EVALUATE_EXPORT} returned {code}, not 0, 1 or 2")),
+            Some(RawOutcome::Clear) => Sandboxed::Done(Evaluation::Clear),
+            Some(RawOutcome::Undetermined) => Sandboxed::Done(Evaluation::Undetermined(raw.missing)),
+            Some(RawOutcome::Matched) => Sandboxed::Matched(Box::new(raw)),
+            None => Sandboxed::Done(Evaluation::Failed(format!(
+                "malformed output: {EVALUATE_EXPORT} returned {code}, not 0, 1 or 2"
+            ))),
         })
     }
 
@@ -221,6 +227,32 @@ impl Engine {
         let start = Instant::now();
         let e = self.evaluate(rule, prepared);
         (e, start.elapsed())
+    }
+}
+
+/// What [`Engine::run_sandboxed`] gives.
+#[derive(Debug)]
+pub enum Sandboxed {
+    /// Clear, undetermined or failed: nothing left to do.
+    Done(Evaluation),
+    /// Matched: what the rule reported, still to be rendered into a finding.
+    Matched(Box<RawOutput>),
+}
+
+impl Sandboxed {
+    /// The evaluation: a matched rule's finding rendered from its metadata
+    /// and the manifest's values (placeholders, remedies, evidence).
+    pub fn render(self, rule: &Rule, prepared: &Prepared) -> Evaluation {
+        let raw = match self {
+            Sandboxed::Done(evaluation) => return evaluation,
+            Sandboxed::Matched(raw) => raw,
+        };
+        match render(&rule.info.meta, &raw, &prepared.fields) {
+            Ok(finding) => Evaluation::Matched(Box::new(finding)),
+            // The rule ran but its output is malformed: its own error,
+            // not the host's (the inner of the two failure levels).
+            Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
+        }
     }
 }
 

@@ -23,7 +23,7 @@ pub mod limits;
 pub mod rule;
 
 pub use check::RuleSet;
-pub use engine::Engine;
+pub use engine::{Engine, Sandboxed};
 pub use error::{EngineError, LoadError};
 pub use inspect::ModuleInfo;
 pub use limits::Limits;
