@@ -2,8 +2,9 @@
 //! repeatable figures where wall time on a shared 2-core machine does not
 //! (BENCHMARKS.md, "How to run").
 //!
-//! Each module is evaluated `N` times through `Engine::evaluate` on the
-//! prepared G5g manifest, inside a function of its own (`eval_floor`,
+//! Each module is evaluated `N` times through `Engine::run_sandboxed` (the
+//! per-rule evaluation of the target: instantiate, read fields, return; the
+//! render of a matched finding is not included) on the prepared G5g manifest, inside a function of its own (`eval_floor`,
 //! `rNN::eval` for the NN-th bundled rule, in crate-name order), after
 //! one untimed warm-up evaluation each. Run it with
 //!
@@ -16,6 +17,19 @@
 //!
 //! and divide each function's inclusive count by `N` (printed, with the
 //! rule ids in order). Run natively it does the same in a few seconds.
+//!
+//! `PITFALL_CACHE_DIR=DIR` keeps the compiled code in `DIR` (the engine's
+//! own cache): run natively once, then under valgrind, which then skips
+//! minutes of compiling.
+//!
+//! With a directory as its argument it evaluates the `.wasm` files there
+//! (in file-name order) instead of the bundled rules, so that two builds of
+//! the rules can be compared under the same engine.
+//!
+//! The synthetic modules (`eval_synthetic`, one `sNN::eval` each, names
+//! printed) each add one cost to the floor: a table, imports, globals, a
+//! data segment, host calls. Their counts minus the floor's price the parts a
+//! rule module is made of.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -39,8 +53,51 @@ const FLOOR: &str = r#"(module
 #[inline(never)]
 fn eval_floor(engine: &Engine, rule: &Rule, prepared: &Prepared) {
     for _ in 0..N {
-        black_box(engine.evaluate(rule, black_box(prepared)));
+        black_box(engine.run_sandboxed(rule, black_box(prepared)));
     }
+}
+
+/// Modules that each add one thing to the floor (see the module docs).
+fn synthetic() -> Vec<(&'static str, String)> {
+    let imports: String = pitfall_engine::abi::HOST_FUNCTIONS
+        .iter()
+        .map(|f| {
+            let params = f.params.iter().map(|p| format!(" {p}")).collect::<String>();
+            let results = f.results.iter().map(|r| format!(" {r}")).collect::<String>();
+            format!(r#"(import "pitfall" "{}" (func (param{params}) (result{results})))"#, f.name)
+        })
+        .collect();
+    let path = "accelerators.0.compute_capability";
+    let with = |body: &str| FLOOR.replacen("(module", &format!("(module {body}"), 1);
+    vec![
+        ("floor + a 1-entry funcref table", with("(table 1 1 funcref)")),
+        ("floor + the 8 host imports, unused", with(&imports)),
+        (
+            "floor + wasm-ld's 3 globals (stack pointer, exported __heap_base and __data_end)",
+            with(
+                r#"(global (mut i32) (i32.const 32768)) (global (export "__heap_base") i32 (i32.const 33792))
+                   (global (export "__data_end") i32 (i32.const 33792))"#,
+            ),
+        ),
+        ("floor + a 1 KiB data segment", with(&format!(r#"(data (i32.const 32768) "{}")"#, "x".repeat(1024)))),
+        (
+            "floor + 10 field_str calls",
+            with(r#"(import "pitfall" "field_str" (func $s (param i32 i32 i32 i32) (result i32)))"#).replacen(
+                r#"(func (export "pitfall_evaluate") (result i32) (i32.const 0))"#,
+                &format!(
+                    r#"(data (i32.const 0) "{path}")
+                       (func (export "pitfall_evaluate") (result i32) (local $i i32)
+                         (loop $again
+                           (drop (call $s (i32.const 0) (i32.const {len}) (i32.const 1024) (i32.const 64)))
+                           (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                           (br_if $again (i32.lt_u (local.get $i) (i32.const 10))))
+                         (i32.const 0))"#,
+                    len = path.len()
+                ),
+                1,
+            ),
+        ),
+    ]
 }
 
 type Eval = fn(&Engine, &Rule, &Prepared);
@@ -56,13 +113,32 @@ macro_rules! evals {
             pub(crate) fn eval(engine: &Engine, rule: &Rule, prepared: &Prepared) {
                 black_box(stringify!($m));
                 for _ in 0..N {
-                    black_box(engine.evaluate(rule, black_box(prepared)));
+                    black_box(engine.run_sandboxed(rule, black_box(prepared)));
                 }
             }
         })*
         const TABLE: &[Eval] = &[$($m::eval),*];
     };
 }
+
+/// The same for the synthetic modules.
+macro_rules! synthetic_evals {
+    ($($m:ident)*) => {
+        $(mod $m {
+            use super::*;
+            #[inline(never)]
+            pub(crate) fn eval(engine: &Engine, rule: &Rule, prepared: &Prepared) {
+                black_box(stringify!($m));
+                for _ in 0..N {
+                    black_box(engine.run_sandboxed(rule, black_box(prepared)));
+                }
+            }
+        })*
+        const SYNTHETIC: &[Eval] = &[$($m::eval),*];
+    };
+}
+
+synthetic_evals!(s00 s01 s02 s03 s04 s05 s06 s07);
 
 evals!(
     r00 r01 r02 r03 r04 r05 r06 r07 r08 r09 r10 r11 r12 r13 r14 r15 r16 r17 r18 r19
@@ -76,23 +152,58 @@ fn main() {
     // compiling under valgrind is many times slower than the load-time bound
     // allows. Neither changes what one evaluation does.
     let limits = Limits { max_instances: 2, compile_timeout: Duration::from_secs(3600), ..Limits::default() };
-    let engine = Engine::new(limits).expect("engine starts");
+    // Compiling under valgrind takes minutes; with a cache directory, a
+    // native run compiles once and the run under valgrind loads the code
+    // this engine compiled itself (what the cache is for).
+    let engine = match std::env::var_os("PITFALL_CACHE_DIR") {
+        Some(dir) => Engine::with_cache_dir(limits, dir.into()),
+        None => Engine::new(limits),
+    }
+    .expect("engine starts");
     let floor = engine.load(&wat::parse_str(FLOOR).expect("floor parses")).expect("floor loads");
-    let rules: Vec<Rule> = pitfall_bundled_rules::MODULES
-        .iter()
-        .map(|m| engine.load(m.wasm).unwrap_or_else(|e| panic!("{}: {e}", m.crate_name)))
+    let modules: Vec<(String, Vec<u8>)> = match std::env::args_os().nth(1) {
+        Some(dir) => {
+            let mut paths: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", Path::new(&dir).display()))
+                .map(|e| e.expect("a directory entry").path())
+                .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+                .collect();
+            paths.sort();
+            paths
+                .into_iter()
+                .map(|p| {
+                    let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                    (p.display().to_string(), bytes)
+                })
+                .collect()
+        }
+        None => pitfall_bundled_rules::MODULES.iter().map(|m| (m.crate_name.to_owned(), m.wasm.to_vec())).collect(),
+    };
+    let rules: Vec<Rule> =
+        modules.iter().map(|(name, wasm)| engine.load(wasm).unwrap_or_else(|e| panic!("{name}: {e}"))).collect();
+    let synthetic: Vec<(&str, Rule)> = synthetic()
+        .into_iter()
+        .map(|(name, text)| {
+            let wasm = wat::parse_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            (name, engine.load(&wasm).unwrap_or_else(|e| panic!("{name}: {e}")))
+        })
         .collect();
+    assert!(synthetic.len() <= SYNTHETIC.len(), "more synthetic modules than eval functions");
     assert!(rules.len() <= TABLE.len(), "more rules than eval functions");
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/manifests/g5g-gemma4-vllm0271.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/manifests/g5g-gemma4-vllm0271.json");
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let prepared = Prepared::new(parse_manifest(&bytes).expect("fixture parses"));
 
     println!("N={N}");
-    black_box(engine.evaluate(&floor, &prepared));
+    black_box(engine.run_sandboxed(&floor, &prepared));
     eval_floor(&engine, &floor, &prepared);
+    for (i, (name, module)) in synthetic.iter().enumerate() {
+        black_box(engine.run_sandboxed(module, &prepared));
+        SYNTHETIC[i](&engine, module, &prepared);
+        println!("s{i:02}::eval {name}");
+    }
     for (i, rule) in rules.iter().enumerate() {
-        black_box(engine.evaluate(rule, &prepared));
+        black_box(engine.run_sandboxed(rule, &prepared));
         TABLE[i](&engine, rule, &prepared);
         println!("r{i:02}::eval {}", rule.id());
     }

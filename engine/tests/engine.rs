@@ -53,6 +53,39 @@ fn every_bundled_rule_loads_and_passes_its_cases_as_wasm() {
     assert!(report.is_empty(), "embedded cases failed as wasm:\n{report}");
 }
 
+/// Data a bundled module may copy into its page when built without core's
+/// panic formatting (Debian route): the rule's own strings and tables.
+const MAX_IMMEDIATE_ABORT_DATA_BYTES: usize = 2048;
+
+/// What each evaluation pays for besides the rule's code (BENCHMARKS.md,
+/// "What limits it"): a table only where the rule makes indirect calls
+/// (wasm-build drops an unused one), and on the Debian route, where core is
+/// built with `-Cpanic=immediate-abort`, no panic-formatting data.
+#[test]
+fn bundled_modules_carry_no_unused_table_or_panic_data() {
+    for m in pitfall_bundled_rules::MODULES {
+        let (mut tables, mut elements, mut data) = (0u64, 0u32, 0usize);
+        for payload in wasmparser::Parser::new(0).parse_all(m.wasm) {
+            match payload.expect("a bundled module parses") {
+                wasmparser::Payload::TableSection(r) => tables += u64::from(r.count()),
+                wasmparser::Payload::ElementSection(r) => elements += r.count(),
+                wasmparser::Payload::DataSection(r) => {
+                    data += r.into_iter().map(|d| d.expect("a data segment").data.len()).sum::<usize>()
+                }
+                _ => {}
+            }
+        }
+        assert!(tables == 0 || elements > 0, "{} keeps a table that nothing fills", m.crate_name);
+        if pitfall_bundled_rules::TOOLCHAIN == "debian" {
+            assert!(
+                data <= MAX_IMMEDIATE_ABORT_DATA_BYTES,
+                "{} has {data} bytes of data (over {MAX_IMMEDIATE_ABORT_DATA_BYTES}): panic formatting linked?",
+                m.crate_name
+            );
+        }
+    }
+}
+
 #[test]
 fn bundled_rule_ids_are_unique_and_match_their_crates() {
     let engine = engine();
