@@ -102,11 +102,11 @@ fn synthetic() -> Vec<(&'static str, String)> {
 
 type Eval = fn(&Engine, &Rule, &Prepared);
 
-/// One module per rule index, each with its own `eval` (a distinct symbol
-/// that callgrind counts apart; the name in its body keeps the compiler
-/// from merging the identical functions).
+/// One module per index, each with its own `eval` (a distinct symbol that
+/// callgrind counts apart; the name in its body keeps the compiler from
+/// merging the identical functions), gathered in the table `$table`.
 macro_rules! evals {
-    ($($m:ident)*) => {
+    ($table:ident: $($m:ident)*) => {
         $(mod $m {
             use super::*;
             #[inline(never)]
@@ -117,30 +117,13 @@ macro_rules! evals {
                 }
             }
         })*
-        const TABLE: &[Eval] = &[$($m::eval),*];
+        const $table: &[Eval] = &[$($m::eval),*];
     };
 }
 
-/// The same for the synthetic modules.
-macro_rules! synthetic_evals {
-    ($($m:ident)*) => {
-        $(mod $m {
-            use super::*;
-            #[inline(never)]
-            pub(crate) fn eval(engine: &Engine, rule: &Rule, prepared: &Prepared) {
-                black_box(stringify!($m));
-                for _ in 0..N {
-                    black_box(engine.run_sandboxed(rule, black_box(prepared)));
-                }
-            }
-        })*
-        const SYNTHETIC: &[Eval] = &[$($m::eval),*];
-    };
-}
+evals!(SYNTHETIC: s00 s01 s02 s03 s04 s05 s06 s07);
 
-synthetic_evals!(s00 s01 s02 s03 s04 s05 s06 s07);
-
-evals!(
+evals!(TABLE:
     r00 r01 r02 r03 r04 r05 r06 r07 r08 r09 r10 r11 r12 r13 r14 r15 r16 r17 r18 r19
     r20 r21 r22 r23 r24 r25 r26 r27 r28 r29 r30 r31 r32 r33 r34 r35 r36 r37 r38 r39
     r40 r41 r42 r43 r44 r45 r46 r47
