@@ -244,12 +244,17 @@ pub fn build(toolchain: &Toolchain, request: &BuildRequest) -> Result<Vec<PathBu
         .collect()
 }
 
-/// Applies [`shrink::drop_unused_table`] to the module at `path`.
+/// Applies [`shrink::drop_unused_table`] to the module at `path`. Written
+/// beside it and renamed over it: the file cargo put there is a hard link
+/// to its own artifact, which stays as the linker made it, and no reader
+/// ever sees half a module.
 fn shrink_in_place(path: &Path) -> Result<(), BuildError> {
     let io = |source| BuildError::Io { path: path.to_path_buf(), source };
     let wasm = std::fs::read(path).map_err(io)?;
     if let Some(smaller) = shrink::drop_unused_table(&wasm) {
-        std::fs::write(path, smaller).map_err(io)?;
+        let tmp = path.with_extension("wasm.shrunk");
+        std::fs::write(&tmp, smaller).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)?;
     }
     Ok(())
 }
