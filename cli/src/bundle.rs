@@ -41,13 +41,7 @@ pub(crate) enum BundleCommand {
 /// Where the pulled bundle lives: `PITFALL_BUNDLE`, else
 /// `$XDG_DATA_HOME/pitfall/bundle.pfb`, else `~/.local/share/pitfall/bundle.pfb`.
 pub(crate) fn bundle_path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("PITFALL_BUNDLE") {
-        return Some(PathBuf::from(path));
-    }
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
-    Some(base.join("pitfall").join("bundle.pfb"))
+    crate::config::user_path("PITFALL_BUNDLE", "XDG_DATA_HOME", ".local/share", "bundle.pfb")
 }
 
 /// What `pull` remembers beside the bundle, for the next conditional fetch.
@@ -97,7 +91,7 @@ fn pull(config: &UserConfig, server: Option<&str>, key: Option<&str>) -> anyhow:
         Some((_, revision, count)) => format!("keeping the previous bundle (revision {revision}, {count} rules)"),
         None => "there is no previous bundle".to_owned(),
     };
-    let (bytes, etag) = match client.bundle(if_none_match).with_context(|| kept())? {
+    let (bytes, etag) = match client.bundle(if_none_match).with_context(kept)? {
         BundleFetch::NotModified { .. } => {
             if let Some((_, revision, count)) = &previous {
                 println!("unchanged: revision {revision}, {count} rules ({})", path.display());

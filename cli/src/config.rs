@@ -26,15 +26,22 @@ pub(crate) struct UserConfig {
     pub(crate) token: Option<String>,
 }
 
-/// The config file's path.
-pub(crate) fn path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("PITFALL_CONFIG") {
+/// A per-user file or folder: the path `override_var` names, else
+/// `$<xdg_var>/pitfall/<name>`, else `~/<home_default>/pitfall/<name>`;
+/// none when no such place can be named.
+pub(crate) fn user_path(override_var: &str, xdg_var: &str, home_default: &str, name: &str) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(override_var) {
         return Some(PathBuf::from(path));
     }
-    let base = std::env::var_os("XDG_CONFIG_HOME")
+    let base = std::env::var_os(xdg_var)
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("pitfall").join("config.toml"))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_default)))?;
+    Some(base.join("pitfall").join(name))
+}
+
+/// The config file's path.
+pub(crate) fn path() -> Option<PathBuf> {
+    user_path("PITFALL_CONFIG", "XDG_CONFIG_HOME", ".config", "config.toml")
 }
 
 fn env(name: &str) -> Option<String> {

@@ -11,22 +11,16 @@ use pitfall_engine::{Engine, Limits, Rule, RuleSet};
 /// The compiled-code cache: `PITFALL_CACHE_DIR`, else `$XDG_CACHE_HOME/pitfall`,
 /// else `~/.cache/pitfall`; none when no such place can be named.
 pub(crate) fn cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("PITFALL_CACHE_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("pitfall").join("compiled"))
+    crate::config::user_path("PITFALL_CACHE_DIR", "XDG_CACHE_HOME", ".cache", "compiled")
 }
 
 /// An engine with the on-disk compiled-code cache when it can be used
 /// (the cache only saves time: without it, rules compile afresh).
 pub(crate) fn engine() -> anyhow::Result<Engine> {
-    if let Some(dir) = cache_dir() {
-        if let Ok(engine) = Engine::with_cache_dir(Limits::default(), dir) {
-            return Ok(engine);
-        }
+    if let Some(dir) = cache_dir()
+        && let Ok(engine) = Engine::with_cache_dir(Limits::default(), dir)
+    {
+        return Ok(engine);
     }
     Engine::new(Limits::default()).context("starting the rule engine")
 }
@@ -35,9 +29,8 @@ pub(crate) fn engine() -> anyhow::Result<Engine> {
 /// says which module failed.
 fn load_all<'a>(engine: &Engine, modules: impl Iterator<Item = (String, &'a [u8])>) -> anyhow::Result<Vec<Arc<Rule>>> {
     std::thread::scope(|scope| {
-        let handles: Vec<_> = modules
-            .map(|(name, wasm)| scope.spawn(move || engine.load(wasm).with_context(|| name)))
-            .collect();
+        let handles: Vec<_> =
+            modules.map(|(name, wasm)| scope.spawn(move || engine.load(wasm).with_context(|| name))).collect();
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a rule-loading thread panicked"))).map(Arc::new))
@@ -61,7 +54,13 @@ pub(crate) fn from_bundle(engine: &Engine, name: &str, bytes: &[u8], key: &Publi
     let rules = load_all(engine, modules)?;
     for (rule, (entry, _)) in rules.iter().zip(bundle.modules()) {
         if rule.id() != entry.id || rule.meta().version != entry.version {
-            bail!("{name}: the module listed as {} {} describes itself as {} {}", entry.id, entry.version, rule.id(), rule.meta().version);
+            bail!(
+                "{name}: the module listed as {} {} describes itself as {} {}",
+                entry.id,
+                entry.version,
+                rule.id(),
+                rule.meta().version
+            );
         }
     }
     Ok(RuleSet::new(rules, bundle.index.ruleset_revision.clone()))

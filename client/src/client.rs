@@ -198,7 +198,7 @@ impl Client {
             ErrorBody { code: format!("http_{}", answer.status), message: text.trim().to_owned(), step: None }
         });
         Err(Error::Api {
-            method: call.method.to_owned(),
+            method: call.method,
             url: call.url.clone(),
             status: answer.status,
             body,
@@ -209,7 +209,7 @@ impl Client {
     fn json<T: DeserializeOwned>(&self, call: &Call<'_>) -> Result<T, Error> {
         let answer = self.exchange(call)?;
         serde_json::from_slice(&answer.body).map_err(|e| Error::Decode {
-            method: call.method.to_owned(),
+            method: call.method,
             url: call.url.clone(),
             status: answer.status,
             message: e.to_string(),
@@ -267,7 +267,7 @@ impl Client {
         let answer: BatchResponse = self.json(&call)?;
         if answer.results.len() != texts.len() {
             return Err(Error::Decode {
-                method: call.method.to_owned(),
+                method: call.method,
                 url: call.url,
                 status: 200,
                 message: format!("{} results for {} manifests", answer.results.len(), texts.len()),

@@ -21,7 +21,7 @@ pub enum Error {
     #[error("{method} {url}: {kind}: {message} (after {attempts} attempt(s))")]
     Transport {
         /// The request's method.
-        method: String,
+        method: &'static str,
         /// The request's URL.
         url: String,
         /// Which part failed.
@@ -35,7 +35,7 @@ pub enum Error {
     #[error("{method} {url}: {status} {}: {}", body.code, body.message)]
     Api {
         /// The request's method.
-        method: String,
+        method: &'static str,
         /// The request's URL.
         url: String,
         /// The HTTP status.
@@ -49,7 +49,7 @@ pub enum Error {
     #[error("{method} {url}: the answer is not what API v1 says ({status}): {message}")]
     Decode {
         /// The request's method.
-        method: String,
+        method: &'static str,
         /// The request's URL.
         url: String,
         /// The HTTP status.

@@ -57,7 +57,7 @@ pub(crate) fn send(agent: &ureq::Agent, policy: &RetryPolicy, call: &Call<'_>) -
                 let may_retry = !deterministic && (failure.not_sent || call.idempotence == Idempotence::Idempotent);
                 let wait = if may_retry { policy.delay(retry, None) } else { None };
                 let error = Error::Transport {
-                    method: call.method.to_owned(),
+                    method: call.method,
                     url: call.url.clone(),
                     kind: failure.kind,
                     message: failure.message,

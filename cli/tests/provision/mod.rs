@@ -131,6 +131,14 @@ fn an_offline_check_with_the_pulled_bundle_finds_what_the_server_finds_for_g5g()
     assert_eq!(text(&show.stdout).lines().count(), 1 + pitfall_bundled_rules::MODULES.len());
 }
 
+/// A home that pulled the registry's bundle, and the bundle's bytes.
+fn home_with_a_pulled_bundle() -> (Home, Vec<u8>) {
+    let home = Home::new(&registry().key);
+    pulled(&home);
+    let good = std::fs::read(home.bundle()).expect("pulled bundle");
+    (home, good)
+}
+
 /// `bytes` with one bit flipped at `at`.
 fn flipped(bytes: &[u8], at: usize) -> Vec<u8> {
     let mut out = bytes.to_vec();
@@ -140,10 +148,7 @@ fn flipped(bytes: &[u8], at: usize) -> Vec<u8> {
 
 #[test]
 fn a_tampered_or_foreign_bundle_is_refused() {
-    let registry = registry();
-    let home = Home::new(&registry.key);
-    pulled(&home);
-    let good = std::fs::read(home.bundle()).expect("pulled bundle");
+    let (home, good) = home_with_a_pulled_bundle();
     let index_len = u32::from_le_bytes(good[12..16].try_into().expect("4 bytes")) as usize;
     let cases = [
         ("a module", flipped(&good, good.len() - 1), "does not match its signed sha256"),
@@ -198,9 +203,7 @@ fn serve_once(body: Vec<u8>) -> String {
 #[test]
 fn a_bad_bundle_from_a_server_keeps_the_previous_one() {
     let registry = registry();
-    let home = Home::new(&registry.key);
-    pulled(&home);
-    let good = std::fs::read(home.bundle()).expect("pulled bundle");
+    let (home, good) = home_with_a_pulled_bundle();
 
     let out = home.run(&["bundle", "pull", "--server", &serve_once(flipped(&good, good.len() / 2))]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
