@@ -1,5 +1,6 @@
-//! `pitfall`: describe a machine as a manifest (`scan`) and check a
-//! manifest against the known breakages (`check`).
+//! `pitfall`: describe a machine as a manifest (`scan`), check manifests
+//! against the known breakages (`check`, online or offline, one or a
+//! fleet), and keep the registry's signed rule bundle (`bundle pull`).
 //!
 //! Exit codes (the contract provisioning tools rely on): 0 no error-severity
 //! finding, 1 at least one, 2 the command itself failed (unreadable or
@@ -10,7 +11,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod bundle;
 mod check;
+mod config;
+mod progress;
 mod rules;
 mod scan;
 mod text;
@@ -27,8 +31,14 @@ struct Cli {
 enum Command {
     /// Describe this machine (or captured outputs of its tools) as a manifest v1.
     Scan(Box<scan::command::ScanArgs>),
-    /// Check a manifest (a file, or `-` for standard input) against the rules.
+    /// Check a manifest (a file, or `-` for standard input), or many with
+    /// --batch, against the rules: online with --server (or PITFALL_SERVER),
+    /// else offline with --rules, else the pulled bundle, else the rules
+    /// built into this binary.
     Check(CheckArgs),
+    /// Pull (or show) the registry's signed rule bundle for offline checks.
+    #[command(subcommand)]
+    Bundle(bundle::BundleCommand),
     /// Print the JSON Schema of manifest v1.
     Schema,
 }
@@ -42,16 +52,55 @@ enum Format {
     Json,
 }
 
+/// The least severity that makes `check` exit 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FailOn {
+    /// A warning or an error.
+    Warning,
+    /// An error.
+    Error,
+}
+
+impl FailOn {
+    fn as_str(self) -> &'static str {
+        match self {
+            FailOn::Warning => "warning",
+            FailOn::Error => "error",
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 struct CheckArgs {
     /// The manifest (JSON, manifest v1), or `-` for standard input.
-    manifest: PathBuf,
-    /// Rules to use instead of the bundled ones: a `.wasm` file or a folder of them.
+    #[arg(required_unless_present = "batch")]
+    manifest: Option<PathBuf>,
+    /// Check these manifests (a fleet): online through /v1/check/batch in
+    /// batches the server accepts, offline one after another. Exit 2 if any
+    /// could not be checked, else 1 if any fails --fail-on.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    batch: Vec<PathBuf>,
+    /// Check online with this registry (default: PITFALL_SERVER, unless
+    /// --rules is given).
+    #[arg(long, value_name = "URL", conflicts_with = "rules")]
+    server: Option<String>,
+    /// Check offline with these rules: a `.wasm` file, a folder of them, or
+    /// a signed bundle (verified with the pinned key).
     #[arg(long, value_name = "PATH")]
     rules: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// Exit 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value = "error")]
+    fail_on: FailOn,
+    /// Print nothing on stdout: the exit code is the answer (failures
+    /// still go to stderr).
+    #[arg(long, short)]
+    quiet: bool,
+    /// Show progress on stderr even when it is not a terminal.
+    #[arg(long)]
+    progress: bool,
 }
 
 fn main() -> ExitCode {
@@ -59,6 +108,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Scan(args) => scan::command::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Bundle(command) => bundle::run(&command),
         Command::Schema => {
             let schema = pitfall_sdk::model::manifest_schema();
             serde_json::to_string_pretty(&schema)

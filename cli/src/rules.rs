@@ -1,48 +1,69 @@
-//! Where `check` gets its rules: the bundled set, a `.wasm` file, or a
-//! folder of them.
+//! Where `check` gets its rules: the set built into the binary, a `.wasm`
+//! file, a folder of them, or a signed bundle (verified first).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use pitfall_engine::{Engine, Limits, RuleSet};
+use pitfall_client::api::{Bundle, PublicKey};
+use pitfall_engine::{Engine, Limits, Rule, RuleSet};
 
 /// The compiled-code cache: `PITFALL_CACHE_DIR`, else `$XDG_CACHE_HOME/pitfall`,
 /// else `~/.cache/pitfall`; none when no such place can be named.
 pub(crate) fn cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("PITFALL_CACHE_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("pitfall").join("compiled"))
+    crate::config::user_path("PITFALL_CACHE_DIR", "XDG_CACHE_HOME", ".cache", "compiled")
 }
 
 /// An engine with the on-disk compiled-code cache when it can be used
 /// (the cache only saves time: without it, rules compile afresh).
 pub(crate) fn engine() -> anyhow::Result<Engine> {
-    if let Some(dir) = cache_dir() {
-        if let Ok(engine) = Engine::with_cache_dir(Limits::default(), dir) {
-            return Ok(engine);
-        }
+    if let Some(dir) = cache_dir()
+        && let Ok(engine) = Engine::with_cache_dir(Limits::default(), dir)
+    {
+        return Ok(engine);
     }
     Engine::new(Limits::default()).context("starting the rule engine")
 }
 
-/// Loads the bundled rules (compiling on all cores when not cached).
-pub(crate) fn bundled(engine: &Engine) -> anyhow::Result<RuleSet> {
-    let rules = std::thread::scope(|scope| {
-        let handles: Vec<_> = pitfall_bundled_rules::MODULES
-            .iter()
-            .map(|m| scope.spawn(move || engine.load(m.wasm).with_context(|| format!("bundled rule {}", m.crate_name))))
-            .collect();
+/// Loads modules on all cores (compiling what is not cached); `name`
+/// says which module failed.
+fn load_all<'a>(engine: &Engine, modules: impl Iterator<Item = (String, &'a [u8])>) -> anyhow::Result<Vec<Arc<Rule>>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            modules.map(|(name, wasm)| scope.spawn(move || engine.load(wasm).with_context(|| name))).collect();
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a rule-loading thread panicked"))).map(Arc::new))
-            .collect::<anyhow::Result<Vec<_>>>()
-    })?;
-    Ok(RuleSet::new(rules, pitfall_bundled_rules::REVISION))
+            .collect()
+    })
+}
+
+/// Loads the bundled rules (compiling on all cores when not cached).
+pub(crate) fn bundled(engine: &Engine) -> anyhow::Result<RuleSet> {
+    let modules = pitfall_bundled_rules::MODULES.iter().map(|m| (format!("bundled rule {}", m.crate_name), m.wasm));
+    Ok(RuleSet::new(load_all(engine, modules)?, pitfall_bundled_rules::REVISION))
+}
+
+/// Loads a signed bundle's rules after verifying it with `key`; each
+/// module must describe itself as its signed index entry says. The set
+/// answers with the bundle's ruleset revision, as the server that signed
+/// it does.
+pub(crate) fn from_bundle(engine: &Engine, name: &str, bytes: &[u8], key: &PublicKey) -> anyhow::Result<RuleSet> {
+    let bundle = Bundle::verify(bytes, key).with_context(|| format!("{name}: refused"))?;
+    let modules = bundle.modules().map(|(entry, wasm)| (format!("{name}: rule {} {}", entry.id, entry.version), wasm));
+    let rules = load_all(engine, modules)?;
+    for (rule, (entry, _)) in rules.iter().zip(bundle.modules()) {
+        if rule.id() != entry.id || rule.meta().version != entry.version {
+            bail!(
+                "{name}: the module listed as {} {} describes itself as {} {}",
+                entry.id,
+                entry.version,
+                rule.id(),
+                rule.meta().version
+            );
+        }
+    }
+    Ok(RuleSet::new(rules, bundle.index.ruleset_revision.clone()))
 }
 
 /// Loads a `.wasm` file or every `.wasm` file of a folder (sorted by name).

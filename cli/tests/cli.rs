@@ -8,8 +8,23 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod provision;
+
+/// `pitfall` without the user's settings: no config file, no pulled
+/// bundle, no server from the environment (so plain `check` uses the rules
+/// built into the binary).
+fn command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pitfall"));
+    let nowhere = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-such-pitfall-setting");
+    command.env("PITFALL_CONFIG", &nowhere).env("PITFALL_BUNDLE", &nowhere);
+    for var in ["PITFALL_SERVER", "PITFALL_BUNDLE_KEY", "PITFALL_TOKEN"] {
+        command.env_remove(var);
+    }
+    command
+}
+
 fn pitfall(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pitfall")).args(args).output().expect("pitfall runs")
+    command().args(args).output().expect("pitfall runs")
 }
 
 fn fixtures() -> PathBuf {
@@ -170,7 +185,7 @@ fn rules_from_a_file_or_a_folder_and_bad_modules_exit_2() {
 #[test]
 fn manifest_from_standard_input() {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pitfall"))
+    let mut child = command()
         .args(["check", "-", "--format", "json"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -221,7 +236,7 @@ fn scan_dir(dir: &Path) -> Value {
 /// Runs pitfall with `args` and `input` on standard input.
 fn pitfall_with_stdin(args: &[&str], input: &[u8]) -> Output {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pitfall"))
+    let mut child = command()
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 
 use crate::api;
+use crate::bundle::Bundles;
 use crate::config::ServerLimits;
 use crate::error::AppError;
 use crate::metrics::Metrics;
@@ -29,13 +30,23 @@ struct Shared {
     limits: ServerLimits,
     cache: ResultCache,
     metrics: Metrics,
+    bundles: Bundles,
 }
 
 impl AppState {
-    /// State over a registry, with these bounds.
+    /// State over a registry, with these bounds, signing bundles with a
+    /// fresh key (in-process uses; a server signs with its configured key,
+    /// see [`AppState::with_signer`]).
     pub fn new(registry: Arc<Registry>, limits: ServerLimits) -> AppState {
+        let signer = crate::signing::generate().unwrap_or_else(|_| pitfall_api::BundleSigner::from_seed(&[0; 32]));
+        AppState::with_signer(registry, limits, signer)
+    }
+
+    /// State over a registry, with these bounds, signing bundles with `signer`.
+    pub fn with_signer(registry: Arc<Registry>, limits: ServerLimits, signer: pitfall_api::BundleSigner) -> AppState {
         let cache = ResultCache::new(limits.result_cache_entries);
-        AppState { inner: Arc::new(Shared { registry, limits, cache, metrics: Metrics::default() }) }
+        let bundles = Bundles::new(signer);
+        AppState { inner: Arc::new(Shared { registry, limits, cache, metrics: Metrics::default(), bundles }) }
     }
 
     /// The registry (store, engine, served rules).
@@ -57,6 +68,11 @@ impl AppState {
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics
     }
+
+    /// The signed bundles of the served rules.
+    pub fn bundles(&self) -> &Bundles {
+        &self.inner.bundles
+    }
 }
 
 /// The HTTP API.
@@ -66,6 +82,8 @@ pub fn app(state: AppState) -> Router {
         .route("/readyz", get(api::ops::readyz))
         .route("/metrics", get(api::ops::metrics))
         .route("/v1/openapi.json", get(api::ops::openapi))
+        .route("/v1/limits", get(api::ops::limits))
+        .route("/v1/bundle", get(api::bundle::bundle))
         .route("/v1/check", post(api::check::check))
         .route("/v1/check/batch", post(api::check::batch))
         .route("/v1/rules", get(api::rules::search).post(api::rules::publish))

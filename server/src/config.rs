@@ -30,9 +30,32 @@ pub struct Config {
     /// (idempotent: an already seeded version is left as it is).
     #[arg(long, env = "PITFALL_SEED_BUNDLED", default_value_t = true, action = clap::ArgAction::Set)]
     pub seed_bundled: bool,
+    /// The ed25519 key that signs `GET /v1/bundle` (PKCS#8 PEM, as
+    /// `openssl genpkey -algorithm ed25519` writes it). Every replica of one
+    /// registry needs the same file. Default: `<data-dir>/bundle-signing-key.pem`,
+    /// generated on first start; `admin bundle-key` prints its public key.
+    #[arg(long, env = "PITFALL_SIGNING_KEY_FILE", value_name = "PATH")]
+    pub signing_key_file: Option<PathBuf>,
+}
+
+/// `Config` alone, parsed like `pitfall-server`'s flags.
+#[derive(Debug, clap::Parser)]
+struct ConfigOnly {
+    #[command(flatten)]
+    config: Config,
 }
 
 impl Config {
+    /// A config from flags (the first item is the program name) and the
+    /// environment, as `pitfall-server` reads them; for embedding and tests.
+    pub fn from_args<I, T>(args: I) -> Result<Config, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        <ConfigOnly as clap::Parser>::try_parse_from(args).map(|c| c.config)
+    }
+
     /// The database URL in effect.
     pub fn database_url(&self) -> String {
         match &self.database_url {

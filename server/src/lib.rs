@@ -8,6 +8,7 @@
 pub mod api;
 mod app;
 pub mod auth;
+pub mod bundle;
 pub mod config;
 mod error;
 pub mod extract;
@@ -17,6 +18,7 @@ pub mod publish;
 pub mod registry;
 pub mod result_cache;
 pub mod server;
+pub mod signing;
 pub mod store;
 pub mod web;
 

@@ -1,5 +1,6 @@
 //! `pitfall-server`: the registry. With no subcommand it serves; `admin
-//! create-token` makes the first admin's token.
+//! create-token` makes the first admin's token; `admin bundle-key` prints
+//! the public key that verifies its bundles.
 
 use clap::{Parser, Subcommand};
 use pitfall_server::Config;
@@ -37,6 +38,10 @@ enum Admin {
         #[arg(long, default_value = "created by pitfall-server admin")]
         label: String,
     },
+    /// Print the public key that verifies this server's bundles
+    /// (`ed25519:...`), for clients to pin (`bundle_public_key` in
+    /// `~/.config/pitfall/config.toml`, or `PITFALL_BUNDLE_KEY`).
+    BundleKey,
 }
 
 #[tokio::main]
@@ -58,6 +63,7 @@ async fn main() -> std::process::ExitCode {
             }),
             Err(e) => Err(anyhow::anyhow!("--role: {e}")),
         },
+        Command::Admin(Admin::BundleKey) => pitfall_server::server::bundle_key(&cli.config).map(|key| println!("{key}")),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

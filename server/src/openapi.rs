@@ -54,12 +54,19 @@ fn binary(_: &mut SchemaGenerator) -> Schema {
     schemars::json_schema!({ "type": "string", "format": "binary" })
 }
 
+/// A bundle is binary; its signed index is documented as `BundleIndex`.
+fn bundle_schema(generator: &mut SchemaGenerator) -> Schema {
+    let index = generator.subschema_for::<pitfall_api::BundleIndex>();
+    schemars::json_schema!({ "type": "string", "format": "binary", "description": "PITFALLB header, the signed JSON index, its ed25519 signature, the modules", "x-pitfall-index": index })
+}
+
 fn text(_: &mut SchemaGenerator) -> Schema {
     schemars::json_schema!({ "type": "string" })
 }
 
 const JSON: &str = "application/json";
 const WASM: &str = "application/wasm";
+const BUNDLE: &str = pitfall_api::bundle::MEDIA_TYPE;
 
 macro_rules! op {
     ($method:literal $path:literal, $access:ident, $summary:literal,
@@ -87,6 +94,10 @@ pub fn operations() -> Vec<Operation> {
             request: None, query: None, response: 200 "text/plain" => text),
         op!("GET" "/v1/openapi.json", Anonymous, "This document.",
             request: None, query: None, response: 200 JSON => |_| schemars::json_schema!({ "type": "object" })),
+        op!("GET" "/v1/limits", Anonymous, "The bounds on one request (batch size, manifest and body bytes).",
+            request: None, query: None, response: 200 JSON => schema::<LimitsView>),
+        op!("GET" "/v1/bundle", Anonymous, "The served rules as one ed25519-signed file (format: api/BUNDLE.md; its index schema is BundleIndex). ETag from the revision and content; If-None-Match answers 304.",
+            request: None, query: None, response: 200 BUNDLE => bundle_schema),
         op!("POST" "/v1/check", Anonymous, "Check one manifest (v1) against the served rules.",
             request: Some((JSON, schema::<Manifest>)), query: None, response: 200 JSON => schema::<CheckResponse>),
         op!("POST" "/v1/check/batch", Anonymous, "Check many manifests; answers in order, each its full answer or its own error.",

@@ -33,23 +33,64 @@ async fn connect(config: &Config) -> anyhow::Result<Store> {
     Store::connect(&url).await.with_context(|| format!("opening the {} database", backend.as_str()))
 }
 
-/// Serves the API until ctrl-c.
-pub async fn serve(config: Config) -> anyhow::Result<()> {
+/// A server listening and serving in the background of the current
+/// runtime: what `serve` runs until ctrl-c, and what embedders and tests
+/// start on `127.0.0.1:0`.
+#[derive(Debug)]
+pub struct Running {
+    /// Where it listens (the bound port when the config said 0).
+    pub addr: std::net::SocketAddr,
+    /// The bundle signing key's public half, which clients pin.
+    pub public_key: pitfall_api::PublicKey,
+    /// The serving task.
+    pub task: tokio::task::JoinHandle<std::io::Result<()>>,
+    _poller: tokio::task::JoinHandle<()>,
+}
+
+/// Opens the registry, binds `config.listen` and serves in the background.
+pub async fn start(config: Config) -> anyhow::Result<Running> {
     let registry = open(&config).await?;
+    // After `open`, which made the data dir the default key lives in.
+    let signer = crate::signing::load_or_create(&config)?;
+    if config.signing_key_file.is_none() && config.database_url().starts_with("postgres") {
+        tracing::warn!(
+            "bundles are signed with this data dir's own key; replicas of one registry must share one: set --signing-key-file"
+        );
+    }
     let rules = registry.rules();
     tracing::info!(rules = rules.rules().len(), revision = rules.revision(), "rules loaded");
-    let _poller = registry.spawn_poller(Duration::from_millis(config.refresh_ms.max(10)));
-    let router = app(AppState::new(registry, config.limits.clone()));
+    let poller = registry.spawn_poller(Duration::from_millis(config.refresh_ms.max(10)));
+    let public_key = signer.public_key();
+    tracing::info!(public_key = %public_key, "bundles signed");
+    let router = app(AppState::with_signer(registry, config.limits.clone(), signer));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
-    tracing::info!(listen = %listener.local_addr().unwrap_or(config.listen), "serving");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("serving")
+    let addr = listener.local_addr().unwrap_or(config.listen);
+    tracing::info!(listen = %addr, "serving");
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+    });
+    Ok(Running { addr, public_key, task, _poller: poller })
+}
+
+/// Serves the API until ctrl-c.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let running = start(config).await?;
+    running.task.await.context("the serving task failed")?.context("serving")
+}
+
+/// `admin bundle-key`: the public key of the key that signs bundles (the
+/// data dir's, created if missing, or `--signing-key-file`'s), for clients
+/// to pin.
+pub fn bundle_key(config: &Config) -> anyhow::Result<pitfall_api::PublicKey> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
+    Ok(crate::signing::load_or_create(config)?.public_key())
 }
 
 /// `admin create-token`: an account with `role` (created if missing) and a

@@ -1,6 +1,7 @@
 //! The v1 API's handlers, one module per resource, and its wire types.
 
 pub mod accounts;
+pub mod bundle;
 pub mod check;
 pub mod ops;
 pub mod review;

@@ -7,7 +7,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use serde_json::Value;
 
-use crate::api::types::Health;
+use crate::api::types::{Health, LimitsView};
 use crate::app::AppState;
 
 fn health(state: &AppState, ready: bool) -> Health {
@@ -32,6 +32,17 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
     let ready = state.registry().store().ping().await.is_ok();
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, Json(health(&state, ready)))
+}
+
+/// `GET /v1/limits`: the bounds on one request, so clients can split a
+/// fleet into batches this server accepts.
+pub async fn limits(State(state): State<AppState>) -> Json<LimitsView> {
+    let limits = state.limits();
+    Json(LimitsView {
+        max_batch: limits.max_batch,
+        max_manifest_bytes: limits.max_manifest_bytes,
+        max_body_bytes: limits.max_body_bytes,
+    })
 }
 
 /// `GET /metrics`: Prometheus text format.

@@ -37,7 +37,13 @@ impl Drop for Server {
 impl Server {
     /// Starts one on `data_dir` (SQLite there unless `database_url`).
     pub fn start(data_dir: &Path, database_url: Option<&str>, seed: bool) -> Server {
+        Server::start_with_env(data_dir, database_url, seed, &[])
+    }
+
+    /// [`Server::start`] with these environment variables set as well.
+    pub fn start_with_env(data_dir: &Path, database_url: Option<&str>, seed: bool, env: &[(&str, &Path)]) -> Server {
         let mut command = Command::new(SERVER);
+        command.envs(env.iter().copied());
         command
             .args(["--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)

@@ -65,11 +65,16 @@ fn two_replicas_on_one_postgres_are_one_registry() {
     let maintainer = admin_token(dir_a.path(), url, "mia", "maintainer");
     let alice = admin_token(dir_a.path(), url, "alice", "contributor");
 
+    // One bundle signing key for the registry, as configuration.
+    let key_file = dir_a.path().join("shared-signing-key.pem");
+    std::fs::write(&key_file, pitfall_api::BundleSigner::from_seed(&[11; 32]).to_pkcs8_pem().expect("pem")).expect("key");
+    let signing = [("PITFALL_SIGNING_KEY_FILE", key_file.as_path())];
+
     // Both start at once on an empty registry (no seed: the rule is
     // published through the API instead).
     let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| Server::start(dir_a.path(), url, false));
-        let b = s.spawn(|| Server::start(dir_b.path(), url, false));
+        let a = s.spawn(|| Server::start_with_env(dir_a.path(), url, false, &signing));
+        let b = s.spawn(|| Server::start_with_env(dir_b.path(), url, false, &signing));
         (a.join().expect("a"), b.join().expect("b"))
     });
     let g5g = fixture("g5g-gemma4-vllm0271.json");
@@ -97,6 +102,25 @@ fn two_replicas_on_one_postgres_are_one_registry() {
     let (_, health_a) = a.call("GET", "/healthz", None, b"");
     let (_, health_b) = b.call("GET", "/healthz", None, b"");
     assert_eq!(health_a["ruleset_revision"], health_b["ruleset_revision"]);
+
+    // Both serve the same bundle, which verifies with the one key that
+    // `admin bundle-key` prints.
+    let output = Command::new(SERVER)
+        .arg("--data-dir")
+        .arg(dir_b.path())
+        .arg("--signing-key-file")
+        .arg(&key_file)
+        .args(["admin", "bundle-key"])
+        .output()
+        .expect("admin bundle-key");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pinned: pitfall_api::PublicKey = String::from_utf8_lossy(&output.stdout).trim().parse().expect("a public key");
+    let (status_a, bundle_a) = crate::live::exchange(a.addr, "GET", "/v1/bundle", &[], b"");
+    let (status_b, bundle_b) = crate::live::exchange(b.addr, "GET", "/v1/bundle", &[], b"");
+    assert_eq!((status_a, status_b), (200, 200));
+    assert_eq!(bundle_a, bundle_b, "the replicas serve different bundles");
+    let bundle = pitfall_api::Bundle::verify(&bundle_a, &pinned).expect("verifies with the pinned key");
+    assert_eq!(bundle.index.rules.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), vec!["vllm-bf16-needs-sm80"]);
 
     // Tokens never reach a log line.
     for (name, server) in [("a", &a), ("b", &b)] {

@@ -1,0 +1,448 @@
+//! The signed rule bundle: the registry's approved rule set as one file,
+//! signed with ed25519, so a client can check offline with exactly the
+//! rules the server serves and know that nobody changed them on the way.
+//!
+//! Layout (integers little-endian; `api/BUNDLE.md` says why each part is there):
+//!
+//! | bytes | what |
+//! | --- | --- |
+//! | 8 | magic `PITFALLB` |
+//! | 4 | format version (1) |
+//! | 4 | index length `N` |
+//! | N | the index: JSON ([`BundleIndex`]) |
+//! | 64 | ed25519 signature of every byte before it (magic, version, length, index) |
+//! | ... | the modules' bytes, concatenated in index order, nothing after |
+//!
+//! The signature covers the index, and the index holds each module's size
+//! and sha256: a verifier checks the signature with its pinned key first,
+//! then every module's digest, then that the file ends where the last
+//! module does. Nothing is read as trusted before the signature holds.
+
+use ed25519_dalek::{Signature, Signer, SigningKey};
+use pitfall_sdk::model::meta::{RuleMeta, Severity};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::key::PublicKey;
+
+/// The first bytes of every bundle.
+pub const MAGIC: &[u8; 8] = b"PITFALLB";
+/// The format this crate writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// The media type `GET /v1/bundle` answers with.
+pub const MEDIA_TYPE: &str = "application/vnd.pitfall.bundle";
+/// An index larger than this is refused before it is parsed: 64 MiB is
+/// some 200,000 rules' entries, past any registry we plan for.
+pub const MAX_INDEX_BYTES: usize = 64 << 20;
+
+const HEADER_BYTES: usize = 16;
+const SIGNATURE_BYTES: usize = 64;
+
+/// What the bundle says about itself and each rule (the signed part).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BundleIndex {
+    /// The format version, as in the header.
+    pub format: u32,
+    /// The registry's ruleset revision these rules are (checks made with
+    /// this bundle answer with it).
+    pub ruleset_revision: String,
+    /// The key that signed it (`ed25519:<base64>`): a verifier compares it
+    /// with its pinned key to say "signed by another key" rather than
+    /// "tampered".
+    pub public_key: String,
+    /// The rules, by id; the modules follow in this order.
+    pub rules: Vec<BundleEntry>,
+}
+
+/// One rule in the bundle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BundleEntry {
+    /// The rule's id.
+    pub id: String,
+    /// Its version.
+    pub version: String,
+    /// The module's sha256 (hex).
+    pub sha256: String,
+    /// The module's size in bytes.
+    pub size: u64,
+    /// One line, what breaks.
+    pub title: String,
+    /// error, warning or info.
+    pub severity: Severity,
+    /// One paragraph.
+    pub summary: String,
+    /// The `applies_to` selectors.
+    pub applies_to: Vec<String>,
+}
+
+/// Why a bundle was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BundleError {
+    /// Shorter than its header, index or signature claims.
+    #[error("the bundle is truncated ({0})")]
+    Truncated(&'static str),
+    /// Not a bundle at all.
+    #[error("not a Pitfall bundle (no PITFALLB magic)")]
+    NotABundle,
+    /// A format this client does not read.
+    #[error("bundle format {0} is not supported (this client reads format {FORMAT_VERSION})")]
+    UnsupportedFormat(u32),
+    /// Signed, but by a key other than the pinned one.
+    #[error("the bundle is signed by {signed_by}, not by the pinned key {pinned}")]
+    WrongKey {
+        /// The key the bundle names (unverified).
+        signed_by: String,
+        /// The key the client trusts.
+        pinned: String,
+    },
+    /// The signature does not verify: the signed part was changed.
+    #[error("the bundle's signature does not verify with the pinned key {pinned}: it was altered")]
+    BadSignature {
+        /// The key the client trusts.
+        pinned: String,
+    },
+    /// The signed index is not what the format says.
+    #[error("the bundle's index is invalid: {0}")]
+    BadIndex(String),
+    /// A module whose bytes do not have the digest the index signs.
+    #[error("module {rule_id} {version} does not match its signed sha256: it was altered")]
+    DigestMismatch {
+        /// The rule.
+        rule_id: String,
+        /// Its version.
+        version: String,
+    },
+    /// Module bytes do not add up to the rest of the file.
+    #[error("the modules take {expected} bytes but {actual} follow the signature")]
+    LengthMismatch {
+        /// What the index's sizes add up to.
+        expected: u64,
+        /// What the file holds.
+        actual: u64,
+    },
+}
+
+/// A bundle as written: its bytes and the HTTP entity tag naming them.
+#[derive(Debug, Clone)]
+pub struct SignedBundle {
+    /// The file.
+    pub bytes: Vec<u8>,
+    /// `"<revision>-<digest>"`, quoted as HTTP wants it.
+    pub etag: String,
+    /// The ruleset revision it holds.
+    pub ruleset_revision: String,
+    /// How many rules it holds.
+    pub rules: usize,
+}
+
+/// Signs bundles: an ed25519 signing key.
+pub struct BundleSigner {
+    key: SigningKey,
+}
+
+impl std::fmt::Debug for BundleSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret.
+        f.debug_struct("BundleSigner").field("public_key", &self.public_key().to_string()).finish()
+    }
+}
+
+impl BundleSigner {
+    /// A signer from a 32-byte ed25519 seed.
+    pub fn from_seed(seed: &[u8; 32]) -> BundleSigner {
+        BundleSigner { key: SigningKey::from_bytes(seed) }
+    }
+
+    /// Reads a PKCS#8 PEM private key (`openssl genpkey -algorithm ed25519`).
+    pub fn from_pkcs8_pem(pem: &str) -> Result<BundleSigner, String> {
+        use ed25519_dalek::pkcs8::DecodePrivateKey;
+        SigningKey::from_pkcs8_pem(pem).map(|key| BundleSigner { key }).map_err(|e| e.to_string())
+    }
+
+    /// The key as PKCS#8 PEM, to store it.
+    pub fn to_pkcs8_pem(&self) -> Result<String, String> {
+        use ed25519_dalek::pkcs8::{EncodePrivateKey, spki::der::pem::LineEnding};
+        self.key.to_pkcs8_pem(LineEnding::LF).map(|pem| pem.to_string()).map_err(|e| e.to_string())
+    }
+
+    /// The public half, which clients pin.
+    pub fn public_key(&self) -> PublicKey {
+        PublicKey::from(self.key.verifying_key())
+    }
+
+    /// Writes and signs a bundle of these rules (sorted by id, so every
+    /// replica writes the same bytes for the same set and key).
+    pub fn sign(&self, ruleset_revision: &str, rules: &[(&RuleMeta, &[u8])]) -> SignedBundle {
+        let mut rules: Vec<&(&RuleMeta, &[u8])> = rules.iter().collect();
+        rules.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+        let index = BundleIndex {
+            format: FORMAT_VERSION,
+            ruleset_revision: ruleset_revision.to_owned(),
+            public_key: self.public_key().to_string(),
+            rules: rules.iter().map(|(meta, module)| entry(meta, module)).collect(),
+        };
+        // Serialising plain structs of strings and numbers cannot fail.
+        let index_json = serde_json::to_vec(&index).unwrap_or_default();
+        let modules_len: usize = rules.iter().map(|(_, m)| m.len()).sum();
+        let mut bytes = Vec::with_capacity(HEADER_BYTES + index_json.len() + SIGNATURE_BYTES + modules_len);
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&u32::try_from(index_json.len()).unwrap_or(u32::MAX).to_le_bytes());
+        bytes.extend_from_slice(&index_json);
+        let signature = self.key.sign(&bytes);
+        let etag = etag(ruleset_revision, &bytes);
+        bytes.extend_from_slice(&signature.to_bytes());
+        for (_, module) in &rules {
+            bytes.extend_from_slice(module);
+        }
+        SignedBundle { bytes, etag, ruleset_revision: ruleset_revision.to_owned(), rules: rules.len() }
+    }
+}
+
+fn entry(meta: &RuleMeta, module: &[u8]) -> BundleEntry {
+    BundleEntry {
+        id: meta.id.clone(),
+        version: meta.version.clone(),
+        sha256: hex(&Sha256::digest(module)),
+        size: module.len() as u64,
+        title: meta.title.clone(),
+        severity: meta.severity,
+        summary: meta.summary.clone(),
+        applies_to: meta.applies_to.clone(),
+    }
+}
+
+/// The entity tag of a bundle: its revision (readable in logs) and the
+/// digest of its signed part, which names the key and every module.
+fn etag(ruleset_revision: &str, signed: &[u8]) -> String {
+    let digest = hex(&Sha256::digest(signed));
+    let revision: String = ruleset_revision.chars().filter(char::is_ascii_alphanumeric).collect();
+    format!("\"{revision}-{}\"", &digest[..32])
+}
+
+/// A bundle whose signature and digests hold.
+#[derive(Debug, Clone)]
+pub struct Bundle<'a> {
+    /// Its verified index.
+    pub index: BundleIndex,
+    /// Each rule's module, in index order.
+    modules: Vec<&'a [u8]>,
+    etag: String,
+}
+
+/// The header fields and the split of the file.
+struct Parts<'a> {
+    signed: &'a [u8],
+    index: &'a [u8],
+    signature: &'a [u8],
+    modules: &'a [u8],
+}
+
+fn split(bytes: &[u8]) -> Result<Parts<'_>, BundleError> {
+    if bytes.len() < HEADER_BYTES {
+        return Err(if bytes.starts_with(&MAGIC[..bytes.len().min(8)]) && !bytes.is_empty() {
+            BundleError::Truncated("header")
+        } else {
+            BundleError::NotABundle
+        });
+    }
+    if &bytes[..8] != MAGIC {
+        return Err(BundleError::NotABundle);
+    }
+    let word = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    let format = word(8);
+    if format != FORMAT_VERSION {
+        return Err(BundleError::UnsupportedFormat(format));
+    }
+    let index_len = word(12) as usize;
+    if index_len > MAX_INDEX_BYTES {
+        return Err(BundleError::BadIndex(format!("{index_len} bytes, over the bound of {MAX_INDEX_BYTES}")));
+    }
+    let index_end = HEADER_BYTES + index_len;
+    let signature_end = index_end + SIGNATURE_BYTES;
+    if bytes.len() < index_end {
+        return Err(BundleError::Truncated("index"));
+    }
+    if bytes.len() < signature_end {
+        return Err(BundleError::Truncated("signature"));
+    }
+    Ok(Parts {
+        signed: &bytes[..index_end],
+        index: &bytes[HEADER_BYTES..index_end],
+        signature: &bytes[index_end..signature_end],
+        modules: &bytes[signature_end..],
+    })
+}
+
+/// Reads the index without checking anything: only to say what a refused
+/// bundle claims (which key, which revision). Never use it to run rules.
+pub fn read_index_unverified(bytes: &[u8]) -> Result<BundleIndex, BundleError> {
+    let parts = split(bytes)?;
+    serde_json::from_slice(parts.index).map_err(|e| BundleError::BadIndex(e.to_string()))
+}
+
+/// Whether these bytes start like a bundle (to tell one from a `.wasm`).
+pub fn looks_like_bundle(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
+impl<'a> Bundle<'a> {
+    /// Checks a bundle against the pinned key: the signature over the
+    /// header and index, then each module's size and sha256, then that
+    /// nothing follows the last module.
+    pub fn verify(bytes: &'a [u8], pinned: &PublicKey) -> Result<Bundle<'a>, BundleError> {
+        let parts = split(bytes)?;
+        let signature = Signature::from_slice(parts.signature)
+            .map_err(|_| BundleError::BadSignature { pinned: pinned.to_string() })?;
+        if pinned.verifying_key().verify_strict(parts.signed, &signature).is_err() {
+            // Which failure it is only decides the message: a bundle that
+            // names another key was most likely signed by it.
+            let claimed = serde_json::from_slice::<BundleIndex>(parts.index).ok().map(|i| i.public_key);
+            return Err(match claimed {
+                Some(signed_by) if signed_by != pinned.to_string() => {
+                    BundleError::WrongKey { signed_by, pinned: pinned.to_string() }
+                }
+                _ => BundleError::BadSignature { pinned: pinned.to_string() },
+            });
+        }
+        let index: BundleIndex =
+            serde_json::from_slice(parts.index).map_err(|e| BundleError::BadIndex(e.to_string()))?;
+        if index.format != FORMAT_VERSION {
+            return Err(BundleError::BadIndex(format!(
+                "index format {} in a format {FORMAT_VERSION} file",
+                index.format
+            )));
+        }
+        let mut ids = std::collections::HashSet::with_capacity(index.rules.len());
+        let mut modules = Vec::with_capacity(index.rules.len());
+        let mut rest = parts.modules;
+        let expected: u64 = index.rules.iter().map(|r| r.size).fold(0u64, u64::saturating_add);
+        if expected != rest.len() as u64 {
+            return Err(BundleError::LengthMismatch { expected, actual: rest.len() as u64 });
+        }
+        for rule in &index.rules {
+            if !ids.insert(rule.id.as_str()) {
+                return Err(BundleError::BadIndex(format!("rule {} appears twice", rule.id)));
+            }
+            // The total matched above, so every size fits in what is left.
+            let size = usize::try_from(rule.size).unwrap_or(usize::MAX).min(rest.len());
+            let (module, tail) = rest.split_at(size);
+            if hex(&Sha256::digest(module)) != rule.sha256.to_ascii_lowercase() {
+                return Err(BundleError::DigestMismatch { rule_id: rule.id.clone(), version: rule.version.clone() });
+            }
+            modules.push(module);
+            rest = tail;
+        }
+        let etag = etag(&index.ruleset_revision, parts.signed);
+        Ok(Bundle { index, modules, etag })
+    }
+
+    /// Each rule's index entry and module bytes, in index order.
+    pub fn modules(&self) -> impl Iterator<Item = (&BundleEntry, &'a [u8])> + '_ {
+        self.index.rules.iter().zip(self.modules.iter().copied())
+    }
+
+    /// The entity tag the server gave this bundle.
+    pub fn etag(&self) -> &str {
+        &self.etag
+    }
+}
+
+/// Lowercase hex.
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(id: &str) -> RuleMeta {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "version": "1.0.0", "title": "t", "severity": "error", "summary": "s",
+            "message": "m", "applies_to": ["package:vllm"], "author": "a",
+            "references": [{"title": "r", "url": "https://example.org"}],
+            "remedies": [{"summary": "fix", "actions": []}]
+        }))
+        .expect("meta")
+    }
+
+    fn signer(seed: u8) -> BundleSigner {
+        BundleSigner::from_seed(&[seed; 32])
+    }
+
+    fn sample(signer: &BundleSigner) -> SignedBundle {
+        let (a, b) = (meta("b-rule"), meta("a-rule"));
+        signer.sign("7", &[(&a, b"module b".as_slice()), (&b, b"module a, longer".as_slice())])
+    }
+
+    #[test]
+    fn a_signed_bundle_verifies_and_lists_its_modules_sorted_by_id() {
+        let s = signer(1);
+        let signed = sample(&s);
+        let bundle = Bundle::verify(&signed.bytes, &s.public_key()).expect("verifies");
+        let got: Vec<(&str, &[u8])> = bundle.modules().map(|(e, m)| (e.id.as_str(), m)).collect();
+        assert_eq!(got, vec![("a-rule", b"module a, longer".as_slice()), ("b-rule", b"module b".as_slice())]);
+        assert_eq!(bundle.index.ruleset_revision, "7");
+        assert_eq!(bundle.etag(), signed.etag);
+        assert!(signed.etag.starts_with("\"7-"));
+    }
+
+    #[test]
+    fn the_same_set_and_key_give_the_same_bytes() {
+        assert_eq!(sample(&signer(1)).bytes, sample(&signer(1)).bytes);
+        assert_ne!(sample(&signer(1)).etag, sample(&signer(2)).etag);
+    }
+
+    /// Every byte of the header, then every 5th byte and the last: each
+    /// part of the file (index, signature, modules) many times over, in a
+    /// fraction of the time every byte would take.
+    fn positions(len: usize) -> impl Iterator<Item = usize> {
+        (0..HEADER_BYTES).chain((HEADER_BYTES..len).step_by(5)).chain([len - 1])
+    }
+
+    #[test]
+    fn flipped_bytes_anywhere_are_refused() {
+        let s = signer(1);
+        let signed = sample(&s);
+        for i in positions(signed.bytes.len()) {
+            let mut bytes = signed.bytes.clone();
+            bytes[i] ^= 0x01;
+            assert!(Bundle::verify(&bytes, &s.public_key()).is_err(), "byte {i} flipped and still verified");
+        }
+    }
+
+    #[test]
+    fn truncated_or_extended_bundles_are_refused() {
+        let s = signer(1);
+        let signed = sample(&s);
+        for len in positions(signed.bytes.len()) {
+            assert!(Bundle::verify(&signed.bytes[..len], &s.public_key()).is_err(), "{len} bytes verified");
+        }
+        let mut longer = signed.bytes.clone();
+        longer.push(0);
+        assert!(matches!(Bundle::verify(&longer, &s.public_key()), Err(BundleError::LengthMismatch { .. })));
+    }
+
+    #[test]
+    fn another_key_is_named_as_such() {
+        let signed = sample(&signer(1));
+        let err = Bundle::verify(&signed.bytes, &signer(2).public_key()).expect_err("refused");
+        assert!(matches!(err, BundleError::WrongKey { .. }), "{err}");
+    }
+
+    #[test]
+    fn signing_keys_round_trip_through_pem() {
+        let s = signer(9);
+        let pem = s.to_pkcs8_pem().expect("pem");
+        assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+        let back = BundleSigner::from_pkcs8_pem(&pem).expect("reads back");
+        assert_eq!(back.public_key(), s.public_key());
+        assert!(BundleSigner::from_pkcs8_pem("not a key").is_err());
+    }
+}

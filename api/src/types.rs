@@ -1,0 +1,268 @@
+//! The API's wire types, separate from the server's domain types so the
+//! storage can change without changing the contract. The server serialises
+//! them and the client deserialises the same types; each derives a JSON
+//! Schema for `/v1/openapi.json`.
+
+use pitfall_sdk::model::meta::{RuleMeta, TestCase};
+use pitfall_sdk::model::report::CheckResponse;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Every non-2xx answer: `{"error": {"code", "message"}}`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorEnvelope {
+    /// What went wrong.
+    pub error: ErrorBody,
+}
+
+/// The body of the error envelope.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorBody {
+    /// A stable, machine-readable code (`invalid_manifest`, `publish_refused`, ...).
+    pub code: String,
+    /// What is wrong, for people.
+    pub message: String,
+    /// For `publish_refused`: the pipeline step that refused the module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+}
+
+/// `POST /v1/check/batch` body.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct BatchRequest {
+    /// Manifests (v1), answered in this order.
+    pub manifests: Vec<Value>,
+}
+
+/// `POST /v1/check/batch` answer.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct BatchResponse {
+    /// One entry per manifest, in the order sent.
+    pub results: Vec<BatchItem>,
+}
+
+/// One manifest's answer in a batch: the full check answer, or the error
+/// that manifest alone got.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum BatchItem {
+    /// The check answer, as `POST /v1/check` gives it.
+    Answer(Box<CheckResponse>),
+    /// This manifest could not be checked.
+    Error {
+        /// Why.
+        error: ErrorBody,
+    },
+}
+
+/// `GET /v1/rules` query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct SearchQuery {
+    /// Free text over ids, titles, summaries and error signatures.
+    pub q: Option<String>,
+    /// Only rules that concern this package (`applies_to` package selector).
+    pub package: Option<String>,
+    /// Only rules that concern this accelerator vendor, or a GPU model of
+    /// the hardware table (`T4G` means its vendor).
+    pub accelerator: Option<String>,
+    /// Only rules of this severity: error, warning or info.
+    pub severity: Option<String>,
+    /// pending, approved, rejected or yanked (default: the served rules).
+    /// pending and rejected need a maintainer's token.
+    pub state: Option<String>,
+    /// Page size (default 50, at most 200).
+    pub limit: Option<u32>,
+    /// Results to skip.
+    pub offset: Option<u32>,
+}
+
+/// `GET /v1/rules` answer.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SearchResponse {
+    /// Matching rules in all pages.
+    pub total: u64,
+    /// The page size used.
+    pub limit: u32,
+    /// Results skipped.
+    pub offset: u32,
+    /// This page.
+    pub items: Vec<RuleSummary>,
+}
+
+/// A rule in a search result, described by one version.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RuleSummary {
+    /// The rule's id.
+    pub id: String,
+    /// The version describing it.
+    pub version: String,
+    /// That version's state.
+    pub state: String,
+    /// Title.
+    pub title: String,
+    /// error, warning or info.
+    pub severity: String,
+    /// One paragraph.
+    pub summary: String,
+    /// The `applies_to` selectors.
+    pub applies_to: Vec<String>,
+    /// The error signature the query matched, or the first one.
+    pub signature: Option<String>,
+    /// Where its details are.
+    pub url: String,
+}
+
+/// `GET /v1/rules/{id}` answer.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RuleDetail {
+    /// The rule's id.
+    pub id: String,
+    /// Accounts that may publish new versions.
+    pub owners: Vec<String>,
+    /// When it was first published (RFC 3339).
+    pub created_at: String,
+    /// The version checks serve, if any.
+    pub served_version: Option<String>,
+    /// Its versions the caller may see, newest first.
+    pub versions: Vec<VersionDetail>,
+}
+
+/// One immutable version of a rule.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct VersionDetail {
+    /// The rule's id.
+    pub rule_id: String,
+    /// The version.
+    pub version: String,
+    /// pending, approved, rejected or yanked.
+    pub state: String,
+    /// The module's sha256 (hex).
+    pub sha256: String,
+    /// The metadata read from the module.
+    pub meta: RuleMeta,
+    /// The test cases embedded in the module.
+    pub tests: Vec<TestCase>,
+    /// What the publish pipeline measured (sizes, times, case results).
+    pub report: Value,
+    /// Who published it (absent for bundled rules).
+    pub published_by: Option<String>,
+    /// When it was published (RFC 3339).
+    pub created_at: String,
+    /// Who approved, rejected or yanked it.
+    pub reviewed_by: Option<String>,
+    /// Why.
+    pub review_reason: Option<String>,
+    /// Where the module's bytes are.
+    pub module_url: String,
+}
+
+/// `POST .../reject` and `.../yank` body (optional for approve).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewRequest {
+    /// Why, for the author and the audit log.
+    pub reason: Option<String>,
+}
+
+/// An account.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AccountView {
+    /// Its name.
+    pub name: String,
+    /// contributor, maintainer or admin.
+    pub role: String,
+    /// When it was created (RFC 3339).
+    pub created_at: String,
+}
+
+/// `POST /v1/accounts` body.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CreateAccountRequest {
+    /// Its name: letters, digits, `-`, `_`, `.`; 1 to 64 characters.
+    pub name: String,
+    /// contributor (default), maintainer or admin.
+    pub role: Option<String>,
+}
+
+/// `PUT /v1/accounts/{name}/role` body.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SetRoleRequest {
+    /// contributor, maintainer or admin.
+    pub role: String,
+}
+
+/// `POST /v1/tokens` body.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct IssueTokenRequest {
+    /// What the token is for ("ci", "laptop").
+    pub label: String,
+    /// For admins: the account to issue it to (default: the caller's).
+    pub account: Option<String>,
+}
+
+/// A token just issued: the only time its secret is shown.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct IssuedToken {
+    /// The secret, for `Authorization: Bearer`. Shown once; stored hashed.
+    pub token: String,
+    /// The token's description.
+    #[serde(flatten)]
+    pub info: TokenView,
+}
+
+/// A token, without its secret.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TokenView {
+    /// Its id (for revocation).
+    pub id: i64,
+    /// Its account.
+    pub account: String,
+    /// What it is for.
+    pub label: String,
+    /// When it was issued (RFC 3339).
+    pub created_at: String,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<String>,
+}
+
+/// One audit log entry.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AuditView {
+    /// Its id (increasing).
+    pub id: i64,
+    /// When (RFC 3339).
+    pub at: String,
+    /// Who (absent for the system: seeding, the admin command).
+    pub actor: Option<String>,
+    /// What (publish, approve, reject, yank, issue_token, ...).
+    pub action: String,
+    /// On what.
+    pub subject: String,
+    /// Details.
+    pub detail: Value,
+}
+
+/// `GET /healthz` and `GET /readyz` answer.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Health {
+    /// ok, or not_ready.
+    pub status: String,
+    /// The revision of the rule set served.
+    pub ruleset_revision: String,
+    /// Rules served.
+    pub rules: usize,
+    /// Whether the store answered the last time it was asked.
+    pub store: bool,
+}
+
+/// `GET /v1/limits` answer: the bounds this server puts on one request, so
+/// a client can split a fleet into batches it accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LimitsView {
+    /// Most manifests in one `POST /v1/check/batch`.
+    pub max_batch: usize,
+    /// Largest manifest accepted, in bytes.
+    pub max_manifest_bytes: usize,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+}

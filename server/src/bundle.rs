@@ -1,0 +1,90 @@
+//! The signed bundle of the served rule set (`GET /v1/bundle`): built from
+//! exactly the rules checks run against, labelled with their revision,
+//! once per revision, and kept until the revision moves.
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use pitfall_api::BundleSigner;
+use pitfall_api::key::PublicKey;
+
+use crate::error::AppError;
+use crate::registry::Registry;
+
+/// A built bundle, ready to answer with.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// The file.
+    pub bytes: Bytes,
+    /// Its entity tag.
+    pub etag: String,
+    /// The revision it holds.
+    pub ruleset_revision: String,
+}
+
+/// Builds and keeps the bundle of the current revision.
+#[derive(Debug)]
+pub struct Bundles {
+    signer: Arc<BundleSigner>,
+    current: Mutex<Option<Arc<Built>>>,
+    /// One build at a time: concurrent requests for a new revision wait
+    /// for the first one's build rather than each building it.
+    building: tokio::sync::Mutex<()>,
+}
+
+impl Bundles {
+    /// Bundles signed by `signer`.
+    pub fn new(signer: BundleSigner) -> Bundles {
+        Bundles { signer: Arc::new(signer), current: Mutex::new(None), building: tokio::sync::Mutex::new(()) }
+    }
+
+    /// The key clients pin.
+    pub fn public_key(&self) -> PublicKey {
+        self.signer.public_key()
+    }
+
+    fn cached(&self, revision: &str) -> Option<Arc<Built>> {
+        let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        current.as_ref().filter(|b| b.ruleset_revision == revision).cloned()
+    }
+
+    /// The bundle of the rule set served now.
+    pub async fn current(&self, registry: &Registry) -> Result<Arc<Built>, AppError> {
+        let rules = registry.rules();
+        if let Some(built) = self.cached(rules.revision()) {
+            return Ok(built);
+        }
+        let _one_build = self.building.lock().await;
+        if let Some(built) = self.cached(rules.revision()) {
+            return Ok(built);
+        }
+        // The served set's own modules, by the versions it holds (immutable
+        // by sha256, so reading them after a newer approval still gives
+        // exactly these rules).
+        let mut modules = Vec::with_capacity(rules.rules().len());
+        for rule in rules.rules() {
+            let bytes = registry
+                .store()
+                .module(rule.id(), &rule.meta().version)
+                .await?
+                .ok_or_else(|| AppError::Internal(anyhow::anyhow!("served rule {} has no module", rule.id())))?;
+            modules.push(bytes);
+        }
+        let signer = self.signer.clone();
+        let revision = rules.revision().to_owned();
+        let signed = tokio::task::spawn_blocking(move || {
+            let pairs: Vec<_> = rules.rules().iter().zip(&modules).map(|(r, m)| (r.meta(), m.as_slice())).collect();
+            signer.sign(&revision, &pairs)
+        })
+        .await
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("bundle task failed: {e}")))?;
+        tracing::info!(revision = %signed.ruleset_revision, rules = signed.rules, bytes = signed.bytes.len(), "bundle built");
+        let built = Arc::new(Built {
+            bytes: Bytes::from(signed.bytes),
+            etag: signed.etag,
+            ruleset_revision: signed.ruleset_revision,
+        });
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(built.clone());
+        Ok(built)
+    }
+}
