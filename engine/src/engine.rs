@@ -23,7 +23,7 @@ use crate::error::{EngineError, LoadError};
 use crate::host::{self, GrowthLimiter, HostState};
 use crate::inspect::inspect;
 use crate::limits::{EPOCH_TICK, KEEP_RESIDENT_BYTES, Limits, MAX_TABLE_ELEMENTS};
-use crate::rule::Rule;
+use crate::rule::{Linked, Rule};
 
 /// Runs rule modules in the sandbox.
 #[derive(Clone)]
@@ -77,6 +77,12 @@ fn wasmtime_config(limits: &Limits) -> Config {
         .table_elements(MAX_TABLE_ELEMENTS)
         .max_memory_size(limits.max_memory_bytes)
         .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+        // Every free slot may stay warm (keep its module's memory image
+        // mapped): with the default of 100 split across one shard per CPU,
+        // a thread that cycles through more distinct modules than its
+        // shard keeps re-maps an image at each instantiation, about 5x the
+        // floor. The slots are bounded by `max_instances` anyway.
+        .max_unused_warm_slots(limits.max_instances)
         .table_keep_resident(4096);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     config
@@ -112,23 +118,58 @@ impl Engine {
     /// Does not run its tests: see [`Engine::run_tests`].
     pub fn load(&self, bytes: &[u8]) -> Result<Rule, LoadError> {
         let info = inspect(bytes, &self.inner.limits)?;
-        let sha256 = digest_hex(bytes);
-        let module = match self.inner.cache.get(&self.inner.wasm, &sha256) {
+        let rule = Rule::new(info, digest_hex(bytes), bytes.len())?;
+        let linked = self.compile_and_link(bytes, &rule.sha256)?;
+        let _ = rule.linked.set(Ok(linked));
+        Ok(rule)
+    }
+
+    /// Checks a module and reads its metadata now; compiles and links it
+    /// when it is first evaluated (or [`Engine::link`]ed). For modules
+    /// that already passed [`Engine::load`] once, such as a registry's
+    /// approved rules at start-up: a later compile failure (an engine
+    /// upgrade that tightened a limit) becomes that rule's failure.
+    pub fn load_deferred(&self, bytes: Arc<[u8]>) -> Result<Rule, LoadError> {
+        let info = inspect(&bytes, &self.inner.limits)?;
+        let rule = Rule::new(info, digest_hex(&bytes), bytes.len())?;
+        *rule.bytes.lock().unwrap_or_else(|p| p.into_inner()) = Some(bytes);
+        Ok(rule)
+    }
+
+    /// Compiles (or takes from the cache) and links a deferred rule, once;
+    /// a no-op for a linked one. Returns the link error, if any.
+    pub fn link(&self, rule: &Rule) -> Result<(), String> {
+        self.linked(rule).map(|_| ())
+    }
+
+    fn linked<'r>(&self, rule: &'r Rule) -> Result<&'r Linked, String> {
+        rule.linked
+            .get_or_init(|| {
+                let bytes = rule.bytes.lock().unwrap_or_else(|p| p.into_inner()).take();
+                let bytes = bytes.ok_or_else(|| "the module's bytes are gone".to_owned())?;
+                self.compile_and_link(&bytes, &rule.sha256).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn compile_and_link(&self, bytes: &[u8], sha256: &str) -> Result<Linked, LoadError> {
+        let module = match self.inner.cache.get(&self.inner.wasm, sha256) {
             Some(m) => m,
             None => {
                 let m = self.compile_bounded(bytes)?;
-                self.inner.cache.put(&sha256, &m);
+                self.inner.cache.put(sha256, &m);
                 m
             }
         };
         let pre = self.inner.linker.instantiate_pre(&module).map_err(|e| LoadError::Import(e.to_string()))?;
-        let evaluate = module
+        let evaluate_export = module
             .get_export_index(EVALUATE_EXPORT)
             .ok_or_else(|| LoadError::Export(format!("missing export `{EVALUATE_EXPORT}`")))?;
-        let memory = module
+        let memory_export = module
             .get_export_index(MEMORY_EXPORT)
             .ok_or_else(|| LoadError::Export(format!("missing export `{MEMORY_EXPORT}`")))?;
-        Rule::new(info, sha256, bytes.len(), pre, evaluate, memory)
+        Ok(Linked { pre, evaluate_export, memory_export })
     }
 
     /// Compiles off the calling thread and gives up after the time bound
@@ -163,6 +204,10 @@ impl Engine {
     /// that into a finding (which needs no instance and no limits).
     pub fn run_sandboxed(&self, rule: &Rule, prepared: &Prepared) -> Sandboxed {
         let limits = &self.inner.limits;
+        let linked = match self.linked(rule) {
+            Ok(linked) => linked,
+            Err(e) => return Sandboxed::Done(Evaluation::Failed(format!("could not load: {e}"))),
+        };
         let state = HostState {
             session: Session::new(prepared.fields.clone(), limits.max_output_bytes),
             memory: None,
@@ -174,7 +219,7 @@ impl Engine {
         };
         let mut store = Store::new(&self.inner.wasm, state);
         store.limiter(|state| &mut state.limiter);
-        match self.run(rule, &mut store) {
+        match self.run(linked, &mut store) {
             Ok(sandboxed) => sandboxed,
             Err(e) => {
                 let mut text = describe_failure(&e, limits);
@@ -188,20 +233,20 @@ impl Engine {
         }
     }
 
-    fn run(&self, rule: &Rule, store: &mut Store<HostState>) -> wasmtime::Result<Sandboxed> {
+    fn run(&self, linked: &Linked, store: &mut Store<HostState>) -> wasmtime::Result<Sandboxed> {
         let limits = &self.inner.limits;
         let mut store = store;
         store.set_fuel(limits.fuel)?;
         store.set_epoch_deadline(limits.deadline_ticks());
         store.epoch_deadline_trap();
-        let instance = rule.pre.instantiate(&mut store)?;
+        let instance = linked.pre.instantiate(&mut store)?;
         let memory = instance
-            .get_module_export(&mut store, &rule.memory_export)
+            .get_module_export(&mut store, &linked.memory_export)
             .and_then(|e| e.into_memory())
             .ok_or_else(|| wasmtime::Error::msg("the rule's memory export is not a memory"))?;
         store.data_mut().memory = Some(memory);
         let evaluate = instance
-            .get_module_export(&mut store, &rule.evaluate_export)
+            .get_module_export(&mut store, &linked.evaluate_export)
             .and_then(|e| e.into_func())
             .ok_or_else(|| wasmtime::Error::msg("the rule's evaluate export is not a function"))?
             .typed::<(), i32>(&store)?;

@@ -2,47 +2,131 @@
 //! rules a manifest can match, so a check costs in proportion to its
 //! candidates, not to the size of the registry.
 //!
-//! Each rule is filed under one key (its most selective selector: a
-//! package, else an engine, else an accelerator vendor, else an
-//! architecture); rules without such a selector are always candidates. A
-//! manifest's keys pick buckets; the rules found there must then satisfy
-//! all of their selectors.
+//! Each rule is filed under one key, its most selective selector: a
+//! package (with its version range, if any), else a compute-capability
+//! range, else an engine, else an accelerator vendor, else an
+//! architecture; rules without such a selector are always candidates. A
+//! manifest's keys pick buckets; within a package or capability bucket an
+//! interval tree over the ranges picks the rules whose range contains the
+//! manifest's version, in time that grows with the answer. A version that
+//! is missing or does not parse takes the whole bucket: those rules must
+//! run so they can say `undetermined`. The rules found must then satisfy
+//! all of their selectors (the caller checks).
 
 use std::collections::HashMap;
 
 use pitfall_sdk::model::Manifest;
 use pitfall_sdk::model::normalize::package_key;
 use pitfall_sdk::model::selector::Selector;
+use pitfall_sdk::version::{Specifier, Version};
+
+use crate::interval::{IntervalTree, Range, non_empty};
+
+/// Rules under one key: those without a range, and those with one.
+#[derive(Debug, Default, Clone)]
+struct Ranged {
+    unranged: Vec<u32>,
+    ranged: IntervalTree,
+}
+
+impl Ranged {
+    fn build(entries: Vec<(Option<Range>, u32)>) -> Ranged {
+        let mut unranged = Vec::new();
+        let mut ranges = Vec::new();
+        for (range, i) in entries {
+            match range {
+                Some(r) if (r.lower.is_some() || r.upper.is_some()) && non_empty(&r) => {
+                    ranges.push((r, i))
+                }
+                // No range, an unbounded one, or one that admits nothing
+                // (the selector check then excludes it): scanned as is.
+                _ => unranged.push(i),
+            }
+        }
+        Ranged {
+            unranged,
+            ranged: IntervalTree::new(ranges),
+        }
+    }
+
+    /// The rules for one value of the key (`None`: cannot be decided).
+    fn take(&self, value: Option<&str>, out: &mut Vec<u32>) {
+        out.extend_from_slice(&self.unranged);
+        if self.ranged.is_empty() {
+            return;
+        }
+        match value.map(Version::parse) {
+            Some(Ok(v)) => self.ranged.stab(&v.without_local(), out),
+            _ => out.extend_from_slice(self.ranged.all()),
+        }
+    }
+}
 
 /// Positions of rules (into the rule set) by key.
 #[derive(Debug, Default, Clone)]
 pub struct CandidateIndex {
-    buckets: HashMap<Selector, Vec<u32>>,
+    packages: HashMap<String, Ranged>,
+    capability: Ranged,
+    engines: HashMap<String, Vec<u32>>,
+    vendors: HashMap<String, Vec<u32>>,
+    arches: HashMap<String, Vec<u32>>,
     always: Vec<u32>,
 }
 
-/// The selector a rule is filed under, by selectivity.
+/// The selector a rule is filed under, by selectivity: a ranged package
+/// before a bare one, then capability, engine, vendor, arch.
 fn key(selectors: &[Selector]) -> Option<&Selector> {
     let rank = |s: &Selector| match s {
-        Selector::Package(_) => 0,
-        Selector::Engine(_) => 1,
-        Selector::Accelerator(_) => 2,
-        Selector::Arch(_) => 3,
-        Selector::Container => 4,
+        Selector::Package {
+            versions: Some(_), ..
+        } => 0,
+        Selector::Package { versions: None, .. } => 1,
+        Selector::Capability(_) => 2,
+        Selector::Engine(_) => 3,
+        Selector::Accelerator(_) => 4,
+        Selector::Arch(_) => 5,
+        Selector::Container => 6,
     };
-    selectors.iter().filter(|s| !matches!(s, Selector::Container)).min_by_key(|s| rank(s))
+    selectors
+        .iter()
+        .filter(|s| !matches!(s, Selector::Container))
+        .min_by_key(|s| rank(s))
+}
+
+fn range(spec: &Specifier) -> Range {
+    let (lower, upper) = spec.bounds();
+    Range { lower, upper }
 }
 
 impl CandidateIndex {
     /// Indexes rules given by their selectors, in rule-set order.
     pub fn new<'a>(rules: impl IntoIterator<Item = &'a [Selector]>) -> CandidateIndex {
         let mut index = CandidateIndex::default();
+        let mut packages: HashMap<String, Vec<(Option<Range>, u32)>> = HashMap::new();
+        let mut capability = Vec::new();
         for (i, selectors) in rules.into_iter().enumerate() {
+            let i = i as u32;
             match key(selectors) {
-                Some(k) => index.buckets.entry(k.clone()).or_default().push(i as u32),
-                None => index.always.push(i as u32),
+                Some(Selector::Package { name, versions }) => {
+                    packages
+                        .entry(name.clone())
+                        .or_default()
+                        .push((versions.as_ref().map(range), i));
+                }
+                Some(Selector::Capability(spec)) => capability.push((Some(range(spec)), i)),
+                Some(Selector::Engine(e)) => index.engines.entry(e.clone()).or_default().push(i),
+                Some(Selector::Accelerator(v)) => {
+                    index.vendors.entry(v.clone()).or_default().push(i)
+                }
+                Some(Selector::Arch(a)) => index.arches.entry(a.clone()).or_default().push(i),
+                Some(Selector::Container) | None => index.always.push(i),
             }
         }
+        index.packages = packages
+            .into_iter()
+            .map(|(k, v)| (k, Ranged::build(v)))
+            .collect();
+        index.capability = Ranged::build(capability);
         index
     }
 
@@ -50,28 +134,119 @@ impl CandidateIndex {
     /// order; the caller still checks all of each rule's selectors.
     pub fn candidates(&self, m: &Manifest) -> Vec<u32> {
         let mut out = self.always.clone();
-        let mut take = |s: Selector| {
-            if let Some(bucket) = self.buckets.get(&s) {
+        for p in &m.packages {
+            if let Some(bucket) = self.packages.get(&package_key(&p.name)) {
+                bucket.take(p.version.as_deref(), &mut out);
+            }
+        }
+        if !self.capability.ranged.is_empty() || !self.capability.unranged.is_empty() {
+            for a in &m.accelerators {
+                self.capability
+                    .take(a.compute_capability.as_deref(), &mut out);
+            }
+        }
+        let mut take = |bucket: Option<&Vec<u32>>| {
+            if let Some(bucket) = bucket {
                 out.extend_from_slice(bucket);
             }
         };
-        for p in &m.packages {
-            take(Selector::Package(package_key(&p.name)));
+        if let Some(engine) = m.workload.as_ref().and_then(|w| w.engine.as_deref()) {
+            take(self.engines.get(engine));
         }
-        if let Some(engine) = m.workload.as_ref().and_then(|w| w.engine.clone()) {
-            take(Selector::Engine(engine));
-        }
-        let mut vendors: Vec<&str> = m.accelerators.iter().filter_map(|a| a.vendor.as_deref()).collect();
+        let mut vendors: Vec<&str> = m
+            .accelerators
+            .iter()
+            .filter_map(|a| a.vendor.as_deref())
+            .collect();
         vendors.sort_unstable();
         vendors.dedup();
         for v in vendors {
-            take(Selector::Accelerator(v.to_owned()));
+            take(self.vendors.get(v));
         }
-        if let Some(arch) = m.host.as_ref().and_then(|h| h.arch.clone()) {
-            take(Selector::Arch(arch));
+        if let Some(arch) = m.host.as_ref().and_then(|h| h.arch.as_deref()) {
+            take(self.arches.get(arch));
         }
         out.sort_unstable();
         out.dedup();
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pitfall_sdk::model::{Prepared, manifest_from_value};
+
+    fn selectors(texts: &[&str]) -> Vec<Selector> {
+        texts
+            .iter()
+            .map(|t| Selector::parse(t).unwrap_or_else(|e| panic!("{e}")))
+            .collect()
+    }
+
+    fn manifest(json: serde_json::Value) -> Manifest {
+        Prepared::new(manifest_from_value(json).expect("valid")).manifest
+    }
+
+    /// The index may return more than the selectors admit, never less.
+    #[test]
+    fn candidates_are_a_superset_of_the_rules_whose_selectors_hold() {
+        let rules: Vec<Vec<Selector>> = [
+            &["package:vllm<0.20"][..],
+            &["package:vllm>=0.20,<0.27.2rc0", "accelerator:nvidia"],
+            &["package:vllm"],
+            &["package:vllm>=1.0"],
+            &["package:vllm==0.27.1"],
+            &["package:torch<2.0"],
+            &["capability:<8.0", "accelerator:nvidia"],
+            &["capability:>=9.0,<10.0"],
+            &["accelerator:nvidia"],
+            &["engine:vllm"],
+            &["arch:aarch64"],
+            &["container"],
+            &[],
+            &["package:vllm>2,<1"],
+        ]
+        .iter()
+        .map(|t| selectors(t))
+        .collect();
+        let index = CandidateIndex::new(rules.iter().map(Vec::as_slice));
+        let gpu = |cc: Option<&str>| match cc {
+            Some(cc) => serde_json::json!({"vendor": "nvidia", "compute_capability": cc}),
+            None => serde_json::json!({"vendor": "nvidia", "model": "Unknown Board"}),
+        };
+        for vllm in [
+            Some("0.19.1"),
+            Some("0.27.1"),
+            Some("0.27.2"),
+            Some("1.2+cu12"),
+            Some("main"),
+            None,
+        ] {
+            for cc in [Some("7.5"), Some("9.0"), Some("12.0"), None] {
+                let m = manifest(serde_json::json!({
+                    "manifest_version": 1,
+                    "host": {"arch": "aarch64"},
+                    "accelerators": [gpu(cc)],
+                    "packages": [{"name": "vllm", "version": vllm}, {"name": "torch", "version": "2.1"}],
+                    "workload": {"engine": "vllm"},
+                }));
+                let got = index.candidates(&m);
+                for (i, s) in rules.iter().enumerate() {
+                    if s.iter().all(|s| s.holds(&m)) {
+                        assert!(
+                            got.contains(&(i as u32)),
+                            "rule {i} {s:?} missing for vllm {vllm:?}, cc {cc:?}"
+                        );
+                    }
+                }
+            }
+        }
+        // And it prunes: a current vLLM on a Hopper GPU skips the old ranges.
+        let m = manifest(serde_json::json!({
+            "manifest_version": 1, "accelerators": [gpu(Some("9.0"))],
+            "packages": [{"name": "vllm", "version": "0.27.2"}],
+        }));
+        assert_eq!(index.candidates(&m), vec![2, 7, 8, 11, 12, 13]);
     }
 }

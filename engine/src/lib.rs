@@ -18,6 +18,7 @@ pub mod engine;
 pub mod error;
 mod host;
 pub mod index;
+mod interval;
 pub mod inspect;
 pub mod limits;
 pub mod rule;

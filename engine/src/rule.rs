@@ -1,5 +1,11 @@
 //! A loaded rule: its metadata and cases, its digest, and the pre-linked
-//! module that each evaluation instantiates afresh.
+//! module that each evaluation instantiates afresh. The module is linked
+//! at load ([`crate::Engine::load`]) or on first use
+//! ([`crate::Engine::load_deferred`]): a registry of thousands of rules
+//! starts on their metadata and compiles each when it is first a
+//! candidate, or when a background warm-up gets to it.
+
+use std::sync::{Arc, Mutex, OnceLock};
 
 use pitfall_sdk::model::meta::RuleMeta;
 use pitfall_sdk::model::selector::Selector;
@@ -19,6 +25,15 @@ pub struct Rule {
     pub size: usize,
     /// The parsed `applies_to` selectors.
     pub selectors: Vec<Selector>,
+    /// The module, linked at most once (an error is kept, not retried:
+    /// the same bytes fail the same way).
+    pub(crate) linked: OnceLock<Result<Linked, String>>,
+    /// The bytes, until linked (a deferred rule compiles from them).
+    pub(crate) bytes: Mutex<Option<Arc<[u8]>>>,
+}
+
+/// A module pre-linked against the host, with its two exports resolved.
+pub(crate) struct Linked {
     pub(crate) pre: InstancePre<HostState>,
     pub(crate) evaluate_export: ModuleExport,
     pub(crate) memory_export: ModuleExport,
@@ -35,14 +50,7 @@ impl std::fmt::Debug for Rule {
 }
 
 impl Rule {
-    pub(crate) fn new(
-        info: ModuleInfo,
-        sha256: String,
-        size: usize,
-        pre: InstancePre<HostState>,
-        evaluate_export: ModuleExport,
-        memory_export: ModuleExport,
-    ) -> Result<Rule, LoadError> {
+    pub(crate) fn new(info: ModuleInfo, sha256: String, size: usize) -> Result<Rule, LoadError> {
         let selectors = info
             .meta
             .applies_to
@@ -50,7 +58,12 @@ impl Rule {
             .map(|s| Selector::parse(s))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| LoadError::Metadata(format!("applies_to: {e}")))?;
-        Ok(Rule { info, sha256, size, selectors, pre, evaluate_export, memory_export })
+        Ok(Rule { info, sha256, size, selectors, linked: OnceLock::new(), bytes: Mutex::new(None) })
+    }
+
+    /// Whether the module is compiled and linked (or failed to be).
+    pub fn is_linked(&self) -> bool {
+        self.linked.get().is_some()
     }
 
     /// The rule's metadata.

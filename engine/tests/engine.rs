@@ -262,3 +262,33 @@ fn oversized_modules_are_refused_before_parsing() {
     assert_eq!(engine.load(&big).expect_err("refused").step(), "size");
     assert_eq!(engine.load(b"\0asm garbage").expect_err("refused").step(), "validation");
 }
+
+/// A deferred rule is checked and indexed at load, compiled on its first
+/// evaluation (or `link`), and answers exactly as an eagerly loaded one.
+#[test]
+fn deferred_rules_compile_on_first_use_and_answer_the_same() {
+    let engine = engine();
+    let manifest = fixture("g5g-gemma4-vllm0271.json");
+    let eager = RuleSet::new(bundled(&engine), "eager");
+    let deferred: Vec<Arc<Rule>> = pitfall_bundled_rules::MODULES
+        .iter()
+        .map(|m| Arc::new(engine.load_deferred(m.wasm.into()).unwrap_or_else(|e| panic!("{}: {e}", m.crate_name))))
+        .collect();
+    assert!(deferred.iter().all(|r| !r.is_linked()));
+    let lazy = RuleSet::new(deferred, "eager");
+    let (a, b) = (eager.check(&engine, manifest.clone()), lazy.check(&engine, manifest.clone()));
+    let json = |mut r: pitfall_sdk::model::report::CheckResponse| {
+        r.stats.elapsed_us = 0;
+        serde_json::to_value(r).expect("serialises")
+    };
+    assert_eq!(json(a), json(b));
+    let candidates = lazy.candidates(&pitfall_sdk::model::Prepared::new(manifest));
+    assert!(candidates.iter().all(|r| r.is_linked()), "the check linked its candidates");
+    assert!(lazy.rules().iter().any(|r| !r.is_linked()), "and only them");
+    for rule in lazy.rules() {
+        engine.link(rule).expect("links");
+        assert!(rule.is_linked());
+    }
+    // A deferred module is still checked at load.
+    assert!(engine.load_deferred(b"\0asm\x01\0\0\0 not a module".to_vec().into()).is_err());
+}

@@ -865,6 +865,36 @@ impl Specifier {
     pub fn as_str(&self) -> &str {
         &self.text
     }
+
+    /// Conservative bounds `(lower, upper)` of what this specifier admits,
+    /// both inclusive and without local labels, `None` for unbounded:
+    /// every version it contains has its public part within them. An
+    /// index can then skip the specifier for versions outside the bounds
+    /// without calling [`Specifier::contains`]; inside them it still must.
+    ///
+    /// Clauses that give no simple bound (`!=`, `==X.*`, `===`) leave the
+    /// bounds as they are, so the answer is never narrower than the truth.
+    pub fn bounds(&self) -> (Option<Version>, Option<Version>) {
+        let mut lower: Option<Version> = None;
+        let mut upper: Option<Version> = None;
+        for clause in &self.clauses {
+            let Clause::Cmp(op, v) = clause else { continue };
+            let v = v.without_local();
+            let (raises_lower, lowers_upper) = match op {
+                Op::Eq => (true, true),
+                Op::Lt | Op::Le => (false, true),
+                Op::Gt | Op::Ge | Op::Compatible => (true, false),
+                Op::Ne => (false, false),
+            };
+            if raises_lower && lower.as_ref().is_none_or(|l| v > *l) {
+                lower = Some(v.clone());
+            }
+            if lowers_upper && upper.as_ref().is_none_or(|u| v < *u) {
+                upper = Some(v);
+            }
+        }
+        (lower, upper)
+    }
 }
 
 /// Parses one trimmed clause of a specifier, e.g. `>=2.8`.
@@ -1072,6 +1102,31 @@ mod tests {
         match Specifier::parse(s) {
             Ok(v) => v,
             Err(e) => panic!("{s:?} should parse: {e}"),
+        }
+    }
+
+    #[test]
+    fn specifier_bounds_hold_every_contained_version() {
+        let b = |s: &str| Some(v(s));
+        assert_eq!(spec("<0.27.2rc0").bounds(), (None, b("0.27.2rc0")));
+        assert_eq!(spec(">=0.20, <0.27").bounds(), (b("0.20"), b("0.27")));
+        assert_eq!(spec("==2.12.0+cu126").bounds(), (b("2.12.0"), b("2.12.0")));
+        assert_eq!(spec("~=2.12.3, <=2.12.9").bounds(), (b("2.12.3"), b("2.12.9")));
+        assert_eq!(spec(">1, >=3, <9, <5").bounds(), (b("3"), b("5")));
+        assert_eq!(spec("!=1.0").bounds(), (None, None));
+        assert_eq!(spec("==2.12.*").bounds(), (None, None));
+        // The promise itself, over a spread of versions and specifiers.
+        let versions = ["0.1", "0.27.1", "0.27.2rc0", "0.27.2", "1.0.dev1", "1.0", "1.0+cu12", "1.0.post1", "2!0.1"];
+        for s in ["<0.27.2rc0", "<=1.0", ">0.27.1,<1.0", "~=0.27.1", "==1.0", ">=1.0.dev0", "<1.0"] {
+            let (lo, hi) = spec(s).bounds();
+            for t in versions {
+                let w = v(t);
+                if spec(s).contains(&w) {
+                    let public = w.without_local();
+                    assert!(lo.as_ref().is_none_or(|l| public >= *l), "{t} in {s} but below {lo:?}");
+                    assert!(hi.as_ref().is_none_or(|h| public <= *h), "{t} in {s} but above {hi:?}");
+                }
+            }
         }
     }
 

@@ -3,9 +3,15 @@
 //! revision moves. Several processes on one database converge by polling
 //! that revision; compiled modules are kept per process by sha256, so a
 //! swap recompiles only what is new.
+//!
+//! New modules are loaded deferred (checked and their metadata read; the
+//! code compiled, or taken from the compiled-code cache, on first
+//! candidacy) and then warmed by one background thread, so a registry of
+//! 10,000 rules serves within a second or two of starting and leaves the
+//! other cores to checks while it compiles.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -28,6 +34,8 @@ pub struct Registry {
     refreshing: tokio::sync::Mutex<()>,
     /// Whether the last contact with the store succeeded.
     store_ok: AtomicBool,
+    /// Warm-up threads running.
+    warming: Arc<AtomicUsize>,
 }
 
 impl Registry {
@@ -40,6 +48,7 @@ impl Registry {
             loaded: Mutex::new(HashMap::new()),
             refreshing: tokio::sync::Mutex::new(()),
             store_ok: AtomicBool::new(false),
+            warming: Arc::new(AtomicUsize::new(0)),
         };
         registry.refresh().await.context("loading the approved rules")?;
         Ok(registry)
@@ -93,7 +102,7 @@ impl Registry {
                     rules.push(rule.clone());
                     continue;
                 }
-                match engine.load(&version.module) {
+                match engine.load_deferred(version.module.into()) {
                     Ok(rule) => rules.push(Arc::new(rule)),
                     // An approved module this engine no longer accepts (an
                     // engine upgrade tightened a limit): skip it, loudly,
@@ -111,8 +120,41 @@ impl Registry {
             loaded.extend(rules.iter().map(|r| (r.sha256.clone(), r.clone())));
         }
         tracing::info!(revision = %revision, rules = rules.len(), "serving a new ruleset");
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(RuleSet::new(rules, revision));
+        let set = Arc::new(RuleSet::new(rules, revision));
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = set.clone();
+        self.warm_in_background(set);
         Ok(true)
+    }
+
+    /// Compiles (or deserialises) every rule of `set` not yet linked, on
+    /// one background thread, so first candidacies rarely pay for it.
+    /// Rules a check links first are skipped (linking is once per rule).
+    fn warm_in_background(&self, set: Arc<RuleSet>) {
+        let engine = self.engine.clone();
+        let warming = self.warming.clone();
+        warming.fetch_add(1, Ordering::SeqCst);
+        let spawned = std::thread::Builder::new().name("pitfall-warm".into()).spawn(move || {
+            let start = std::time::Instant::now();
+            let mut failed = 0usize;
+            for rule in set.rules() {
+                if let Err(e) = engine.link(rule) {
+                    failed += 1;
+                    tracing::error!(rule = %rule.id(), error = %e, "approved module does not compile; its checks report it");
+                }
+            }
+            tracing::info!(rules = set.rules().len(), failed, elapsed_ms = start.elapsed().as_millis() as u64, "ruleset warm");
+            warming.fetch_sub(1, Ordering::SeqCst);
+        });
+        if let Err(e) = spawned {
+            // Not fatal: each rule then compiles on its first candidacy.
+            self.warming.fetch_sub(1, Ordering::SeqCst);
+            tracing::warn!(error = %e, "could not start the warm-up thread");
+        }
+    }
+
+    /// Whether every served rule is compiled and linked (no warm-up running).
+    pub fn is_warm(&self) -> bool {
+        self.warming.load(Ordering::SeqCst) == 0 && self.rules().rules().iter().all(|r| r.is_linked())
     }
 
     /// Polls the store every `interval` until the process ends.
@@ -132,17 +174,39 @@ impl Registry {
 }
 
 /// Stores the bundled rules as approved versions (idempotently: a version
-/// already stored is left alone). Each goes through the publish pipeline
-/// first, so a bundled rule meets the bar a contributed one does.
+/// already stored is left alone). Each new one goes through the publish
+/// pipeline first, so a bundled rule meets the bar a contributed one does.
 pub async fn seed_bundled(store: &Store, engine: &Engine) -> anyhow::Result<usize> {
     seed_modules(store, engine, pitfall_bundled_rules::MODULES.to_vec()).await
 }
 
-/// Seeds these modules (all bundled ones, or a subset in tests).
+/// Seeds these modules (all bundled ones, or a subset in tests). Only the
+/// modules whose exact (id, version, sha256) the store lacks are assessed:
+/// id and version are read with `inspect` (no compile), so a restart with
+/// everything stored compiles and tests nothing.
 pub async fn seed_modules(store: &Store, engine: &Engine, modules: Vec<BundledModule>) -> anyhow::Result<usize> {
+    let stored = store.version_digests().await.context("reading the stored versions")?;
+    let limits = engine.limits().clone();
+    let fresh = tokio::task::spawn_blocking(move || {
+        modules
+            .into_iter()
+            .map(|m| {
+                let info = pitfall_engine::inspect::inspect(m.wasm, &limits)
+                    .with_context(|| format!("bundled rule {} fails the publish pipeline", m.crate_name))?;
+                let key = (info.meta.id, info.meta.version, sha256_hex(m.wasm));
+                Ok((!stored.contains(&key)).then_some(m))
+            })
+            .filter_map(Result::transpose)
+            .collect::<anyhow::Result<Vec<_>>>()
+    })
+    .await
+    .context("seeding task")??;
+    if fresh.is_empty() {
+        return Ok(0);
+    }
     let engine = engine.clone();
     let versions = tokio::task::spawn_blocking(move || {
-        modules
+        fresh
             .into_iter()
             .map(|m| {
                 let accepted = publish::assess_blocking(&engine, m.wasm)
@@ -154,6 +218,11 @@ pub async fn seed_modules(store: &Store, engine: &Engine, modules: Vec<BundledMo
     .await
     .context("seeding task")??;
     store.seed(versions).await.context("seeding the bundled rules")
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The stored form of an accepted module.

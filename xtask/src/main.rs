@@ -3,7 +3,8 @@
 //!
 //! - `setup`: install what the tests need (the wasm toolchain when the
 //!   active toolchain has no wasm32 target: Debian's rustc-web route; and
-//!   Debian's chromium and chromium-driver for the web pages' browser tests).
+//!   Debian's chromium and chromium-driver for the web pages' browser tests,
+//!   and fonts-dejavu-core for the text of pitfall-bench's plot).
 //! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
 //! - `test`: `setup`, then every test of the workspace.
 //! - `schema`: regenerate `sdk/schema/manifest-v1.schema.json`.
@@ -34,7 +35,8 @@ fn setup() -> anyhow::Result<pitfall_wasm_build::Toolchain> {
     let install = std::env::var_os("PITFALL_NO_INSTALL").is_none();
     let toolchain = pitfall_wasm_build::ensure(install)?;
     eprintln!("xtask: wasm toolchain: {}", toolchain.name());
-    ensure_browser(install)?;
+    ensure_packages("the browser tests", BROWSER_PACKAGES, BROWSER_BINARIES, install)?;
+    ensure_packages("the benchmark plot", FONT_PACKAGES, FONT_FILES, install)?;
     Ok(toolchain)
 }
 
@@ -43,19 +45,24 @@ const BROWSER_PACKAGES: &[&str] = &["chromium", "chromium-driver"];
 /// What those packages install (the paths the tests run).
 const BROWSER_BINARIES: &[&str] = &["/usr/bin/chromium", "/usr/bin/chromedriver"];
 
-/// Installs headless Chromium and its WebDriver with apt-get (as root)
-/// when missing; with `install` false, names the packages instead.
-fn ensure_browser(install: bool) -> anyhow::Result<()> {
-    let present = || BROWSER_BINARIES.iter().all(|b| Path::new(b).exists());
+/// The font pitfall-bench draws its plot's text with.
+const FONT_PACKAGES: &[&str] = &["fonts-dejavu-core"];
+/// What that package installs (the file the bench reads).
+const FONT_FILES: &[&str] = &["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"];
+
+/// Installs Debian `packages` with apt-get (as root) when any of `files`
+/// is missing; with `install` false, names the packages instead.
+fn ensure_packages(purpose: &str, packages: &[&str], files: &[&str], install: bool) -> anyhow::Result<()> {
+    let present = || files.iter().all(|b| Path::new(b).exists());
     if present() {
-        eprintln!("xtask: browser: chromium and chromedriver present");
+        eprintln!("xtask: {purpose}: {} present", packages.join(", "));
         return Ok(());
     }
     if !install {
         bail!(
-            "the browser tests need {}; PITFALL_NO_INSTALL is set, so install them with `apt-get install -y {}`",
-            BROWSER_BINARIES.join(" and "),
-            BROWSER_PACKAGES.join(" ")
+            "{purpose} need {}; PITFALL_NO_INSTALL is set, so install them with `apt-get install -y {}`",
+            files.join(" and "),
+            packages.join(" ")
         );
     }
     let apt = |args: &[&str]| -> anyhow::Result<bool> {
@@ -63,19 +70,19 @@ fn ensure_browser(install: bool) -> anyhow::Result<()> {
             .args(args)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
-            .context("running apt-get (the browser tests need root and apt-get)")?;
+            .with_context(|| format!("running apt-get ({purpose} need root and apt-get)"))?;
         Ok(status.success())
     };
-    eprintln!("xtask: installing {} with apt-get", BROWSER_PACKAGES.join(" "));
+    eprintln!("xtask: installing {} with apt-get", packages.join(" "));
     let mut install_args = vec!["install", "-y", "-q", "--no-install-recommends"];
-    install_args.extend_from_slice(BROWSER_PACKAGES);
+    install_args.extend_from_slice(packages);
     // A fresh machine's package lists may be missing or stale: update once
     // when the first try fails.
     if !apt(&install_args)? && !(apt(&["update", "-q"])? && apt(&install_args)?) {
-        bail!("apt-get could not install {}", BROWSER_PACKAGES.join(" "));
+        bail!("apt-get could not install {}", packages.join(" "));
     }
     if !present() {
-        bail!("apt-get ran but {} are still missing", BROWSER_BINARIES.join(" and "));
+        bail!("apt-get ran but {} are still missing", files.join(" and "));
     }
     Ok(())
 }

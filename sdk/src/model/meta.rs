@@ -168,8 +168,12 @@ impl RuleMeta {
             out.push("author: empty".into());
         }
         for s in &self.applies_to {
-            if let Err(e) = super::selector::Selector::parse(s) {
-                out.push(format!("applies_to: {e}"));
+            match super::selector::Selector::parse(s) {
+                Err(e) => out.push(format!("applies_to: {e}")),
+                Ok(selector) if selector.admits_nothing() => {
+                    out.push(format!("applies_to: selector {s:?}: the range admits no version, so the rule never runs"));
+                }
+                Ok(_) => {}
             }
         }
         if self.severity == Severity::Error && self.error_signatures.is_empty() {

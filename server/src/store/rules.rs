@@ -138,6 +138,13 @@ impl Store {
             .collect()
     }
 
+    /// Every stored version's (rule id, version, sha256), in any state: what
+    /// the seed need not assess again.
+    pub async fn version_digests(&self) -> Result<std::collections::HashSet<(String, String, String)>> {
+        let rows = sqlx::query("SELECT rule_id, version, sha256 FROM versions").fetch_all(&self.pool).await?;
+        rows.iter().map(|row| Ok((row.try_get("rule_id")?, row.try_get("version")?, row.try_get("sha256")?))).collect()
+    }
+
     /// A rule with its owners and all its versions (any state), highest first.
     pub async fn rule(&self, rule_id: &str) -> Result<Option<RuleDetail>> {
         let Some(row) = sqlx::query("SELECT id, created_at FROM rules WHERE id = $1")
@@ -388,12 +395,17 @@ fn selector_values(applies_to: &[String]) -> Vec<(&'static str, String)> {
     applies_to
         .iter()
         .filter_map(|s| Selector::parse(s).ok())
-        .map(|s| match s {
-            Selector::Package(v) => ("package", v),
-            Selector::Accelerator(v) => ("accelerator", v),
-            Selector::Arch(v) => ("arch", v),
-            Selector::Engine(v) => ("engine", v),
-            Selector::Container => ("container", String::new()),
+        .filter_map(|s| match s {
+            // A version range narrows the rule, not what it is about: it
+            // is found under its package.
+            Selector::Package { name, .. } => Some(("package", name)),
+            // Capability ranges are no search filter (the rules that have
+            // one also name their vendor), and the table's kinds predate them.
+            Selector::Capability(_) => None,
+            Selector::Accelerator(v) => Some(("accelerator", v)),
+            Selector::Arch(v) => Some(("arch", v)),
+            Selector::Engine(v) => Some(("engine", v)),
+            Selector::Container => Some(("container", String::new())),
         })
         .collect()
 }

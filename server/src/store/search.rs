@@ -137,7 +137,9 @@ impl Filter {
 /// (`Vllm` → `vllm`, `arm64` → `aarch64`).
 fn normalise(kind: &str, value: &str) -> Result<String> {
     match Selector::parse(&format!("{kind}:{value}")) {
-        Ok(Selector::Package(v) | Selector::Accelerator(v) | Selector::Arch(v) | Selector::Engine(v)) => Ok(v),
+        Ok(Selector::Package { name, .. }) => Ok(name),
+        Ok(Selector::Capability(_)) => Err(StoreError::Invalid(format!("{kind} is not a search filter"))),
+        Ok(Selector::Accelerator(v) | Selector::Arch(v) | Selector::Engine(v)) => Ok(v),
         Ok(Selector::Container) => Ok(String::new()),
         Err(e) => Err(StoreError::Invalid(e.to_string())),
     }

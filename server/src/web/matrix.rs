@@ -39,13 +39,16 @@ pub(crate) struct MatrixQuery {
     model: Option<String>,
 }
 
-/// Packages the served rules select on (`package:NAME`).
+/// Packages the served rules select on (`package:NAME`, with or without a range).
 fn packages(rules: &[std::sync::Arc<Rule>]) -> Vec<String> {
     let set: BTreeSet<String> = rules
         .iter()
         .flat_map(|r| r.meta().applies_to.iter())
-        .filter_map(|s| s.strip_prefix("package:"))
-        .map(str::to_owned)
+        .filter_map(|s| match pitfall_sdk::model::selector::Selector::parse(s) {
+            // A ranged selector (`package:vllm<0.27.2rc0`) is about its package.
+            Ok(pitfall_sdk::model::selector::Selector::Package { name, .. }) => Some(name),
+            _ => None,
+        })
         .collect();
     set.into_iter().collect()
 }

@@ -147,6 +147,7 @@ pub(crate) fn highlight(text: &str, words: &[String]) -> Vec<(String, bool)> {
 /// A selector (`package:vllm`) as a short label for the results.
 fn selector_label(selector: &str) -> String {
     match selector.split_once(':') {
+        Some(("capability", range)) => format!("sm {range}"),
         Some((_, value)) => value.to_owned(),
         None => selector.to_owned(),
     }
@@ -155,7 +156,11 @@ fn selector_label(selector: &str) -> String {
 /// A selector in words, for the rule page's conditions.
 fn selector_words(selector: &str) -> String {
     match selector.split_once(':') {
-        Some(("package", p)) => format!("the {p} package is installed"),
+        Some(("package", p)) => match p.find(['<', '>', '=', '!', '~']) {
+            Some(at) => format!("{} {} is installed", p[..at].trim(), p[at..].trim()),
+            None => format!("the {p} package is installed"),
+        },
+        Some(("capability", range)) => format!("a GPU's compute capability is {range}"),
         Some(("accelerator", a)) => format!("the machine has an accelerator from {a}"),
         Some(("arch", a)) => format!("the CPU architecture is {a}"),
         Some(("engine", e)) => format!("the model is served with {e}"),

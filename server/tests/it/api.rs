@@ -464,3 +464,25 @@ async fn a_request_over_the_time_bound_gets_503_in_the_envelope() {
     let (status, answer) = h.call(Method::POST, "/v1/check", None, fixture("g5g-gemma4-vllm0271.json")).await;
     assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("timeout")), "{answer}");
 }
+
+/// A restart with the bundled rules already stored assesses none of them:
+/// the seed reads id and version with `inspect` and skips what the store
+/// has, byte for byte. (An engine that cannot compile in time would fail
+/// any module it assessed.)
+#[tokio::test]
+async fn a_second_seed_assesses_nothing_already_stored() {
+    for db in databases().await {
+        let store = Store::connect(db.url()).await.expect("store");
+        let engine = Engine::new(Limits::default()).expect("engine");
+        let first: Vec<_> = pitfall_bundled_rules::MODULES.iter().copied().take(3).collect();
+        assert_eq!(seed_modules(&store, &engine, first.clone()).await.expect("seed"), 3);
+        let revision = store.revision().await.expect("revision");
+        let strict = Engine::new(Limits { compile_timeout: std::time::Duration::ZERO, ..Limits::default() })
+            .expect("engine");
+        assert_eq!(seed_modules(&store, &strict, first).await.expect("nothing to assess"), 0);
+        assert_eq!(store.revision().await.expect("revision"), revision);
+        let new: Vec<_> = pitfall_bundled_rules::MODULES.iter().copied().skip(3).take(1).collect();
+        let refused = seed_modules(&store, &strict, new).await.expect_err("a new module is assessed");
+        assert!(format!("{refused:#}").contains("fails the publish pipeline"), "{refused:#}");
+    }
+}

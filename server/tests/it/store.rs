@@ -397,8 +397,15 @@ on_both_backends! {
         let set = |v: Vec<String>| v.into_iter().collect::<BTreeSet<_>>();
         let q = RuleQuery { limit: Some(200), ..RuleQuery::default() };
 
+        // A ranged selector (`package:vllm<0.27.2rc0`) is found under its package.
+        let about_vllm = |v: &NewVersion| {
+            v.meta.applies_to.iter().any(|s| {
+                matches!(pitfall_sdk::model::selector::Selector::parse(s),
+                    Ok(pitfall_sdk::model::selector::Selector::Package { name, .. }) if name == "vllm")
+            })
+        };
         let vllm = set(ids(&store, RuleQuery { package: Some("vLLM".into()), ..q.clone() }).await);
-        assert_eq!(vllm, expect(&|v| has(v, "package:vllm")));
+        assert_eq!(vllm, expect(&about_vllm));
         assert!(!vllm.is_empty());
         let nvidia = set(ids(&store, RuleQuery { accelerator: Some("NVIDIA".into()), ..q.clone() }).await);
         assert_eq!(nvidia, expect(&|v| has(v, "accelerator:nvidia")));

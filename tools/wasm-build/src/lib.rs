@@ -200,6 +200,35 @@ pub struct BuildRequest {
 /// Builds the requested rule crates and returns their `.wasm` paths, in
 /// the order of `packages`.
 pub fn build(toolchain: &Toolchain, request: &BuildRequest) -> Result<Vec<PathBuf>, BuildError> {
+    build_crates(toolchain, request, BuildStd::CoreAlloc)
+}
+
+/// Like [`build`], for crates that need `std` (e.g. an Extism plug-in
+/// built with extism-pdk): on the Debian route `std` and `panic_abort`
+/// are built from source as well.
+pub fn build_with_std(toolchain: &Toolchain, request: &BuildRequest) -> Result<Vec<PathBuf>, BuildError> {
+    build_crates(toolchain, request, BuildStd::Std)
+}
+
+/// What the Debian route builds from source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BuildStd {
+    /// `core` and `alloc`, for `no_std` rules.
+    CoreAlloc,
+    /// `std` and `panic_abort`, for crates that need `std`.
+    Std,
+}
+
+impl BuildStd {
+    fn arg(self) -> &'static str {
+        match self {
+            BuildStd::CoreAlloc => "-Zbuild-std=core,alloc",
+            BuildStd::Std => "-Zbuild-std=std,panic_abort",
+        }
+    }
+}
+
+fn build_crates(toolchain: &Toolchain, request: &BuildRequest, build_std: BuildStd) -> Result<Vec<PathBuf>, BuildError> {
     let mut cmd = match toolchain {
         Toolchain::Rustup { cargo } => Command::new(cargo),
         Toolchain::Debian => Command::new(DEBIAN_CARGO),
@@ -212,11 +241,14 @@ pub fn build(toolchain: &Toolchain, request: &BuildRequest) -> Result<Vec<PathBu
     cmd.arg("build").arg("--manifest-path").arg(&request.manifest_path);
     cmd.args(["--profile", PROFILE, "--target", TARGET]).arg("--target-dir").arg(&request.target_dir);
     if let Toolchain::Debian = toolchain {
-        cmd.arg("-Zbuild-std=core,alloc");
-        // `--config` arrays are appended to the config files' arrays, so the
-        // stack-size and initial-memory link arguments stay.
-        let flags: Vec<String> = DEBIAN_RUSTFLAGS.iter().map(|f| format!("{f:?}")).collect();
-        cmd.arg("--config").arg(format!("target.{TARGET}.rustflags=[{}]", flags.join(",")));
+        cmd.arg(build_std.arg());
+        // Rules only (core + alloc): `--config` arrays are appended to the
+        // config files' arrays, so the stack-size and initial-memory link
+        // arguments stay. A `std` crate keeps std's own panic runtime.
+        if build_std == BuildStd::CoreAlloc {
+            let flags: Vec<String> = DEBIAN_RUSTFLAGS.iter().map(|f| format!("{f:?}")).collect();
+            cmd.arg("--config").arg(format!("target.{TARGET}.rustflags=[{}]", flags.join(",")));
+        }
     }
     if request.quiet {
         cmd.arg("--quiet");

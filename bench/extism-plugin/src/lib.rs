@@ -1,0 +1,128 @@
+//! The three templates of pitfall-bench's synthetic corpus as one Extism
+//! plug-in. The rule's parameters come from the plug-in's config (read
+//! once per instance); each call reads the manifest's fields through one
+//! host function, `field`, which answers from the same flattened field map
+//! the Pitfall engine's host calls read, and returns the outcome as text:
+//! `0` (clear), `2 PATH` (undetermined, the missing path), or
+//! `1 VERSION CC` (matched, with the values the message shows).
+
+use std::sync::OnceLock;
+
+use extism_pdk::*;
+
+#[host_fn]
+extern "ExtismHost" {
+    /// `V<text>` for a scalar (its text), `O` for an object or array, `M`
+    /// for missing.
+    fn field(path: String) -> String;
+}
+
+struct Params {
+    template: u8,
+    package: String,
+    lower: Option<i64>,
+    upper: Option<i64>,
+    floor: f64,
+    family: (f64, f64),
+    flag: String,
+}
+
+static PARAMS: OnceLock<Params> = OnceLock::new();
+
+fn params() -> Result<&'static Params, Error> {
+    if let Some(p) = PARAMS.get() {
+        return Ok(p);
+    }
+    let get = |key: &str| -> Result<String, Error> { config::get(key)?.ok_or_else(|| Error::msg(format!("no config {key}"))) };
+    let num = |key: &str| -> Result<Option<i64>, Error> { Ok(get(key)?.parse::<i64>().ok().filter(|v| *v >= 0)) };
+    let p = Params {
+        template: get("template")?.parse()?,
+        package: get("package")?,
+        lower: num("lower")?,
+        upper: num("upper")?,
+        floor: get("floor")?.parse()?,
+        family: (get("family_lo")?.parse()?, get("family_hi")?.parse()?),
+        flag: get("flag")?,
+    };
+    Ok(PARAMS.get_or_init(|| p))
+}
+
+enum Field {
+    Missing,
+    Other,
+    Text(String),
+}
+
+fn read(path: &str) -> Result<Field, Error> {
+    // SAFETY: `field` is the host function this plug-in is instantiated
+    // with (the bench's Extism host defines it with this signature).
+    let answer = unsafe { field(path.to_owned())? };
+    Ok(match answer.as_bytes().first() {
+        Some(b'V') => Field::Text(answer[1..].to_owned()),
+        Some(b'O') => Field::Other,
+        _ => Field::Missing,
+    })
+}
+
+/// `X[.Y[.Z]][+local]` in 20-bit parts, as the WAT template parses it.
+fn dotted(text: &str) -> Option<i64> {
+    let public = text.split('+').next().unwrap_or("");
+    let mut parts = 0;
+    let mut acc = 0i64;
+    for part in public.split('.') {
+        if part.is_empty() || part.len() > 7 || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let n: i64 = part.parse().ok()?;
+        if n >= 1 << 20 {
+            return None;
+        }
+        acc = (acc << 20) | n;
+        parts += 1;
+    }
+    (parts <= 3).then(|| acc << (20 * (3 - parts)))
+}
+
+#[plugin_fn]
+pub fn evaluate(_input: String) -> FnResult<String> {
+    let p = params()?;
+    let pkg = format!("packages.{}", p.package);
+    if matches!(read(&pkg)?, Field::Missing) {
+        return Ok("0".into());
+    }
+    let version_path = format!("{pkg}.version");
+    let version = match read(&version_path)? {
+        Field::Text(v) => v,
+        Field::Missing => return Ok(format!("2 {version_path}")),
+        Field::Other => return Ok("0".into()),
+    };
+    let Some(v) = dotted(&version) else { return Ok("0".into()) };
+    if p.lower.is_some_and(|lo| v < lo) || p.upper.is_some_and(|hi| v >= hi) {
+        return Ok("0".into());
+    }
+    let mut cc_text = String::from("-");
+    if p.template != 0 {
+        if matches!(read("accelerators.0")?, Field::Missing) {
+            return Ok("0".into());
+        }
+        if !matches!(read("accelerators.0.vendor")?, Field::Text(v) if v == "nvidia") {
+            return Ok("0".into());
+        }
+        let cc = match read("accelerators.0.compute_capability")? {
+            Field::Missing => return Ok("2 accelerators.0.compute_capability".into()),
+            Field::Text(t) => t,
+            Field::Other => return Ok("0".into()),
+        };
+        let n: f64 = cc.trim().parse().unwrap_or(f64::NAN);
+        let inside = if p.template == 1 {
+            n < p.floor
+        } else {
+            n >= p.family.0 && n < p.family.1 && !matches!(read(&format!("env.{}", p.flag))?, Field::Missing)
+        };
+        if !inside {
+            return Ok("0".into());
+        }
+        cc_text = cc;
+    }
+    Ok(format!("1 {version} {cc_text}"))
+}

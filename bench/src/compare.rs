@@ -1,0 +1,184 @@
+//! The same rule logic three ways, per call: in our engine (a fresh
+//! instance per evaluation), compiled into the host (`native`), and, with
+//! the `extism` feature, hosted by Extism. One rule of each template, each
+//! on its own `affected` (matched) and `unaffected` (clear) case manifests;
+//! the three are interleaved round by round and each figure is the median
+//! of single calls, so the ratios compare like with like.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use pitfall_engine::{Engine, Limits};
+use pitfall_sdk::model::cases::Evaluation;
+use pitfall_sdk::model::{Prepared, manifest_from_value};
+
+use crate::corpus::{RuleSpec, Template};
+use crate::native::NativeRule;
+use crate::stats::median;
+
+/// Something that evaluates the template rule `spec` (the Extism host).
+pub trait Host {
+    /// Evaluates rule `i` of the comparison on a prepared manifest.
+    fn evaluate(&mut self, i: usize, prepared: &Prepared) -> Evaluation;
+}
+
+/// One rule on one manifest.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The rule.
+    pub rule: String,
+    /// `matched` or `clear`.
+    pub outcome: &'static str,
+    /// Our engine, µs.
+    pub engine_us: f64,
+    /// Compiled into the host, µs.
+    pub native_us: f64,
+    /// Extism, µs (with the feature).
+    pub extism_us: Option<f64>,
+}
+
+/// The first rule of each template in `specs`.
+pub fn pick(specs: &[RuleSpec]) -> Vec<RuleSpec> {
+    [
+        Template::VersionRange,
+        Template::VersionAndCapability,
+        Template::GpuFamily,
+    ]
+    .iter()
+    .filter_map(|t| specs.iter().find(|s| s.template == *t).cloned())
+    .collect()
+}
+
+fn case_manifest(spec: &RuleSpec, name: &str) -> Prepared {
+    let cases = crate::corpus::cases(spec);
+    let case = cases
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == name))
+        .expect("the case exists");
+    Prepared::new(
+        manifest_from_value(case["manifest"].clone()).expect("the case's manifest is valid"),
+    )
+}
+
+fn outcome(e: &Evaluation) -> &'static str {
+    match e {
+        Evaluation::Clear => "clear",
+        Evaluation::Matched(_) => "matched",
+        Evaluation::Undetermined(_) => "undetermined",
+        Evaluation::Failed(_) => "failed",
+    }
+}
+
+/// Measures `calls` single calls of each (rule, manifest) per host, in
+/// `rounds` interleaved rounds. Every host must give the same outcome.
+pub fn measure(
+    engine: &Engine,
+    rules: &[RuleSpec],
+    mut extism: Option<&mut dyn Host>,
+    calls: usize,
+    rounds: usize,
+) -> anyhow::Result<Vec<Row>> {
+    let limit = Limits::default().max_output_bytes;
+    let per_round = (calls / rounds.max(1)).max(1);
+    let mut rows = Vec::new();
+    for (i, spec) in rules.iter().enumerate() {
+        let loaded = engine.load(&crate::corpus::module(spec))?;
+        let native = NativeRule::new(spec);
+        for case in ["affected", "unaffected"] {
+            let prepared = case_manifest(spec, case);
+            let expected = outcome(&engine.evaluate(&loaded, &prepared));
+            anyhow::ensure!(
+                outcome(&native.evaluate(&prepared, limit)) == expected,
+                "native differs on {}",
+                spec.id()
+            );
+            if let Some(host) = extism.as_deref_mut() {
+                let got = host.evaluate(i, &prepared);
+                anyhow::ensure!(
+                    outcome(&got) == expected,
+                    "extism differs on {}: {got:?}",
+                    spec.id()
+                );
+            }
+            let (mut e, mut n, mut x) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..rounds.max(1) {
+                time(&mut e, per_round, || {
+                    engine.evaluate(&loaded, black_box(&prepared))
+                });
+                time(&mut n, per_round, || {
+                    native.evaluate(black_box(&prepared), limit)
+                });
+                if let Some(host) = extism.as_deref_mut() {
+                    time(&mut x, per_round, || host.evaluate(i, black_box(&prepared)));
+                }
+            }
+            rows.push(Row {
+                rule: spec.id(),
+                outcome: expected,
+                engine_us: us(&e),
+                native_us: us(&n),
+                extism_us: (!x.is_empty()).then(|| us(&x)),
+            });
+        }
+    }
+    Ok(rows)
+}
+
+fn time<R>(out: &mut Vec<Duration>, n: usize, mut f: impl FnMut() -> R) {
+    for _ in 0..n {
+        let start = Instant::now();
+        black_box(f());
+        out.push(start.elapsed());
+    }
+}
+
+fn us(samples: &[Duration]) -> f64 {
+    median(
+        &samples
+            .iter()
+            .map(|d| d.as_secs_f64() * 1e6)
+            .collect::<Vec<_>>(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Native and engine agree on every case of a spread of rules.
+    #[test]
+    fn native_rules_agree_with_their_modules() {
+        let engine = Engine::new(Limits::default()).expect("engine");
+        let specs = crate::corpus::specs(60, 11);
+        let rules = pick(&specs);
+        assert_eq!(rules.len(), 3);
+        let rows = measure(&engine, &rules, None, 4, 2).expect("agree");
+        assert_eq!(rows.len(), 6);
+        assert!(
+            rows.iter().any(|r| r.outcome == "matched")
+                && rows.iter().any(|r| r.outcome == "clear")
+        );
+    }
+
+    /// Every generated module passes its own embedded cases in the engine,
+    /// which is what publishing it requires.
+    #[test]
+    fn synthetic_modules_pass_their_cases_in_the_engine() {
+        let engine = Engine::new(Limits::default()).expect("engine");
+        for spec in crate::corpus::specs(24, 3) {
+            let rule = engine
+                .load(&crate::corpus::module(&spec))
+                .unwrap_or_else(|e| panic!("{}: {e}", spec.id()));
+            for case in engine.run_tests(&rule) {
+                assert!(
+                    case.passed,
+                    "{}: {} expected {}, got {}",
+                    spec.id(),
+                    case.name,
+                    case.expected,
+                    case.actual
+                );
+            }
+        }
+    }
+}

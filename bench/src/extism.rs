@@ -1,0 +1,144 @@
+//! The Extism host of the per-call comparison (`--features extism`): one
+//! Extism plug-in per compared rule, built from `bench/extism-plugin`
+//! (extism-pdk, compiled to wasm32 by this crate's build script through
+//! tools/wasm-build), with the rule's parameters in the plug-in config and
+//! one host function, `field`, that answers from the prepared manifest's
+//! field map through the same `Session` the engine's host calls use. The
+//! plug-in's answer is turned into the same raw output and rendered by the
+//! same `render` as the engine does, so both do the same work per call.
+//!
+//! Extism's default is kept: a plug-in instance is reused across calls
+//! (our engine instantiates afresh for each evaluation).
+
+use std::sync::{Arc, Mutex};
+
+use extism::{Manifest, Plugin, PluginBuilder, UserData, Wasm, host_fn};
+use pitfall_sdk::model::Prepared;
+use pitfall_sdk::model::cases::Evaluation;
+use pitfall_sdk::model::meta::RuleMeta;
+use pitfall_sdk::model::report::render;
+use pitfall_sdk::model::session::Session;
+
+use crate::corpus::{RuleSpec, Template, encoded, package_name};
+
+/// The plug-in, built by build.rs.
+pub const PLUGIN: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/pitfall_bench_extism_plugin.wasm"
+));
+
+/// The session of the call in progress.
+type Current = Option<Session>;
+
+host_fn!(field(current: Current; path: String) -> String {
+    let current = current.get()?;
+    let current = current.lock().map_err(|_| extism::Error::msg("poisoned"))?;
+    let session = current.as_ref().ok_or_else(|| extism::Error::msg("no call in progress"))?;
+    Ok(match session.field_kind(path.as_bytes()) {
+        0 => "M".to_owned(),
+        _ => match session.field_str(path.as_bytes()) {
+            Ok(text) => format!("V{text}"),
+            Err(_) => "O".to_owned(),
+        },
+    })
+});
+
+/// Extism plug-ins for the compared rules.
+pub struct ExtismHost {
+    plugins: Vec<(Plugin, RuleMeta)>,
+    current: UserData<Current>,
+}
+
+impl std::fmt::Debug for ExtismHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtismHost")
+            .field("plugins", &self.plugins.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExtismHost {
+    /// One plug-in per rule.
+    pub fn new(rules: &[RuleSpec]) -> anyhow::Result<ExtismHost> {
+        let current: UserData<Current> = UserData::new(None);
+        let mut plugins = Vec::new();
+        for spec in rules {
+            let template = match spec.template {
+                Template::VersionRange => "0",
+                Template::VersionAndCapability => "1",
+                Template::GpuFamily => "2",
+            };
+            let bound =
+                |b: Option<usize>| b.map_or_else(|| "-1".to_owned(), |i| encoded(i).to_string());
+            let manifest = Manifest::new([Wasm::data(PLUGIN)])
+                .with_config_key("template", template)
+                .with_config_key("package", package_name(spec.package))
+                .with_config_key("lower", bound(spec.lower))
+                .with_config_key("upper", bound(spec.upper))
+                .with_config_key("floor", format!("{:.1}", spec.capability_floor))
+                .with_config_key("family_lo", format!("{:.1}", spec.family.0))
+                .with_config_key("family_hi", format!("{:.1}", spec.family.1))
+                .with_config_key("flag", format!("SYNTH_FLAG_{:02}", spec.flag));
+            let plugin = PluginBuilder::new(manifest)
+                .with_wasi(false)
+                .with_function(
+                    "field",
+                    [extism::PTR],
+                    [extism::PTR],
+                    current.clone(),
+                    field,
+                )
+                .build()?;
+            let meta: RuleMeta = serde_json::from_value(crate::corpus::meta(spec))?;
+            plugins.push((plugin, meta));
+        }
+        Ok(ExtismHost { plugins, current })
+    }
+}
+
+impl crate::compare::Host for ExtismHost {
+    fn evaluate(&mut self, i: usize, prepared: &Prepared) -> Evaluation {
+        let limit = pitfall_engine::Limits::default().max_output_bytes;
+        let Ok(current) = self.current.get() else {
+            return Evaluation::Failed("user data".into());
+        };
+        if let Ok(mut c) = current.lock() {
+            *c = Some(Session::new(prepared.fields.clone(), limit));
+        }
+        let (plugin, meta) = &mut self.plugins[i];
+        let answer: Result<String, _> = plugin.call("evaluate", "");
+        let Some(mut session) = current.lock().ok().and_then(|mut c| c.take()) else {
+            return Evaluation::Failed("no session".into());
+        };
+        let answer = match answer {
+            Ok(a) => a,
+            Err(e) => return Evaluation::Failed(format!("{e:#}")),
+        };
+        let mut words = answer.split(' ');
+        match words.next() {
+            Some("0") => Evaluation::Clear,
+            Some("2") => {
+                let _ = session.missing(words.next().unwrap_or("").as_bytes());
+                Evaluation::Undetermined(session.take_output().missing)
+            }
+            Some("1") => {
+                let version = words.next().unwrap_or("");
+                let cc = words.next().unwrap_or("-");
+                // The first path a template rule reads is its package's version.
+                let version_path = meta.reads.first().cloned().unwrap_or_default();
+                let _ = session.evidence(version_path.as_bytes());
+                let _ = session.param(b"version", version.as_bytes());
+                if cc != "-" {
+                    let _ = session.evidence(b"accelerators.0.compute_capability");
+                    let _ = session.param(b"cc", cc.as_bytes());
+                }
+                let _ = session.remedy(0);
+                match render(meta, &session.take_output(), &prepared.fields) {
+                    Ok(f) => Evaluation::Matched(Box::new(f)),
+                    Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
+                }
+            }
+            _ => Evaluation::Failed(format!("malformed answer {answer:?}")),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Realistic manifests: a fleet of different machines, drawn from a seed.
+//! GPUs from the hardware table (weighted towards what clouds rent now),
+//! the head ML packages at mostly recent releases, a tail of other
+//! packages from the corpus's pool, a serving engine, now and then one of
+//! the environment variables the GPU-family rules look for.
+
+use serde_json::{Value, json};
+
+use crate::corpus::{HEAD_PACKAGES, RELEASES, package_name, pool_size, release};
+use crate::rng::{Rng, Zipf};
+
+/// GPU models (hardware table names) and how common each is in the fleet.
+const GPUS: &[(&str, f64)] = &[
+    ("H100 SXM", 0.25),
+    ("A100 80GB", 0.15),
+    ("H200", 0.10),
+    ("L4", 0.10),
+    ("A10G", 0.10),
+    ("T4", 0.10),
+    ("L40S", 0.05),
+    ("RTX 4090", 0.05),
+    ("A100 40GB", 0.05),
+    ("V100 16GB", 0.05),
+];
+
+/// Tail packages per machine, besides the head ones.
+const TAIL_PACKAGES: usize = 20;
+
+/// `n` distinct manifests for a registry of `rules` rules.
+pub fn fleet(n: usize, rules: usize, seed: u64) -> Vec<Value> {
+    let mut rng = Rng::new(seed);
+    let tail = Zipf::new(pool_size(rules), crate::corpus::ZIPF_EXPONENT);
+    let weights: Vec<f64> = GPUS.iter().map(|g| g.1).collect();
+    (0..n)
+        .map(|i| {
+            // Most machines run recent releases of the head packages.
+            let recent = |rng: &mut Rng| release(RELEASES - 1 - (10.0 * rng.unit().powi(2)) as usize);
+            let mut packages = Vec::new();
+            for name in HEAD_PACKAGES {
+                if rng.unit() < 0.8 {
+                    packages.push(json!({"name": name, "version": recent(&mut rng), "ecosystem": "pypi"}));
+                }
+            }
+            let mut seen: Vec<usize> = Vec::new();
+            while seen.len() < TAIL_PACKAGES {
+                let k = tail.sample(&mut rng);
+                if k < HEAD_PACKAGES.len() || seen.contains(&k) {
+                    if rng.unit() < 0.05 {
+                        break;
+                    }
+                    continue;
+                }
+                seen.push(k);
+                let idx = ((RELEASES - 1) as f64 * rng.unit().powf(0.3)) as usize;
+                packages.push(json!({"name": package_name(k), "version": release(idx), "ecosystem": "pypi"}));
+            }
+            let gpu = GPUS[rng.weighted(&weights)].0;
+            let count = [1, 2, 4, 8][rng.below(4)];
+            let mut m = json!({
+                "manifest_version": 1,
+                "host": {"arch": if rng.unit() < 0.85 { "x86_64" } else { "aarch64" }, "memory_mib": 65536 * count},
+                "accelerators": [{"vendor": "nvidia", "model": gpu, "count": count}],
+                "drivers": {"nvidia": "570.124.06", "cuda": "12.8"},
+                "packages": packages,
+                // Distinct machines: the fleet never sends the same document twice.
+                "workload": {"engine": "vllm", "model": format!("org/model-{i}"), "tensor_parallel_size": count},
+            });
+            if rng.unit() < 0.5 {
+                m["container"] = json!({"image": "vllm/vllm-openai:latest", "shm_size_mib": 16384, "ipc": "host"});
+            }
+            if rng.unit() < 0.05 {
+                let flag = format!("SYNTH_FLAG_{:02}", rng.below(50));
+                m["env"] = Value::Object([(flag, Value::from("1"))].into_iter().collect());
+            }
+            m
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fleet_is_seeded_distinct_and_valid() {
+        let a = fleet(50, 10_000, 3);
+        assert_eq!(a, fleet(50, 10_000, 3));
+        assert_ne!(a, fleet(50, 10_000, 4));
+        for (i, m) in a.iter().enumerate() {
+            assert!(
+                a[..i].iter().all(|other| other != m),
+                "manifest {i} repeats"
+            );
+            pitfall_sdk::model::manifest_from_value(m.clone()).unwrap_or_else(|e| panic!("{e:?}"));
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! # pitfall-bench
+//!
+//! The benchmark suite of issue 7: synthetic registries of 1,000 to
+//! 100,000 rules ([`corpus`]), a fleet of realistic manifests ([`fleet`]),
+//! and the measurements the binary runs in one process so that every
+//! comparison is a ratio measured in the same run: the engine against its
+//! empty-module floor ([`floor`]), check latency at scale ([`scale`]), the
+//! same rule logic compiled into the host ([`native`]) and hosted by Extism
+//! (`extism`, behind the feature of that name) side by side ([`compare`]),
+//! publish cost ([`publish`]), cold start and RSS of a server process with
+//! 10,000 rules ([`startup`]), HTTP throughput against a bare echo endpoint
+//! ([`http`]), and the plot ([`plot`]). `BENCHMARKS.md` reports them.
+
+pub mod compare;
+pub mod corpus;
+#[cfg(feature = "extism")]
+pub mod extism;
+pub mod fleet;
+pub mod floor;
+pub mod http;
+pub mod native;
+pub mod plot;
+pub mod publish;
+pub mod rng;
+pub mod scale;
+pub mod startup;
+pub mod stats;

@@ -1,0 +1,422 @@
+//! `pitfall-bench [--quick]`: see the crate docs and BENCHMARKS.md.
+//!
+//! `--quick` (under a minute) prints `ratio_to_floor=R` and
+//! `check_10k_p50_us=N` on lines of their own, then a summary. The full
+//! mode measures everything of issue 7 in one run and writes the plot.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use pitfall_bench::scale::ScalePoint;
+use pitfall_bench::stats::Summary;
+use pitfall_bench::{compare, corpus, fleet, floor, http, plot, publish, scale, startup};
+use pitfall_engine::{Engine, Limits, Rule};
+use pitfall_sdk::model::{Manifest, Prepared, manifest_from_value, parse_manifest};
+
+/// The seed of every corpus and fleet (change it to draw others).
+const SEED: u64 = 7;
+/// The registry size of the start-up, RSS and HTTP measurements.
+const SERVER_RULES: usize = 10_000;
+
+#[derive(Debug, Parser)]
+#[command(about = "Pitfall's benchmarks (BENCHMARKS.md). Without --quick: the full suite.")]
+struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Under a minute: ratio_to_floor and the 10,000-rule check only.
+    #[arg(long)]
+    quick: bool,
+    /// Where results, the plot and the server's registry go.
+    #[arg(long, default_value = "target/pitfall-bench")]
+    out: PathBuf,
+    /// Corpus sizes of the full mode.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+    sizes: Vec<usize>,
+    /// Distinct manifests of the fleet the engine checks are timed on.
+    #[arg(long, default_value_t = 100)]
+    fleet: usize,
+    /// Requests per HTTP phase (each phase also stops after 30 s).
+    #[arg(long, default_value_t = 4000)]
+    requests: usize,
+    /// Connections of the HTTP load.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Parts of the full mode to run (e.g. `--sections compare` after
+    /// building with `--features extism`).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "floor,scale,compare,publish,server,plot"
+    )]
+    sections: Vec<String>,
+}
+
+impl Args {
+    fn runs(&self, section: &str) -> bool {
+        self.sections.iter().any(|s| s == section)
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The server process of the start-up and HTTP measurements (internal).
+    #[command(hide = true)]
+    ServeChild {
+        #[command(flatten)]
+        config: pitfall_server::Config,
+    },
+}
+
+fn fixture(name: &str) -> anyhow::Result<Manifest> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/manifests")
+        .join(name);
+    let bytes = std::fs::read(&path).with_context(|| path.display().to_string())?;
+    parse_manifest(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+fn machines(n: usize, rules: usize, seed: u64) -> anyhow::Result<Vec<Manifest>> {
+    fleet::fleet(n, rules, seed)
+        .into_iter()
+        .map(|v| manifest_from_value(v).map_err(|e| anyhow::anyhow!("fleet: {e:?}")))
+        .collect()
+}
+
+/// Key=value lines, printed and kept for the results file.
+#[derive(Debug, Default)]
+struct Report {
+    lines: Vec<String>,
+}
+
+impl Report {
+    fn line(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        println!("{text}");
+        self.lines.push(text);
+    }
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "MISSED" }
+}
+
+fn summary_line(key: &str, s: &Summary) -> String {
+    format!("{key}_p50_us={:.1} {key}_p99_us={:.1}", s.p50, s.p99)
+}
+
+fn scale_line(p: &ScalePoint) -> String {
+    format!(
+        "check rules={} synthetic={} p50_us={:.1} p99_us={:.1} mean_us={:.1} first_check_p50_us={:.1} candidates_median={} candidates_max={} per_candidate_us={:.2} index_p50_us={:.2} prepare_p50_us={:.1} findings_median={} linked={} load_s={:.2}",
+        p.rules_total,
+        p.synthetic,
+        p.check.p50,
+        p.check.p99,
+        p.check.mean,
+        p.first_check.p50,
+        p.candidates_median,
+        p.candidates_max,
+        p.check.p50 / p.candidates_median.max(1.0),
+        p.candidates.p50,
+        p.prepare.p50,
+        p.findings_median,
+        p.linked,
+        p.load.as_secs_f64(),
+    )
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut args = Args::parse();
+    if let Some(Command::ServeChild { config }) = args.command.take() {
+        let runtime = tokio::runtime::Runtime::new()?;
+        return runtime.block_on(startup::serve_child(config));
+    }
+    let started = Instant::now();
+    std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
+    let engine = Engine::new(Limits::default()).context("engine")?;
+    let bundled: Vec<Arc<Rule>> = pitfall_bundled_rules::MODULES
+        .iter()
+        .map(|m| {
+            engine
+                .load(m.wasm)
+                .map(Arc::new)
+                .with_context(|| m.crate_name.to_owned())
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let g5g = Prepared::new(fixture("g5g-gemma4-vllm0271.json")?);
+    let mut report = Report::default();
+
+    if args.quick {
+        args.sections = vec!["floor".into(), "scale".into()];
+    }
+    // 1. The floor and the bundled rules, as the engine benchmark measures them.
+    let floor_rule = engine
+        .load(&floor::floor_module())
+        .context("the floor module")?;
+    let ratio = args
+        .runs("floor")
+        .then(|| floor::measure(&engine, &floor_rule, &bundled, &g5g, 2000, 20));
+    if let Some(ratio) = &ratio {
+        report.line(format!("ratio_to_floor={:.2}", ratio.ratio));
+    }
+
+    // 2. Check latency at each corpus size, over a fleet of distinct machines.
+    let sizes: Vec<usize> = match (args.quick, args.runs("scale")) {
+        (_, false) => Vec::new(),
+        (true, true) => vec![10_000],
+        (false, true) => args.sizes.clone(),
+    };
+    let mut points = Vec::new();
+    for &size in &sizes {
+        let specs = corpus::specs(size, SEED);
+        let fleet = machines(args.fleet, size, SEED + 1)?;
+        let point = scale::measure(
+            &engine,
+            &bundled,
+            &specs,
+            &fleet,
+            if args.quick { 5 } else { 10 },
+        );
+        if size == 10_000 {
+            report.line(format!("check_10k_p50_us={:.0}", point.check.p50));
+        }
+        points.push(point);
+    }
+
+    println!();
+    println!("== summary ==");
+    if let Some(ratio) = &ratio {
+        report.line(format!(
+            "floor_us={:.2} bundled_rules={} ratio_to_floor={:.2} target<=1.5 {}",
+            ratio.floor_us,
+            ratio.rules.len(),
+            ratio.ratio,
+            verdict(ratio.ratio <= 1.5)
+        ));
+    }
+    for p in &points {
+        report.line(scale_line(p));
+    }
+    if let Some(p) = points.iter().find(|p| p.synthetic == 10_000) {
+        report.line(format!(
+            "check_10k p50_us={:.1} target<=1000 {} p99_us={:.1} target<=5000 {}",
+            p.check.p50,
+            verdict(p.check.p50 <= 1000.0),
+            p.check.p99,
+            verdict(p.check.p99 <= 5000.0)
+        ));
+    }
+    let at = |n: usize| points.iter().find(|p| p.synthetic == n);
+    if let (Some(a), Some(b)) = (at(10_000), at(100_000)) {
+        let growth = b.check.p50 / a.check.p50;
+        report.line(format!(
+            "growth_100k_over_10k p50_ratio={growth:.2} target<=2 {} candidates_ratio={:.2} index_ratio={:.2}",
+            verdict(growth <= 2.0),
+            b.candidates_median / a.candidates_median.max(1.0),
+            b.candidates.p50 / a.candidates.p50,
+        ));
+    }
+    if !args.quick {
+        full(&args, &engine, &bundled, &points, &mut report)?;
+    }
+    report.line(format!("elapsed_s={:.1}", started.elapsed().as_secs_f64()));
+    let name = match (args.quick, args.sections.len()) {
+        (true, _) => "quick".to_owned(),
+        (false, 6) => "full".to_owned(),
+        (false, _) => args.sections.join("-"),
+    };
+    let path = args.out.join(format!("{name}.txt"));
+    std::fs::write(&path, report.lines.join("\n") + "\n")
+        .with_context(|| path.display().to_string())?;
+    println!("(written to {})", path.display());
+    Ok(())
+}
+
+/// The rest of the full mode: sandbox price, Extism, publish, start-up,
+/// RSS, HTTP, the plot.
+fn full(
+    args: &Args,
+    engine: &Engine,
+    bundled: &[Arc<Rule>],
+    points: &[ScalePoint],
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let specs = corpus::specs(1000, SEED);
+    if args.runs("compare") {
+        compare_hosts(engine, &specs, report)?;
+    }
+    if args.runs("publish") {
+        publish_cost(&specs, report)?;
+    }
+    if args.runs("server") {
+        server(args, bundled.len(), report)?;
+    }
+    if args.runs("plot") && !points.is_empty() {
+        let png = args.out.join("check-latency.png");
+        let data: Vec<plot::Point> = points
+            .iter()
+            .map(|p| (p.rules_total, p.check.p50, p.check.p99))
+            .collect();
+        plot::check_latency(&png, &data)?;
+        report.line(format!("plot={}", png.display()));
+    }
+    Ok(())
+}
+
+/// The same rule logic in our engine, natively and (with the feature) in Extism.
+fn compare_hosts(
+    engine: &Engine,
+    specs: &[corpus::RuleSpec],
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let rules = compare::pick(specs);
+    #[cfg(feature = "extism")]
+    let mut host = pitfall_bench::extism::ExtismHost::new(&rules)?;
+    #[cfg(feature = "extism")]
+    let extism: Option<&mut dyn compare::Host> = Some(&mut host);
+    #[cfg(not(feature = "extism"))]
+    let extism: Option<&mut dyn compare::Host> = None;
+    let rows = compare::measure(engine, &rules, extism, 4000, 20)?;
+    for r in &rows {
+        let extism = r.extism_us.map_or_else(
+            || "extism_us=- (build with --features extism)".to_owned(),
+            |x| {
+                format!(
+                    "extism_us={x:.2} extism_over_engine={:.2} target>=3 {}",
+                    x / r.engine_us,
+                    verdict(x / r.engine_us >= 3.0)
+                )
+            },
+        );
+        report.line(format!(
+            "per_call rule={} outcome={} engine_us={:.2} native_us={:.3} sandbox_price={:.1}x {extism}",
+            r.rule,
+            r.outcome,
+            r.engine_us,
+            r.native_us,
+            r.engine_us / r.native_us
+        ));
+    }
+
+    Ok(())
+}
+
+/// Publish cost: the bundled rules and 200 synthetic ones.
+fn publish_cost(specs: &[corpus::RuleSpec], report: &mut Report) -> anyhow::Result<()> {
+    let bundled_bytes: Vec<&[u8]> = pitfall_bundled_rules::MODULES
+        .iter()
+        .map(|m| m.wasm)
+        .collect();
+    let synthetic: Vec<Vec<u8>> = specs.iter().take(200).map(corpus::module).collect();
+    for (name, modules) in [
+        ("bundled", bundled_bytes),
+        ("synthetic", synthetic.iter().map(Vec::as_slice).collect()),
+    ] {
+        let c = publish::measure(&modules)?;
+        report.line(format!(
+            "publish set={name} modules={} bytes_median={:.0} {} {} {} {}",
+            c.modules,
+            c.bytes_median,
+            summary_line("validate", &c.validate),
+            summary_line("compile", &c.compile),
+            summary_line("tests", &c.tests),
+            summary_line("total", &c.total),
+        ));
+    }
+
+    Ok(())
+}
+
+/// A server process with 10,000 rules: first start, restart without the
+/// compiled-code cache, restart with it; then HTTP against the last one.
+fn server(args: &Args, bundled: usize, report: &mut Report) -> anyhow::Result<()> {
+    let exe = std::env::current_exe()?;
+    let dir = startup::registry_dir(&args.out, SERVER_RULES);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let seeded = runtime.block_on(startup::seed_registry(
+        &dir,
+        &corpus::specs(SERVER_RULES, SEED),
+    ))?;
+    report.line(format!(
+        "registry synthetic_rules={seeded} (plus the bundled rules, seeded by the server)"
+    ));
+    let mut server = None;
+    for (label, cache) in [
+        ("first_start", false),
+        ("restart_without_cache", false),
+        ("restart_with_cache", true),
+    ] {
+        let s = startup::start(&exe, &dir, cache)?;
+        report.line(format!(
+            "startup {label} rules={} cold_start_ms={:.0} target<=2000 {} warm_ms={:.0} rss_mib={:.0} peak_rss_mib={:.0} target<=512 {}",
+            SERVER_RULES + bundled,
+            s.cold_start.as_secs_f64() * 1e3,
+            verdict(s.cold_start <= Duration::from_secs(2)),
+            s.warm.as_secs_f64() * 1e3,
+            s.rss_bytes as f64 / (1 << 20) as f64,
+            s.peak_rss_bytes as f64 / (1 << 20) as f64,
+            verdict(s.peak_rss_bytes <= 512 << 20),
+        ));
+        if cache {
+            server = Some(s);
+        } else {
+            s.stop()?;
+        }
+    }
+    let server = server.context("the last server")?;
+
+    // HTTP against that server: the echo, distinct manifests (each
+    // sent once: cache misses), and repeated ones (cache hits).
+    let load = http::Load {
+        requests: args.requests,
+        concurrency: args.concurrency,
+        deadline: Duration::from_secs(30),
+    };
+    let bodies = |seed: u64, n: usize| -> Arc<Vec<Vec<u8>>> {
+        Arc::new(
+            fleet::fleet(n, SERVER_RULES, seed)
+                .iter()
+                .map(|m| m.to_string().into_bytes())
+                .collect(),
+        )
+    };
+    let phases = [
+        ("echo", "/bench/echo", bodies(100, args.requests)),
+        ("check_distinct", "/v1/check", bodies(200, args.requests)),
+        ("check_repeated", "/v1/check", bodies(300, args.concurrency)),
+    ];
+    let mut throughput = Vec::new();
+    for (name, path, bodies) in phases {
+        let r = runtime.block_on(http::run(server.addr, path, bodies, load))?;
+        report.line(format!(
+            "http phase={name} ok={} errors={} rps={:.0} p50_us={:.0} p99_us={:.0} concurrency={}",
+            r.ok,
+            r.errors,
+            r.throughput(),
+            r.latency.p50,
+            r.latency.p99,
+            load.concurrency
+        ));
+        throughput.push(r.throughput());
+    }
+    let (rss, peak) = server.rss()?;
+    report.line(format!(
+        "http check_distinct_over_echo={:.2} check_repeated_over_echo={:.2} target>=0.5 distinct {} repeated {} server_rss_mib={:.0} peak_rss_mib={:.0}",
+        throughput[1] / throughput[0],
+        throughput[2] / throughput[0],
+        verdict(throughput[1] / throughput[0] >= 0.5),
+        verdict(throughput[2] / throughput[0] >= 0.5),
+        rss as f64 / (1 << 20) as f64,
+        peak as f64 / (1 << 20) as f64,
+    ));
+    server.stop()?;
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! Engine check latency at registry scale: the bundled rules plus a
+//! synthetic corpus, loaded as a registry loads them at start-up
+//! (metadata now, code on first candidacy), checked against a fleet of
+//! distinct manifests. One untimed pass compiles every candidate the fleet
+//! meets (its times are reported as the first check); then each manifest
+//! is checked in rounds, and the index lookup and the manifest preparation
+//! are timed on their own.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pitfall_engine::{Engine, Rule, RuleSet};
+use pitfall_sdk::model::{Manifest, Prepared};
+use rayon::prelude::*;
+
+use crate::corpus::RuleSpec;
+use crate::stats::{Summary, median};
+
+/// What one corpus size measured.
+#[derive(Debug, Clone)]
+pub struct ScalePoint {
+    /// Synthetic rules (the bundled ones come on top).
+    pub synthetic: usize,
+    /// Rules in the set.
+    pub rules_total: usize,
+    /// Generating and loading (metadata only) the corpus.
+    pub load: Duration,
+    /// The first check of each manifest (compiles its new candidates).
+    pub first_check: Summary,
+    /// Checks after that.
+    pub check: Summary,
+    /// The index lookup and selector filter alone (`RuleSet::candidates`).
+    pub candidates: Summary,
+    /// Normalise, enrich, flatten.
+    pub prepare: Summary,
+    /// Median candidates per manifest.
+    pub candidates_median: f64,
+    /// Largest candidates of any manifest.
+    pub candidates_max: usize,
+    /// Median findings per manifest.
+    pub findings_median: f64,
+    /// Rules compiled by the end (those the fleet made candidates).
+    pub linked: usize,
+}
+
+/// Loads the corpus as deferred rules, generating each module on the way
+/// (no second copy of 100,000 modules in memory).
+pub fn load(engine: &Engine, specs: &[RuleSpec]) -> Vec<Arc<Rule>> {
+    specs
+        .par_iter()
+        .map(|spec| {
+            let bytes: Arc<[u8]> = crate::corpus::module(spec).into();
+            Arc::new(
+                engine
+                    .load_deferred(bytes)
+                    .unwrap_or_else(|e| panic!("{}: {e}", spec.id())),
+            )
+        })
+        .collect()
+}
+
+/// Measures one corpus size.
+pub fn measure(
+    engine: &Engine,
+    bundled: &[Arc<Rule>],
+    specs: &[RuleSpec],
+    fleet: &[Manifest],
+    rounds: usize,
+) -> ScalePoint {
+    let start = Instant::now();
+    let mut rules = bundled.to_vec();
+    rules.extend(load(engine, specs));
+    let set = RuleSet::new(rules, format!("bench-{}", specs.len()));
+    let load = start.elapsed();
+    let time = |m: &Manifest| {
+        let m = m.clone();
+        let start = Instant::now();
+        let answer = black_box(set.check(engine, m));
+        (start.elapsed(), answer)
+    };
+    let mut first = Vec::with_capacity(fleet.len());
+    let mut candidates = Vec::with_capacity(fleet.len());
+    let mut findings = Vec::with_capacity(fleet.len());
+    for m in fleet {
+        let (t, answer) = time(m);
+        first.push(t);
+        candidates.push(answer.stats.rules_evaluated as usize);
+        findings.push(answer.findings.len() as f64);
+    }
+    let mut checks = Vec::with_capacity(fleet.len() * rounds);
+    let mut lookups = Vec::with_capacity(fleet.len() * rounds);
+    let mut prepares = Vec::with_capacity(fleet.len() * rounds);
+    for _ in 0..rounds {
+        for m in fleet {
+            checks.push(time(m).0);
+            let start = Instant::now();
+            let prepared = Prepared::new(m.clone());
+            prepares.push(start.elapsed());
+            let start = Instant::now();
+            black_box(set.candidates(&prepared));
+            lookups.push(start.elapsed());
+        }
+    }
+    ScalePoint {
+        synthetic: specs.len(),
+        rules_total: set.rules().len(),
+        load,
+        first_check: Summary::of(&first),
+        check: Summary::of(&checks),
+        candidates: Summary::of(&lookups),
+        prepare: Summary::of(&prepares),
+        candidates_median: median(&candidates.iter().map(|&c| c as f64).collect::<Vec<_>>()),
+        candidates_max: candidates.iter().copied().max().unwrap_or(0),
+        findings_median: median(&findings),
+        linked: set.rules().iter().filter(|r| r.is_linked()).count(),
+    }
+}
