@@ -3,6 +3,7 @@
 //! imports, exports, memory, complexity bounds, and the embedded metadata
 //! and test cases.
 
+use pitfall_sdk::model::lint;
 use pitfall_sdk::model::meta::{RuleMeta, TestCase, sections};
 use wasmparser::{ExternalKind, FuncType, Parser, Payload, TypeRef, Validator, WasmFeatures};
 
@@ -156,14 +157,43 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
     let meta = meta.ok_or_else(|| LoadError::Metadata(format!("missing custom section `{}`", sections::META)))?;
     let meta: RuleMeta =
         serde_json::from_slice(meta).map_err(|e| LoadError::Metadata(format!("section `{}`: {e}", sections::META)))?;
-    let problems = meta.problems();
+    let problems = lint::lint_meta(&meta);
     if !problems.is_empty() {
-        return Err(LoadError::Metadata(problems.join("; ")));
+        return Err(LoadError::Metadata(lint::summary(&problems)));
     }
     let tests = tests.ok_or_else(|| LoadError::Tests(format!("missing custom section `{}`", sections::TESTS)))?;
     let tests: Vec<TestCase> =
         serde_json::from_slice(tests).map_err(|e| LoadError::Tests(format!("section `{}`: {e}", sections::TESTS)))?;
     Ok(ModuleInfo { abi_version, meta, tests })
+}
+
+/// The metadata and test cases a module carries, parsed but not linted,
+/// with no other check: what the reviewer's lint (`pitfall rule lint`, the
+/// publish pipeline's first step) reads. A section that is missing, twice
+/// present or not JSON is an error of its step.
+pub fn embedded(bytes: &[u8]) -> Result<(RuleMeta, Vec<TestCase>), LoadError> {
+    let mut meta = None;
+    let mut tests = None;
+    for payload in Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
+        if let Payload::CustomSection(section) = payload {
+            let slot = match section.name() {
+                sections::META => &mut meta,
+                sections::TESTS => &mut tests,
+                _ => continue,
+            };
+            if slot.replace(section.data()).is_some() {
+                return Err(LoadError::Metadata(format!("section `{}` appears twice", section.name())));
+            }
+        }
+    }
+    let meta = meta.ok_or_else(|| LoadError::Metadata(format!("missing custom section `{}`", sections::META)))?;
+    let meta: RuleMeta =
+        serde_json::from_slice(meta).map_err(|e| LoadError::Metadata(format!("section `{}`: {e}", sections::META)))?;
+    let tests = tests.ok_or_else(|| LoadError::Tests(format!("missing custom section `{}`", sections::TESTS)))?;
+    let tests: Vec<TestCase> =
+        serde_json::from_slice(tests).map_err(|e| LoadError::Tests(format!("section `{}`: {e}", sections::TESTS)))?;
+    Ok((meta, tests))
 }
 
 fn parse_abi(section: Option<&[u8]>) -> Result<u32, LoadError> {

@@ -1,4 +1,6 @@
-//! The publish pipeline: size bound → validation (wasm, ABI version,
+//! The publish pipeline: size bound → the reviewer's lint of the embedded
+//! metadata and test cases (the SDK's `model::lint`, the very checks and
+//! messages of `pitfall rule lint`) → validation (wasm, ABI version,
 //! imports, exports, metadata) → compile with a time bound, off the request
 //! path → the module's embedded test cases in the engine, all of which must
 //! pass. Only then is a version stored (as pending, by the caller). Each
@@ -9,6 +11,7 @@ use std::time::Instant;
 
 use pitfall_engine::{Engine, LoadError, Rule};
 use pitfall_sdk::model::cases::CaseResult;
+use pitfall_sdk::model::lint;
 use serde::Serialize;
 
 /// A module refused by the pipeline.
@@ -93,6 +96,11 @@ pub async fn assess(engine: &Engine, bytes: Arc<[u8]>) -> Result<Accepted, Refus
 /// The pipeline on the calling thread.
 pub fn assess_blocking(engine: &Engine, bytes: &[u8]) -> Result<Accepted, Refused> {
     let start = Instant::now();
+    let (meta, cases) = pitfall_engine::inspect::embedded(bytes)?;
+    let issues = lint::lint(&meta, &cases);
+    if !issues.is_empty() {
+        return Err(Refused { step: "metadata", message: lint::summary(&issues) });
+    }
     let rule = Arc::new(engine.load(bytes)?);
     let load_us = micros(start);
     let start = Instant::now();

@@ -4,7 +4,8 @@
 //! - `setup`: install what the tests need (the wasm toolchain when the
 //!   active toolchain has no wasm32 target: Debian's rustc-web route; and
 //!   Debian's chromium and chromium-driver for the web pages' browser tests,
-//!   and fonts-dejavu-core for the text of pitfall-bench's plot).
+//!   fonts-dejavu-core for the text of pitfall-bench's plot, and clang + lld
+//!   for rules written in C).
 //! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
 //! - `test`: `setup`, then every test of the workspace.
 //! - `schema`: regenerate `sdk/schema/manifest-v1.schema.json`.
@@ -37,6 +38,7 @@ fn setup() -> anyhow::Result<pitfall_wasm_build::Toolchain> {
     eprintln!("xtask: wasm toolchain: {}", toolchain.name());
     ensure_packages("the browser tests", BROWSER_PACKAGES, BROWSER_BINARIES, install)?;
     ensure_packages("the benchmark plot", FONT_PACKAGES, FONT_FILES, install)?;
+    ensure_packages("the C example rule", C_PACKAGES, C_BINARIES, install)?;
     Ok(toolchain)
 }
 
@@ -49,6 +51,13 @@ const BROWSER_BINARIES: &[&str] = &["/usr/bin/chromium", "/usr/bin/chromedriver"
 const FONT_PACKAGES: &[&str] = &["fonts-dejavu-core"];
 /// What that package installs (the file the bench reads).
 const FONT_FILES: &[&str] = &["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"];
+
+/// The C compiler the C example rule (`sdk/examples/c-vllm-cc-floor/`) and
+/// `pitfall rule build rule.c` use; lld (its `wasm-ld`) comes with the wasm
+/// toolchain above.
+const C_PACKAGES: &[&str] = &["clang", "lld"];
+/// What those packages install.
+const C_BINARIES: &[&str] = &["/usr/bin/clang", "/usr/bin/wasm-ld"];
 
 /// Installs Debian `packages` with apt-get (as root) when any of `files`
 /// is missing; with `install` false, names the packages instead.

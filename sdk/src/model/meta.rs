@@ -138,75 +138,9 @@ pub mod sections {
 
 impl RuleMeta {
     /// What a reviewer would refuse in this metadata, one message per
-    /// problem; empty when it is well-formed. The engine refuses modules
-    /// with problems at load, and the CLI's lint shows the same messages.
+    /// problem; empty when it is well-formed. The messages of
+    /// [`super::lint::lint_meta`], which also gives each a code and a field.
     pub fn problems(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        let id_ok = (3..=64).contains(&self.id.len())
-            && self.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !self.id.starts_with('-')
-            && !self.id.ends_with('-');
-        if !id_ok {
-            out.push(format!(
-                "id {:?}: use 3 to 64 lowercase letters, digits and inner dashes",
-                self.id
-            ));
-        }
-        if semver::Version::parse(&self.version).is_err() {
-            out.push(format!("version {:?}: not a semantic version (e.g. 1.0.0)", self.version));
-        }
-        if !(10..=120).contains(&self.title.chars().count()) {
-            out.push(format!("title: {} characters, use 10 to 120", self.title.chars().count()));
-        }
-        if self.summary.trim().len() < 20 {
-            out.push("summary: say what breaks, when and why (at least 20 characters)".into());
-        }
-        if self.message.trim().is_empty() {
-            out.push("message: empty".into());
-        }
-        if self.author.trim().is_empty() {
-            out.push("author: empty".into());
-        }
-        for s in &self.applies_to {
-            match super::selector::Selector::parse(s) {
-                Err(e) => out.push(format!("applies_to: {e}")),
-                Ok(selector) if selector.admits_nothing() => {
-                    out.push(format!("applies_to: selector {s:?}: the range admits no version, so the rule never runs"));
-                }
-                Ok(_) => {}
-            }
-        }
-        if self.severity == Severity::Error && self.error_signatures.is_empty() {
-            out.push("error_signatures: an error-severity rule names the error text users see".into());
-        }
-        if self.error_signatures.iter().any(|s| s.trim().is_empty()) {
-            out.push("error_signatures: an entry is empty".into());
-        }
-        if self.remedies.is_empty() {
-            out.push("remedies: at least one".into());
-        }
-        for (i, r) in self.remedies.iter().enumerate() {
-            if r.summary.trim().is_empty() {
-                out.push(format!("remedies[{i}].summary: empty"));
-            }
-            if r.actions.is_empty() {
-                out.push(format!("remedies[{i}].actions: at least one machine-applicable action"));
-            }
-        }
-        if self.references.is_empty() {
-            out.push("references: cite at least one source".into());
-        }
-        for (i, r) in self.references.iter().enumerate() {
-            if r.title.trim().is_empty() {
-                out.push(format!("references[{i}].title: empty"));
-            }
-            if let Some(url) = &r.url {
-                let ok = url.starts_with("https://") && url.len() > 10 && !url.contains(char::is_whitespace);
-                if !ok {
-                    out.push(format!("references[{i}].url {url:?}: use an https:// address"));
-                }
-            }
-        }
-        out
+        super::lint::lint_meta(self).into_iter().map(|i| i.message).collect()
     }
 }

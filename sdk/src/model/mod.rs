@@ -8,6 +8,7 @@ pub mod actions;
 pub mod cases;
 pub mod fields;
 pub mod hardware;
+pub mod lint;
 pub mod manifest;
 pub mod meta;
 pub mod normalize;

@@ -1,0 +1,220 @@
+//! The reviewer's lint: what a maintainer would refuse in a rule's
+//! metadata and test cases, before reading its code. One implementation,
+//! called by `pitfall rule lint`, by `pitfall rule build`, by the engine at
+//! load (metadata only) and by the server's publish pipeline, so the same
+//! broken rule gets the same messages everywhere.
+
+use std::fmt;
+
+use super::meta::{Expect, RuleMeta, Severity, TestCase};
+use super::selector::Selector;
+
+/// One problem the lint found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LintIssue {
+    /// A stable code for tools (`title-length`, `reference-url`, ...).
+    pub code: &'static str,
+    /// The field it is about (`title`, `remedies[0].actions`, `tests`).
+    pub field: String,
+    /// What is wrong and how to fix it, for people. Starts with the field.
+    pub message: String,
+}
+
+impl fmt::Display for LintIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn issue(code: &'static str, field: impl Into<String>, message: String) -> LintIssue {
+    LintIssue { code, field: field.into(), message }
+}
+
+/// The rule's id format: 3 to 64 of `a-z`, `0-9`, `-`, with no dash at
+/// either end (ids appear in URLs and crate names).
+pub fn id_is_valid(id: &str) -> bool {
+    (3..=64).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !id.starts_with('-')
+        && !id.ends_with('-')
+}
+
+/// Every check: the metadata's, then the test cases'.
+pub fn lint(meta: &RuleMeta, cases: &[TestCase]) -> Vec<LintIssue> {
+    let mut out = lint_meta(meta);
+    out.extend(lint_cases(cases));
+    out
+}
+
+/// The metadata checks (ABI.md §11). The engine refuses a module with any
+/// of these at load.
+pub fn lint_meta(meta: &RuleMeta) -> Vec<LintIssue> {
+    let mut out = Vec::new();
+    if !id_is_valid(&meta.id) {
+        out.push(issue(
+            "id-format",
+            "id",
+            format!("id {:?}: use 3 to 64 lowercase letters, digits and inner dashes", meta.id),
+        ));
+    }
+    if semver::Version::parse(&meta.version).is_err() {
+        out.push(issue(
+            "version-format",
+            "version",
+            format!("version {:?}: not a semantic version (e.g. 1.0.0)", meta.version),
+        ));
+    }
+    let title_chars = meta.title.chars().count();
+    if !(10..=120).contains(&title_chars) {
+        out.push(issue("title-length", "title", format!("title: {title_chars} characters, use 10 to 120")));
+    }
+    if meta.summary.trim().len() < 20 {
+        out.push(issue(
+            "summary-length",
+            "summary",
+            "summary: say what breaks, when and why (at least 20 characters)".into(),
+        ));
+    }
+    if meta.message.trim().is_empty() {
+        out.push(issue("message-empty", "message", "message: empty".into()));
+    }
+    if meta.author.trim().is_empty() {
+        out.push(issue("author-empty", "author", "author: empty".into()));
+    }
+    for (i, s) in meta.applies_to.iter().enumerate() {
+        let field = format!("applies_to[{i}]");
+        match Selector::parse(s) {
+            Err(e) => out.push(issue("selector-invalid", field, format!("applies_to: {e}"))),
+            Ok(selector) if selector.admits_nothing() => out.push(issue(
+                "selector-empty-range",
+                field,
+                format!("applies_to: selector {s:?}: the range admits no version, so the rule never runs"),
+            )),
+            Ok(_) => {}
+        }
+    }
+    // An error-severity rule is one a user hits as an error: reviewers
+    // want the text they would search for.
+    if meta.severity == Severity::Error && meta.error_signatures.is_empty() {
+        out.push(issue(
+            "severity-needs-signature",
+            "error_signatures",
+            "error_signatures: an error-severity rule names the error text users see".into(),
+        ));
+    }
+    if meta.error_signatures.iter().any(|s| s.trim().is_empty()) {
+        out.push(issue("signature-empty", "error_signatures", "error_signatures: an entry is empty".into()));
+    }
+    if meta.remedies.is_empty() {
+        out.push(issue("remedies-missing", "remedies", "remedies: at least one".into()));
+    }
+    for (i, r) in meta.remedies.iter().enumerate() {
+        if r.summary.trim().is_empty() {
+            out.push(issue("remedy-summary-empty", format!("remedies[{i}].summary"), format!("remedies[{i}].summary: empty")));
+        }
+        if r.actions.is_empty() {
+            out.push(issue(
+                "remedy-without-action",
+                format!("remedies[{i}].actions"),
+                format!("remedies[{i}].actions: at least one machine-applicable action"),
+            ));
+        }
+    }
+    if meta.references.is_empty() {
+        out.push(issue("references-missing", "references", "references: cite at least one source".into()));
+    }
+    for (i, r) in meta.references.iter().enumerate() {
+        if r.title.trim().is_empty() {
+            out.push(issue("reference-title-empty", format!("references[{i}].title"), format!("references[{i}].title: empty")));
+        }
+        if let Some(url) = &r.url
+            && !url_is_well_formed(url)
+        {
+            out.push(issue(
+                "reference-url",
+                format!("references[{i}].url"),
+                format!("references[{i}].url {url:?}: use an https:// address"),
+            ));
+        }
+    }
+    out
+}
+
+/// `https://` and a host: at least one character after the scheme that is
+/// not `/`, and no whitespace anywhere.
+fn url_is_well_formed(url: &str) -> bool {
+    url.len() > 10
+        && !url.contains(char::is_whitespace)
+        && url.strip_prefix("https://").is_some_and(|rest| !rest.starts_with('/') && !rest.is_empty())
+}
+
+/// The test-case checks: a case for every outcome a reviewer needs to see
+/// (`matched`, `clear` and a `fixed` one proving a remedy works), and each
+/// case complete enough to run.
+pub fn lint_cases(cases: &[TestCase]) -> Vec<LintIssue> {
+    let mut out = Vec::new();
+    for (kind, label, why) in [
+        (Expect::Matched, "matched", "the breakage detected"),
+        (Expect::Clear, "clear", "a stack it does not apply to"),
+        (Expect::Fixed, "fixed", "a remedy that clears a matched case"),
+    ] {
+        if !cases.iter().any(|c| c.expect == kind) {
+            out.push(issue(
+                "case-missing",
+                "tests",
+                format!("tests: no case expects `{label}` (add one showing {why})"),
+            ));
+        }
+    }
+    for (i, case) in cases.iter().enumerate() {
+        match case.expect {
+            Expect::Fixed => {
+                let from_matched = cases
+                    .iter()
+                    .any(|c| c.expect == Expect::Matched && Some(&c.name) == case.from.as_ref());
+                if !from_matched {
+                    out.push(issue(
+                        "case-fixed-from",
+                        format!("tests[{i}].from"),
+                        format!("tests[{i}] {:?}: `from` must name a `matched` case", case.name),
+                    ));
+                }
+            }
+            _ if case.manifest.is_none() => out.push(issue(
+                "case-without-manifest",
+                format!("tests[{i}].manifest"),
+                format!("tests[{i}] {:?}: a `{}` case needs a manifest", case.name, expect_name(case.expect)),
+            )),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn expect_name(e: Expect) -> &'static str {
+    match e {
+        Expect::Matched => "matched",
+        Expect::Clear => "clear",
+        Expect::Undetermined => "undetermined",
+        Expect::Fixed => "fixed",
+    }
+}
+
+/// The issues as one line, as the engine and the server report them:
+/// the messages joined by `; `.
+pub fn summary(issues: &[LintIssue]) -> String {
+    issues.iter().map(|i| i.message.as_str()).collect::<Vec<_>>().join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_need_https_and_a_host() {
+        assert!(url_is_well_formed("https://github.com/vllm-project/vllm/issues/1"));
+        for bad in ["http://github.com/x/y", "https:///etc/passwd", "https://a b.org/x", "ftp://x.org/abc", "https://x"] {
+            assert!(!url_is_well_formed(bad), "{bad}");
+        }
+    }
+}
