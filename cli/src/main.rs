@@ -1,6 +1,7 @@
 //! `pitfall`: describe a machine as a manifest (`scan`), check manifests
 //! against the known breakages (`check`, online or offline, one or a
-//! fleet), and keep the registry's signed rule bundle (`bundle pull`).
+//! fleet), keep the registry's signed rule bundle (`bundle pull`), and
+//! write rules (`rule new|lint|test|build|publish`).
 //!
 //! Exit codes (the contract provisioning tools rely on): 0 no error-severity
 //! finding, 1 at least one, 2 the command itself failed (unreadable or
@@ -15,6 +16,7 @@ mod bundle;
 mod check;
 mod config;
 mod progress;
+mod rule;
 mod rules;
 mod scan;
 mod text;
@@ -39,6 +41,9 @@ enum Command {
     /// Pull (or show) the registry's signed rule bundle for offline checks.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
+    /// Write a rule: new, lint, test, build, publish (and approve).
+    #[command(subcommand)]
+    Rule(rule::RuleCommand),
     /// Print the JSON Schema of manifest v1.
     Schema,
 }
@@ -109,6 +114,7 @@ fn main() -> ExitCode {
         Command::Scan(args) => scan::command::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Bundle(command) => bundle::run(&command),
+        Command::Rule(command) => rule::run(&command),
         Command::Schema => {
             let schema = pitfall_sdk::model::manifest_schema();
             serde_json::to_string_pretty(&schema)

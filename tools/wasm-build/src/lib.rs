@@ -19,12 +19,16 @@
 //! [`ensure`] installs the Debian packages when neither route is present
 //! (as root, with apt-get). This crate is used by the bundled-rules build
 //! script, by `cargo xtask`, and by `pitfall rule build`, so all three pick
-//! the same route.
+//! the same route. Rules written in C are built by [`c::build_c`] (clang
+//! and wasm-ld, the same stack, memory and shrinking).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+pub mod c;
 pub mod shrink;
+
+pub use c::{build_c, detect_clang};
 
 /// The wasm target rules are built for.
 pub const TARGET: &str = "wasm32-unknown-unknown";
@@ -239,6 +243,12 @@ fn build_crates(toolchain: &Toolchain, request: &BuildRequest, build_std: BuildS
         cmd.env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER", "wasm-ld");
     }
     cmd.arg("build").arg("--manifest-path").arg(&request.manifest_path);
+    // Cargo reads `.cargo/config.toml` from the current folder up, not
+    // from the manifest's: run in the crate's folder so a rule crate
+    // outside this repo gets its own link arguments.
+    if let Some(dir) = request.manifest_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        cmd.current_dir(dir);
+    }
     cmd.args(["--profile", PROFILE, "--target", TARGET]).arg("--target-dir").arg(&request.target_dir);
     if let Toolchain::Debian = toolchain {
         cmd.arg(build_std.arg());
@@ -280,7 +290,7 @@ fn build_crates(toolchain: &Toolchain, request: &BuildRequest, build_std: BuildS
 /// beside it and renamed over it: the file cargo put there is a hard link
 /// to its own artifact, which stays as the linker made it, and no reader
 /// ever sees half a module.
-fn shrink_in_place(path: &Path) -> Result<(), BuildError> {
+pub(crate) fn shrink_in_place(path: &Path) -> Result<(), BuildError> {
     let io = |source| BuildError::Io { path: path.to_path_buf(), source };
     let wasm = std::fs::read(path).map_err(io)?;
     if let Some(smaller) = shrink::drop_unused_table(&wasm) {

@@ -1,0 +1,128 @@
+//! `pitfall rule build [PATH] [--out-dir DIR]`: lint (the registry's own
+//! checks and messages), build with the repo's toolchain choice
+//! (`pitfall-wasm-build`: the rustup wasm32 target, else Debian's
+//! rustc-web; clang + wasm-ld for C; the `wat` assembler for WAT), then
+//! check the module's size and ABI with the engine's inspector, which
+//! reads it without running it. The module's path is the last line on
+//! stdout, for scripts (`WASM=$(pitfall rule build | tail -n1)`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use pitfall_engine::Limits;
+use pitfall_sdk::model::lint;
+
+use super::lint::print_issues;
+use super::source::{Source, wat_to_wasm};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct BuildArgs {
+    /// The rule crate's folder, or a `.c`, `.wat` or `.wasm` file.
+    #[arg(default_value = ".")]
+    pub(crate) path: PathBuf,
+    /// Where build output goes (default: CARGO_TARGET_DIR for a crate,
+    /// else a `target/` folder beside the source).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out_dir: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
+    let Some(module) = build_checked(&args.path, args.out_dir.as_deref())? else {
+        return Ok(ExitCode::from(2));
+    };
+    println!("{}", module.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Lints, builds and inspects; prints what it found. `None` when the lint
+/// refused the rule (the issues are printed).
+pub(crate) fn build_checked(path: &Path, out_dir: Option<&Path>) -> anyhow::Result<Option<PathBuf>> {
+    let source = Source::of(path)?;
+    let (meta, cases) = source.embedded()?;
+    let issues = lint::lint(&meta, &cases);
+    if !issues.is_empty() {
+        print_issues(&issues);
+        eprintln!("{} {}: not built: {} lint issue(s)", meta.id, meta.version, issues.len());
+        return Ok(None);
+    }
+    let module = build_module(&source, out_dir)?;
+    let bytes = std::fs::read(&module).with_context(|| format!("reading {}", module.display()))?;
+    let limits = Limits::default();
+    let info = pitfall_engine::inspect::inspect(&bytes, &limits)
+        .with_context(|| format!("{}: the registry would refuse this module", module.display()))?;
+    if info.meta.id != meta.id {
+        bail!("{}: the module says it is rule {:?}, its metadata {:?}", module.display(), info.meta.id, meta.id);
+    }
+    println!(
+        "{} {}: {} bytes (limit {}), ABI {}, imports and exports as the engine requires",
+        info.meta.id,
+        info.meta.version,
+        bytes.len(),
+        limits.max_module_bytes,
+        info.abi_version
+    );
+    Ok(Some(module))
+}
+
+/// Builds the module of `source` and returns its path (a `.wasm` is its own).
+pub(crate) fn build_module(source: &Source, out_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match source {
+        Source::Crate(dir) => build_crate(dir, out_dir),
+        Source::C(file) => {
+            let out = beside(file, out_dir).join(module_name(file));
+            pitfall_wasm_build::build_c(file, &out).with_context(|| format!("building {}", file.display()))
+        }
+        Source::Wat(file) => {
+            let wasm = wat_to_wasm(file)?;
+            let dir = beside(file, out_dir);
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let out = dir.join(module_name(file));
+            std::fs::write(&out, wasm).with_context(|| format!("writing {}", out.display()))?;
+            Ok(out)
+        }
+        Source::Wasm(file) => Ok(file.clone()),
+    }
+}
+
+fn module_name(file: &Path) -> String {
+    format!("{}.wasm", file.file_stem().map_or_else(|| "rule".into(), |s| s.to_string_lossy()))
+}
+
+/// `out_dir`, else `target/` in the source's folder.
+fn beside(file: &Path, out_dir: Option<&Path>) -> PathBuf {
+    out_dir.map_or_else(|| file.parent().unwrap_or(Path::new(".")).join("target"), Path::to_path_buf)
+}
+
+fn build_crate(dir: &Path, out_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let manifest_path = std::path::absolute(dir.join("Cargo.toml")).context("the crate's path")?;
+    let package = package_name(&manifest_path)?;
+    // Not installing: a contributor's machine is theirs; the error names
+    // the packages (or run `cargo xtask setup` in the Pitfall repo).
+    let toolchain = pitfall_wasm_build::ensure(false)?;
+    let target = out_dir
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| manifest_path.with_file_name("target"));
+    let target = std::path::absolute(target).context("the target folder")?;
+    eprintln!("building {package} for wasm32 ({} route)", toolchain.name());
+    let request = pitfall_wasm_build::BuildRequest {
+        manifest_path,
+        packages: vec![package],
+        target_dir: target.join("wasm"),
+        quiet: true,
+    };
+    let mut paths = pitfall_wasm_build::build(&toolchain, &request)?;
+    paths.pop().context("the build named no module")
+}
+
+/// `[package] name` of a Cargo.toml.
+pub(crate) fn package_name(manifest_path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(manifest_path).with_context(|| format!("reading {}", manifest_path.display()))?;
+    let doc: toml::Table = toml::from_str(&text).with_context(|| format!("{}: not TOML", manifest_path.display()))?;
+    doc.get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+        .map(str::to_owned)
+        .with_context(|| format!("{}: no [package] name", manifest_path.display()))
+}
