@@ -89,9 +89,11 @@ fn module_name(file: &Path) -> String {
     format!("{}.wasm", file.file_stem().map_or_else(|| "rule".into(), |s| s.to_string_lossy()))
 }
 
-/// `out_dir`, else `target/` in the source's folder.
+/// `out_dir`, else `target/` in the source's folder; absolute, so the
+/// path printed is one a script can use from anywhere.
 fn beside(file: &Path, out_dir: Option<&Path>) -> PathBuf {
-    out_dir.map_or_else(|| file.parent().unwrap_or(Path::new(".")).join("target"), Path::to_path_buf)
+    let dir = out_dir.map_or_else(|| file.parent().unwrap_or(Path::new(".")).join("target"), Path::to_path_buf);
+    std::path::absolute(&dir).unwrap_or(dir)
 }
 
 fn build_crate(dir: &Path, out_dir: Option<&Path>) -> anyhow::Result<PathBuf> {

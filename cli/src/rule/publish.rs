@@ -78,7 +78,8 @@ pub(crate) fn run(args: &PublishArgs) -> anyhow::Result<ExitCode> {
         Ok(detail) => detail,
         Err(Error::Api { body, .. }) if body.code == "publish_refused" => {
             let step = body.step.as_deref().unwrap_or("?");
-            eprintln!("refused by {server} at step {step}: {}", body.message);
+            // The envelope's message already leads with its step.
+            eprintln!("refused by {server} (step {step}): {}", body.message);
             return Ok(ExitCode::from(2));
         }
         Err(e) => return Err(e).context("publishing"),
