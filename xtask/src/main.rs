@@ -87,7 +87,8 @@ fn ensure_packages(purpose: &str, packages: &[&str], files: &[&str], install: bo
     install_args.extend_from_slice(packages);
     // A fresh machine's package lists may be missing or stale: update once
     // when the first try fails.
-    if !apt(&install_args)? && !(apt(&["update", "-q"])? && apt(&install_args)?) {
+    let installed = apt(&install_args)? || (apt(&["update", "-q"])? && apt(&install_args)?);
+    if !installed {
         bail!("apt-get could not install {}", packages.join(" "));
     }
     if !present() {
