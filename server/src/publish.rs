@@ -1,9 +1,10 @@
-//! The publish pipeline: size bound → the reviewer's lint of the embedded
-//! metadata and test cases (the SDK's `model::lint`, the very checks and
-//! messages of `pitfall rule lint`) → validation (wasm, ABI version,
-//! imports, exports, metadata) → compile with a time bound, off the request
-//! path → the module's embedded test cases in the engine, all of which must
-//! pass. Only then is a version stored (as pending, by the caller). Each
+//! The publish pipeline: size bound → validation (wasm, ABI version,
+//! imports, exports, metadata) → compile with a time bound, off the
+//! request path → the reviewer's lint of the metadata and test cases (the
+//! SDK's `model::lint`: the very checks and messages of `pitfall rule
+//! lint`; a metadata issue found at load is answered with the whole lint
+//! too) → the module's embedded test cases in the engine, all of which
+//! must pass. Only then is a version stored (as pending, by the caller). Each
 //! refusal names its step, so a contributor knows what to fix.
 
 use std::sync::Arc;
@@ -96,12 +97,16 @@ pub async fn assess(engine: &Engine, bytes: Arc<[u8]>) -> Result<Accepted, Refus
 /// The pipeline on the calling thread.
 pub fn assess_blocking(engine: &Engine, bytes: &[u8]) -> Result<Accepted, Refused> {
     let start = Instant::now();
-    let (meta, cases) = pitfall_engine::inspect::embedded(bytes)?;
-    let issues = lint::lint(&meta, &cases);
-    if !issues.is_empty() {
-        return Err(Refused { step: "metadata", message: lint::summary(&issues) });
+    let rule = match engine.load(bytes) {
+        Ok(rule) => Arc::new(rule),
+        // The engine lints the metadata only; answer with the whole lint
+        // (cases too), as `pitfall rule lint` prints it.
+        Err(e @ LoadError::Metadata(_)) => return Err(lint_refusal(bytes).unwrap_or_else(|| e.into())),
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(refused) = lint_refusal(bytes) {
+        return Err(refused);
     }
-    let rule = Arc::new(engine.load(bytes)?);
     let load_us = micros(start);
     let start = Instant::now();
     let results = engine.run_tests(&rule);
@@ -123,6 +128,16 @@ pub fn assess_blocking(engine: &Engine, bytes: &[u8]) -> Result<Accepted, Refuse
         tests: results.iter().map(CaseReport::from).collect(),
     };
     Ok(Accepted { rule, report })
+}
+
+/// The reviewer's lint of the module's metadata and cases (the SDK's
+/// `model::lint`, what `pitfall rule lint` runs), as a refusal of step
+/// `metadata`; none when it passes or the sections cannot be read (the
+/// engine's own error says why).
+fn lint_refusal(bytes: &[u8]) -> Option<Refused> {
+    let (meta, cases) = pitfall_engine::inspect::embedded(bytes).ok()?;
+    let issues = lint::lint(&meta, &cases);
+    (!issues.is_empty()).then(|| Refused { step: "metadata", message: lint::summary(&issues) })
 }
 
 fn micros(start: Instant) -> u64 {
