@@ -318,3 +318,26 @@ fn broken_metadata_is_refused_by_lint_build_and_the_registry_with_the_same_messa
     let expected = format!("refused by {} (step metadata): metadata: {}", registry.url, messages.join("; "));
     assert_eq!(text(&published.stderr).trim_end(), expected);
 }
+
+#[test]
+fn bad_input_exits_2_with_a_message_naming_the_problem() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let dir = home.path();
+    std::fs::write(dir.join("notes.txt"), "not a rule").expect("written");
+    std::fs::write(dir.join("garbage.wasm"), "not wasm").expect("written");
+    let cases: &[(&[&str], &str)] = &[
+        (&["rule", "new", "Not_An_Id"], "\"Not_An_Id\" is not a rule id"),
+        (&["rule", "new", "fine-id", "--sdk", "/no/such/sdk"], "the SDK folder /no/such/sdk"),
+        (&["rule", "lint", "no-such-folder"], "no-such-folder: no such file or folder"),
+        (&["rule", "lint", "."], "not a rule crate (no Cargo.toml)"),
+        (&["rule", "build", "notes.txt"], "expected a rule crate folder, or a .c, .wat or .wasm file"),
+        (&["rule", "lint", "garbage.wasm"], "validation:"),
+        (&["rule", "publish", "garbage.wasm", "--server", "http://127.0.0.1:9"], "no token: give --token"),
+    ];
+    for (args, message) in cases {
+        let out = pitfall(dir, args);
+        expect_code(&out, 2, &args.join(" "));
+        assert!(text(&out.stderr).contains(message), "{args:?}: {message:?} not in {}", text(&out.stderr));
+    }
+    assert!(!dir.join("fine-id").exists(), "nothing is written without an SDK");
+}
