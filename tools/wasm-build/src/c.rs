@@ -24,13 +24,16 @@ pub const C_FLAGS: &[&str] = &[
     "-Wl,--initial-memory=65536",
 ];
 
-/// The clang on the PATH (`clang`, else Debian's versioned `clang-14`...).
+/// The clang on the PATH (`clang`, else Debian's versioned `clang-19` ...
+/// `clang-14`), when `wasm-ld` is there too to link its output.
 pub fn detect_clang() -> Option<PathBuf> {
     let paths = std::env::var_os("PATH")?;
     let dirs: Vec<PathBuf> = std::env::split_paths(&paths).collect();
     let names = ["clang", "clang-19", "clang-18", "clang-17", "clang-16", "clang-15", "clang-14"];
+    if !dirs.iter().any(|d| d.join("wasm-ld").is_file()) {
+        return None;
+    }
     names.iter().find_map(|name| dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()))
-        .filter(|_| dirs.iter().any(|d| d.join("wasm-ld").is_file()))
 }
 
 /// Builds `source` (a `.c` file) to `out` (a `.wasm` path).
