@@ -157,6 +157,22 @@ fn through_the_pipeline(dir: &Path, rule: &str, id: &str, version: &str, manifes
     let (code, served) = check(dir, manifest, &online);
     assert_eq!(code, 1, "{served}");
     assert!(finding_ids(&served).contains(&id.to_owned()), "the approved rule's finding: {served}");
+    // The URL publish printed is the rule's public page now.
+    let page = http_get(&registry.url, &format!("/rules/{id}"));
+    assert!(page.lines().next().is_some_and(|l| l.contains(" 200 ")), "GET /rules/{id}: {page}");
+    assert!(page.contains(id), "the page names the rule");
+}
+
+/// A bounded HTTP/1.0 GET on loopback: the status line, headers and body.
+fn http_get(base: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("timeout");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: text/html\r\n\r\n").expect("request");
+    let mut answer = Vec::new();
+    stream.take(1 << 20).read_to_end(&mut answer).expect("answer");
+    String::from_utf8_lossy(&answer).into_owned()
 }
 
 #[test]

@@ -92,7 +92,10 @@ pub(crate) fn run(args: &PublishArgs) -> anyhow::Result<ExitCode> {
     println!("  validation  passed: ABI {}, {} bytes, sha256 {}", number("abi_version"), number("module_bytes"), detail.sha256);
     println!("  compile     passed in {} µs", number("load_us"));
     println!("  tests       {passed} of {} cases passed in {} µs", tests.len(), number("tests_us"));
-    println!("  state       {} (a maintainer approves it: pitfall rule approve {} {})", detail.state, detail.rule_id, detail.version);
+    println!(
+        "  state       {} (a maintainer approves it: pitfall rule approve {} {}; the page below is public from then on)",
+        detail.state, detail.rule_id, detail.version
+    );
     println!("url: {server}/rules/{}", detail.rule_id);
     Ok(ExitCode::SUCCESS)
 }
