@@ -316,6 +316,19 @@ async fn publish_refusals_name_the_step() {
         assert_eq!(answer["error"]["code"], "publish_refused", "{what}: {answer}");
         assert_eq!(answer["error"]["step"], want_step, "{what}: {answer}");
     }
+    // A valid module without a `fixed` case: refused by the reviewer's
+    // lint (the SDK's, as `pitfall rule lint` prints it), after validation.
+    let example = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk/examples/wat-vllm-cc-floor.wat"))
+        .expect("the WAT example");
+    let no_fixed = example.replace(r#"{\"name\":\"P100 swapped for a T4\",\"expect\":\"fixed\",\"from\":\"Tesla P100\"},"#, "");
+    assert_ne!(no_fixed, example, "the example's fixed case was removed");
+    let (status, answer) = h.call(Method::POST, "/v1/rules", Some(&h.alice), wat(&no_fixed)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["step"], "metadata", "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "metadata: tests: no case expects `fixed` (add one showing a remedy that clears a matched case)"
+    );
     // Nothing refused was stored.
     let (_, queue) = h.call(Method::GET, "/v1/review", Some(&h.maintainer), "").await;
     assert_eq!(queue, json!([]));
