@@ -21,8 +21,9 @@ pub(crate) struct BuildArgs {
     /// The rule crate's folder, or a `.c`, `.wat` or `.wasm` file.
     #[arg(default_value = ".")]
     pub(crate) path: PathBuf,
-    /// Where build output goes (default: CARGO_TARGET_DIR for a crate,
-    /// else a `target/` folder beside the source).
+    /// Where build output goes (default for a crate: CARGO_TARGET_DIR,
+    /// else its workspace's `target/`; for a C or WAT source, `target/`
+    /// beside it).
     #[arg(long, value_name = "DIR")]
     pub(crate) out_dir: Option<PathBuf>,
 }
@@ -105,7 +106,7 @@ fn build_crate(dir: &Path, out_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     let target = out_dir
         .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from))
-        .unwrap_or_else(|| manifest_path.with_file_name("target"));
+        .unwrap_or_else(|| workspace_root(&manifest_path).join("target"));
     let target = std::path::absolute(target).context("the target folder")?;
     eprintln!("building {package} for wasm32 ({} route)", toolchain.name());
     let request = pitfall_wasm_build::BuildRequest {
@@ -116,6 +117,25 @@ fn build_crate(dir: &Path, out_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     };
     let mut paths = pitfall_wasm_build::build(&toolchain, &request)?;
     paths.pop().context("the build named no module")
+}
+
+/// The folder of the workspace the crate belongs to, as cargo finds it:
+/// the nearest folder from the crate's up whose Cargo.toml has a
+/// `[workspace]` table (a crate from `rule new` is its own; a bundled
+/// rule's is this repo, so it shares `target/wasm` with `cargo xtask
+/// build-rules`); the crate's own folder when there is none.
+fn workspace_root(manifest_path: &Path) -> PathBuf {
+    let crate_dir = manifest_path.parent().unwrap_or(Path::new("."));
+    crate_dir
+        .ancestors()
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("Cargo.toml"))
+                .ok()
+                .and_then(|text| text.parse::<toml::Table>().ok())
+                .is_some_and(|doc| doc.contains_key("workspace"))
+        })
+        .unwrap_or(crate_dir)
+        .to_path_buf()
 }
 
 /// `[package] name` of a Cargo.toml.

@@ -23,6 +23,8 @@ pub(crate) enum Source {
 impl Source {
     /// Sorts `path` by what it is; an error names what was expected.
     pub(crate) fn of(path: &Path) -> anyhow::Result<Source> {
+        // Absolute: cargo and clang run in other folders than ours.
+        let path = &std::path::absolute(path).with_context(|| format!("{}: not a usable path", path.display()))?;
         if path.is_dir() {
             if path.join("Cargo.toml").is_file() {
                 return Ok(Source::Crate(path.to_path_buf()));
