@@ -94,7 +94,7 @@ fn pull(config: &UserConfig, server: Option<&str>, key: Option<&str>) -> anyhow:
     let (bytes, etag) = match client.bundle(if_none_match).with_context(kept)? {
         BundleFetch::NotModified { .. } => {
             if let Some((_, revision, count)) = &previous {
-                println!("unchanged: revision {revision}, {count} rules ({})", path.display());
+                outln!("unchanged: revision {revision}, {count} rules ({})", path.display());
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -108,7 +108,7 @@ fn pull(config: &UserConfig, server: Option<&str>, key: Option<&str>) -> anyhow:
     let state =
         PullState { server: client.base_url().to_owned(), etag: etag.unwrap_or_else(|| bundle.etag().to_owned()) };
     write_atomically(&state_path(&path), &serde_json::to_vec_pretty(&state)?)?;
-    println!(
+    outln!(
         "pulled revision {}: {} rules, signed by {key} ({})",
         bundle.index.ruleset_revision,
         bundle.index.rules.len(),
@@ -125,14 +125,14 @@ fn show(config: &UserConfig, path: Option<&Path>, key: Option<&str>) -> anyhow::
     };
     let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let bundle = Bundle::verify(&bytes, &key).with_context(|| format!("{}: refused", path.display()))?;
-    println!(
+    outln!(
         "{}: revision {}, {} rules, signed by {key}",
         path.display(),
         bundle.index.ruleset_revision,
         bundle.index.rules.len()
     );
     for rule in &bundle.index.rules {
-        println!("  {:<8} {} {}  {}", rule.severity.as_str(), rule.id, rule.version, rule.title);
+        outln!("  {:<8} {} {}  {}", rule.severity.as_str(), rule.id, rule.version, rule.title);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -123,8 +123,8 @@ fn one(args: &CheckArgs, config: &UserConfig, path: &Path) -> anyhow::Result<Exi
     };
     if !args.quiet {
         match args.format {
-            Format::Json => println!("{}", serde_json::to_string_pretty(&answer)?),
-            Format::Text => print!("{}", text::render(&name, &answer)),
+            Format::Json => outln!("{}", serde_json::to_string_pretty(&answer)?),
+            Format::Text => out!("{}", text::render(&name, &answer)),
         }
     }
     Ok(if fails(&answer, args.fail_on) { ExitCode::from(1) } else { ExitCode::SUCCESS })
@@ -216,19 +216,19 @@ fn report(args: &CheckArgs, names: &[String], outcomes: &[Outcome]) -> anyhow::R
                     Ok(value)
                 })
                 .collect::<anyhow::Result<Vec<Value>>>()?;
-            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "results": results }))?);
+            outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "results": results }))?);
         }
         Format::Text => {
             for (name, outcome) in names.iter().zip(outcomes) {
                 match outcome {
-                    Ok(answer) => print!("{}", text::render(name, answer)),
-                    Err(e) => println!("{name}: could not be checked: {}", e.message),
+                    Ok(answer) => out!("{}", text::render(name, answer)),
+                    Err(e) => outln!("{name}: could not be checked: {}", e.message),
                 }
-                println!();
+                outln!();
             }
             let failing = outcomes.iter().filter(|o| o.as_ref().is_ok_and(|a| fails(a, args.fail_on))).count();
             let failed = outcomes.iter().filter(|o| o.is_err()).count();
-            println!(
+            outln!(
                 "{} manifests: {failing} fail at --fail-on {}, {failed} could not be checked",
                 outcomes.len(),
                 args.fail_on.as_str()

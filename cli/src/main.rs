@@ -5,12 +5,24 @@
 //!
 //! Exit codes (the contract provisioning tools rely on): 0 no error-severity
 //! finding, 1 at least one, 2 the command itself failed (unreadable or
-//! invalid input, unloadable rules).
+//! invalid input, unloadable rules); 141 when the reader of standard output
+//! went away (SIGPIPE's status: `pitfall check m.json | head -1`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+
+/// `print!` that ends the command quietly on a broken pipe (see `stdout`).
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::stdout::write(format_args!($($arg)*)) };
+}
+
+/// `println!` that ends the command quietly on a broken pipe (see `stdout`).
+macro_rules! outln {
+    () => { $crate::stdout::write(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::stdout::write(format_args!("{}\n", format_args!($($arg)*))) };
+}
 
 mod bundle;
 mod check;
@@ -19,6 +31,7 @@ mod progress;
 mod rule;
 mod rules;
 mod scan;
+mod stdout;
 mod text;
 
 /// Known breakages of ML infrastructure, checked before you deploy.
@@ -119,7 +132,7 @@ fn main() -> ExitCode {
             let schema = pitfall_sdk::model::manifest_schema();
             serde_json::to_string_pretty(&schema)
                 .map(|s| {
-                    println!("{s}");
+                    outln!("{s}");
                     ExitCode::SUCCESS
                 })
                 .map_err(anyhow::Error::from)

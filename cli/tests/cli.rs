@@ -540,3 +540,24 @@ fn compare_golden(golden: &std::path::Path, actual: &str, bless: bool, name: &st
         mismatches.push_str(&format!("{name}:\n--- expected\n{expected}--- actual\n{actual}\n"));
     }
 }
+
+/// A reader that goes away (`pitfall check ... | head -1`) ends the command
+/// the way it ends any Unix tool, with SIGPIPE's status and no panic. The
+/// pipe is closed before the command writes anything, so its first write
+/// fails whatever the timing.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    let g5g = fixture("g5g-gemma4-vllm0271.json");
+    let mut child = command()
+        .args(["check", "--format", "json", "--batch"])
+        .args(std::iter::repeat_n(g5g.as_str(), 10))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pitfall starts");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("pitfall ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+}

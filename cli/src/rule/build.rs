@@ -32,7 +32,7 @@ pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     let Some(module) = build_checked(&args.path, args.out_dir.as_deref())? else {
         return Ok(ExitCode::from(2));
     };
-    println!("{}", module.display());
+    outln!("{}", module.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -55,7 +55,7 @@ pub(crate) fn build_checked(path: &Path, out_dir: Option<&Path>) -> anyhow::Resu
     if info.meta.id != meta.id {
         bail!("{}: the module says it is rule {:?}, its metadata {:?}", module.display(), info.meta.id, meta.id);
     }
-    println!(
+    outln!(
         "{} {}: {} bytes (limit {}), ABI {}, imports and exports as the engine requires",
         info.meta.id,
         info.meta.version,

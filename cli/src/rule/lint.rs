@@ -13,7 +13,7 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
     let (meta, cases) = Source::of(path)?.embedded()?;
     let issues = lint::lint(&meta, &cases);
     if issues.is_empty() {
-        println!("{} {}: lint passed ({} cases)", meta.id, meta.version, cases.len());
+        outln!("{} {}: lint passed ({} cases)", meta.id, meta.version, cases.len());
         return Ok(ExitCode::SUCCESS);
     }
     print_issues(&issues);

@@ -69,8 +69,8 @@ pub(crate) fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
     if let Some(lock) = sdk.parent().map(|root| root.join("Cargo.lock")).filter(|l| l.is_file()) {
         std::fs::copy(&lock, dir.join("Cargo.lock")).with_context(|| format!("copying {}", lock.display()))?;
     }
-    println!("created rule crate rule-{} in {} (SDK: {})", args.name, dir.display(), sdk.display());
-    println!("next: cd {} && pitfall rule test && pitfall rule build", dir.display());
+    outln!("created rule crate rule-{} in {} (SDK: {})", args.name, dir.display(), sdk.display());
+    outln!("next: cd {} && pitfall rule test && pitfall rule build", dir.display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -88,22 +88,22 @@ pub(crate) fn run(args: &PublishArgs) -> anyhow::Result<ExitCode> {
     let number = |key: &str| report.get(key).and_then(Value::as_u64).unwrap_or(0);
     let tests = report.get("tests").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let passed = tests.iter().filter(|t| t.get("passed") == Some(&Value::Bool(true))).count();
-    println!("published {} {} to {server}", detail.rule_id, detail.version);
-    println!("  validation  passed: ABI {}, {} bytes, sha256 {}", number("abi_version"), number("module_bytes"), detail.sha256);
-    println!("  compile     passed in {} µs", number("load_us"));
-    println!("  tests       {passed} of {} cases passed in {} µs", tests.len(), number("tests_us"));
-    println!(
+    outln!("published {} {} to {server}", detail.rule_id, detail.version);
+    outln!("  validation  passed: ABI {}, {} bytes, sha256 {}", number("abi_version"), number("module_bytes"), detail.sha256);
+    outln!("  compile     passed in {} µs", number("load_us"));
+    outln!("  tests       {passed} of {} cases passed in {} µs", tests.len(), number("tests_us"));
+    outln!(
         "  state       {} (a maintainer approves it: pitfall rule approve {} {}; the page below is public from then on)",
         detail.state, detail.rule_id, detail.version
     );
-    println!("url: {server}/rules/{}", detail.rule_id);
+    outln!("url: {server}/rules/{}", detail.rule_id);
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn approve(args: &ApproveArgs) -> anyhow::Result<ExitCode> {
     let (client, server) = args.registry.client()?;
     let detail = client.approve(&args.id, &args.version, args.reason.as_deref()).context("approving")?;
-    println!("{} {}: {}", detail.rule_id, detail.version, detail.state);
-    println!("url: {server}/rules/{}", detail.rule_id);
+    outln!("{} {}: {}", detail.rule_id, detail.version, detail.state);
+    outln!("url: {server}/rules/{}", detail.rule_id);
     Ok(ExitCode::SUCCESS)
 }

@@ -28,9 +28,9 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
             eprintln!("native: the cases failed (cargo test: {status}); the report is above");
             return Ok(ExitCode::from(2));
         }
-        println!("native: every case passed");
+        outln!("native: every case passed");
         if pitfall_wasm_build::detect().is_none() {
-            println!(
+            outln!(
                 "wasm: skipped, no wasm32 toolchain (rustup's wasm32-unknown-unknown target, or `apt-get install -y {}`)",
                 pitfall_wasm_build::DEBIAN_PACKAGES.join(" ")
             );
@@ -49,6 +49,6 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
         eprintln!("wasm: {failed} of {} cases failed in the engine", results.len());
         return Ok(ExitCode::from(2));
     }
-    println!("wasm: {} of {} cases passed in the engine ({})", results.len(), results.len(), module.display());
+    outln!("wasm: {} of {} cases passed in the engine ({})", results.len(), results.len(), module.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -129,7 +129,7 @@ pub(crate) fn run(args: &ScanArgs) -> anyhow::Result<ExitCode> {
     };
     match &args.output {
         Some(path) => std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?,
-        None => print!("{text}"),
+        None => out!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
 }
