@@ -116,3 +116,56 @@ pub fn measure(
         linked: set.rules().iter().filter(|r| r.is_linked()).count(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use pitfall_engine::index::CandidateIndex;
+    use pitfall_sdk::model::selector::{ManifestFacts, Selector};
+    use pitfall_sdk::model::{Prepared, manifest_from_value};
+
+    use crate::corpus::specs;
+    use crate::fleet::fleet;
+    use crate::stats::median;
+
+    /// The median over a fleet of the synthetic rules whose selectors hold
+    /// (what a check evaluates besides the bundled rules).
+    fn median_candidates(rules: usize) -> f64 {
+        let selectors: Vec<Vec<Selector>> = specs(rules, 7)
+            .iter()
+            .map(|s| {
+                s.selectors()
+                    .iter()
+                    .map(|t| Selector::parse(t).unwrap_or_else(|e| panic!("{e}")))
+                    .collect()
+            })
+            .collect();
+        let index = CandidateIndex::new(selectors.iter().map(Vec::as_slice));
+        let counts: Vec<f64> = fleet(30, rules, 8)
+            .into_iter()
+            .map(|m| {
+                let m = Prepared::new(manifest_from_value(m).expect("valid")).manifest;
+                let facts = ManifestFacts::new(&m);
+                index
+                    .candidates(&facts)
+                    .into_iter()
+                    .filter(|&i| selectors[i as usize].iter().all(|s| s.holds_in(&facts)))
+                    .count() as f64
+            })
+            .collect();
+        median(&counts)
+    }
+
+    /// The promise the 100k-over-10k target rests on: a machine is a
+    /// candidate for the rules of the packages it has, and a bigger
+    /// registry adds rules about packages further down the tail, so a
+    /// machine's candidates stay few and stop growing with the registry.
+    #[test]
+    fn a_machines_candidates_stay_few_and_do_not_grow_with_the_registry() {
+        let (small, large) = (median_candidates(10_000), median_candidates(100_000));
+        assert!((5.0..=80.0).contains(&small), "10k: {small} candidates");
+        assert!(
+            large <= 1.5 * small && large >= 0.5 * small,
+            "10k: {small}, 100k: {large} candidates"
+        );
+    }
+}
