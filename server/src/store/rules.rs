@@ -399,9 +399,9 @@ fn selector_values(applies_to: &[String]) -> Vec<(&'static str, String)> {
             // A version range narrows the rule, not what it is about: it
             // is found under its package.
             Selector::Package { name, .. } => Some(("package", name)),
-            // Capability ranges are no search filter (the rules that have
-            // one also name their vendor), and the table's kinds predate them.
-            Selector::Capability(_) => None,
+            // Stored for completeness (migration 0002); no search filter
+            // uses it (the rules that have one also name their vendor).
+            Selector::Capability(spec) => Some(("capability", spec.as_str().to_owned())),
             Selector::Accelerator(v) => Some(("accelerator", v)),
             Selector::Arch(v) => Some(("arch", v)),
             Selector::Engine(v) => Some(("engine", v)),
