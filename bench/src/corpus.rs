@@ -12,6 +12,13 @@
 //! are still open); a fifth also concern one GPU family (a compute
 //! capability range) and a fifth a capability floor.
 //!
+//! A registry grows in breadth, not depth: a package has only so many known
+//! breakages ([`package_capacity`]: 200 for the most popular, fewer down
+//! the ranks, at least 25), so once the popular packages are covered, more
+//! rules go to packages further down the tail. A machine's candidates are
+//! the rules of the packages it has, so they stop growing with the
+//! registry once its packages are covered (by 10,000 rules here).
+//!
 //! The templates:
 //! - [`Template::VersionRange`]: `package:P>=lo,<hi`; matched when the
 //!   installed version is in range; remedy: upgrade to `hi`.
@@ -68,6 +75,15 @@ pub fn pool_size(rules: usize) -> usize {
 
 /// The Zipf exponent of package popularity.
 pub const ZIPF_EXPONENT: f64 = 1.1;
+
+/// The most rules the package of pool rank `k` gets: 200 for the most
+/// popular (the largest advisory histories of single projects are a few
+/// hundred), falling as 1/sqrt(rank), at least 25. The capacity of the
+/// whole pool (`pool_size`) is above every corpus size, so drawing always
+/// ends.
+pub fn package_capacity(k: usize) -> usize {
+    ((200.0 / ((k + 1) as f64).sqrt()) as usize).max(25)
+}
 
 /// GPU families by compute capability range, oldest first, with how often
 /// a rule concerns each (old hardware has the most known breakages).
@@ -178,7 +194,9 @@ impl RuleSpec {
 /// Draws the specs of a corpus of `rules` rules.
 pub fn specs(rules: usize, seed: u64) -> Vec<RuleSpec> {
     let mut rng = Rng::new(seed);
-    let zipf = Zipf::new(pool_size(rules), ZIPF_EXPONENT);
+    let pool = pool_size(rules);
+    let zipf = Zipf::new(pool, ZIPF_EXPONENT);
+    let mut per_package = vec![0usize; pool];
     let family_weights: Vec<f64> = FAMILIES.iter().map(|f| f.2).collect();
     let floor_weights: Vec<f64> = FLOORS.iter().map(|f| f.1).collect();
     (0..rules)
@@ -188,7 +206,15 @@ pub fn specs(rules: usize, seed: u64) -> Vec<RuleSpec> {
                 1 => Template::VersionAndCapability,
                 _ => Template::GpuFamily,
             };
-            let package = zipf.sample(&mut rng);
+            // A package whose known breakages are all in already gets no
+            // more: draw again (further down the tail, mostly).
+            let package = loop {
+                let k = zipf.sample(&mut rng);
+                if per_package[k] < package_capacity(k) {
+                    per_package[k] += 1;
+                    break k;
+                }
+            };
             // Fixed in release `upper`, drawn towards the old end (u³); 1%
             // still open (no fix yet). The range starts a few releases
             // before the fix, or (30%) covers all earlier releases.
@@ -571,13 +597,18 @@ mod tests {
     #[test]
     fn the_distribution_is_zipf_over_packages_and_mostly_old_versions() {
         let specs = specs(10_000, 1);
-        let vllm = specs.iter().filter(|s| s.package == 0).count();
+        let rules_of = |k: usize| specs.iter().filter(|s| s.package == k).count();
+        // The head is covered to its capacity, the tail takes the rest.
+        assert_eq!(rules_of(0), package_capacity(0), "vllm");
+        assert_eq!(rules_of(1), package_capacity(1), "torch");
+        for k in 0..pool_size(10_000) {
+            assert!(rules_of(k) <= package_capacity(k), "rank {k}");
+        }
         let tail = specs
             .iter()
             .filter(|s| s.package >= HEAD_PACKAGES.len())
             .count();
-        assert!((800..3000).contains(&vllm), "vllm rules: {vllm}");
-        assert!(tail > 3000, "tail rules: {tail}");
+        assert!(tail > 7000, "tail rules: {tail}");
         // Few rules still concern the newest releases.
         let current = specs
             .iter()

@@ -10,8 +10,6 @@
 //! Extism's default is kept: a plug-in instance is reused across calls
 //! (our engine instantiates afresh for each evaluation).
 
-use std::sync::{Arc, Mutex};
-
 use extism::{Manifest, Plugin, PluginBuilder, UserData, Wasm, host_fn};
 use pitfall_sdk::model::Prepared;
 use pitfall_sdk::model::cases::Evaluation;

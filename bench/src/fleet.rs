@@ -1,7 +1,9 @@
 //! Realistic manifests: a fleet of different machines, drawn from a seed.
 //! GPUs from the hardware table (weighted towards what clouds rent now),
-//! the head ML packages at mostly recent releases, a tail of other
-//! packages from the corpus's pool, a serving engine, now and then one of
+//! the head ML packages at mostly recent releases, a few dozen other ML
+//! packages from the corpus's pool, a hundred or more general packages
+//! that no rule concerns (a Python environment has 100-300 packages, of
+//! which a few dozen are ML ones), a serving engine, now and then one of
 //! the environment variables the GPU-family rules look for.
 
 use serde_json::{Value, json};
@@ -23,8 +25,21 @@ const GPUS: &[(&str, f64)] = &[
     ("V100 16GB", 0.05),
 ];
 
-/// Tail packages per machine, besides the head ones.
-const TAIL_PACKAGES: usize = 20;
+/// ML packages from the corpus's pool per machine, besides the head ones.
+pub const TAIL_PACKAGES: usize = 24;
+
+/// General packages per machine (requests, numpy's neighbours, ...):
+/// between these bounds. No rule concerns them; they are what the index
+/// and the selectors must skip at no cost.
+pub const GENERAL_PACKAGES: (usize, usize) = (80, 250);
+
+/// The general packages machines draw from.
+const GENERAL_POOL: usize = 3000;
+
+/// The name of general package `k` (never a name of the corpus's pool).
+pub fn general_package_name(k: usize) -> String {
+    format!("general-pkg-{k:04}")
+}
 
 /// `n` distinct manifests for a registry of `rules` rules.
 pub fn fleet(n: usize, rules: usize, seed: u64) -> Vec<Value> {
@@ -42,17 +57,27 @@ pub fn fleet(n: usize, rules: usize, seed: u64) -> Vec<Value> {
                 }
             }
             let mut seen: Vec<usize> = Vec::new();
-            while seen.len() < TAIL_PACKAGES {
+            // Half the Zipf draws land on the head (taken above) or repeat:
+            // draw again, within a bound that a pool of 48 or more names
+            // never reaches.
+            for _ in 0..10_000 {
+                if seen.len() == TAIL_PACKAGES {
+                    break;
+                }
                 let k = tail.sample(&mut rng);
                 if k < HEAD_PACKAGES.len() || seen.contains(&k) {
-                    if rng.unit() < 0.05 {
-                        break;
-                    }
                     continue;
                 }
                 seen.push(k);
                 let idx = ((RELEASES - 1) as f64 * rng.unit().powf(0.3)) as usize;
                 packages.push(json!({"name": package_name(k), "version": release(idx), "ecosystem": "pypi"}));
+            }
+            let general = GENERAL_PACKAGES.0 + rng.below(GENERAL_PACKAGES.1 - GENERAL_PACKAGES.0 + 1);
+            let first = rng.below(GENERAL_POOL);
+            for j in 0..general {
+                // A stride through the pool: distinct names, no search.
+                let k = (first + j * 7) % GENERAL_POOL;
+                packages.push(json!({"name": general_package_name(k), "version": release(rng.below(RELEASES)), "ecosystem": "pypi"}));
             }
             let gpu = GPUS[rng.weighted(&weights)].0;
             let count = [1, 2, 4, 8][rng.below(4)];
@@ -92,6 +117,13 @@ mod tests {
                 "manifest {i} repeats"
             );
             pitfall_sdk::model::manifest_from_value(m.clone()).unwrap_or_else(|e| panic!("{e:?}"));
+            let packages = m["packages"].as_array().expect("packages");
+            assert!((100..=300).contains(&packages.len()), "{} packages", packages.len());
+            let ml = packages
+                .iter()
+                .filter(|p| !p["name"].as_str().is_some_and(|n| n.starts_with("general-pkg-")))
+                .count();
+            assert!((TAIL_PACKAGES + 3..=TAIL_PACKAGES + HEAD_PACKAGES.len()).contains(&ml), "{ml} ML packages");
         }
     }
 }

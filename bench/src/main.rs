@@ -109,12 +109,14 @@ fn summary_line(key: &str, s: &Summary) -> String {
 
 fn scale_line(p: &ScalePoint) -> String {
     format!(
-        "check rules={} synthetic={} p50_us={:.1} p99_us={:.1} mean_us={:.1} first_check_p50_us={:.1} candidates_median={} candidates_max={} per_candidate_us={:.2} index_p50_us={:.2} prepare_p50_us={:.1} findings_median={} linked={} load_s={:.2}",
+        "check rules={} synthetic={} p50_us={:.1} p99_us={:.1} mean_us={:.1} cpu_p50_us={:.1} cpu_p99_us={:.1} first_check_p50_us={:.1} candidates_median={} candidates_max={} per_candidate_us={:.2} index_p50_us={:.2} prepare_p50_us={:.1} findings_median={} linked={} load_s={:.2}",
         p.rules_total,
         p.synthetic,
         p.check.p50,
         p.check.p99,
         p.check.mean,
+        p.check_cpu.p50,
+        p.check_cpu.p99,
         p.first_check.p50,
         p.candidates_median,
         p.candidates_max,
@@ -201,19 +203,24 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(p) = points.iter().find(|p| p.synthetic == 10_000) {
         report.line(format!(
-            "check_10k p50_us={:.1} target<=1000 {} p99_us={:.1} target<=5000 {}",
+            "check_10k p50_us={:.1} target<=1000 {} p99_us={:.1} target<=5000 {} (one thread, CPU time: p50_us={:.1} {} p99_us={:.1} {})",
             p.check.p50,
             verdict(p.check.p50 <= 1000.0),
             p.check.p99,
-            verdict(p.check.p99 <= 5000.0)
+            verdict(p.check.p99 <= 5000.0),
+            p.check_cpu.p50,
+            verdict(p.check_cpu.p50 <= 1000.0),
+            p.check_cpu.p99,
+            verdict(p.check_cpu.p99 <= 5000.0),
         ));
     }
     let at = |n: usize| points.iter().find(|p| p.synthetic == n);
     if let (Some(a), Some(b)) = (at(10_000), at(100_000)) {
         let growth = b.check.p50 / a.check.p50;
         report.line(format!(
-            "growth_100k_over_10k p50_ratio={growth:.2} target<=2 {} candidates_ratio={:.2} index_ratio={:.2}",
+            "growth_100k_over_10k p50_ratio={growth:.2} target<=2 {} cpu_p50_ratio={:.2} candidates_ratio={:.2} index_ratio={:.2}",
             verdict(growth <= 2.0),
+            b.check_cpu.p50 / a.check_cpu.p50,
             b.candidates_median / a.candidates_median.max(1.0),
             b.candidates.p50 / a.candidates.p50,
         ));

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use pitfall_sdk::model::cases::Evaluation;
 use pitfall_sdk::model::report::{CheckResponse, CheckStats, RuleError, Undetermined, evidence_for};
+use pitfall_sdk::model::selector::ManifestFacts;
 use pitfall_sdk::model::{Manifest, Prepared};
 use rayon::prelude::*;
 
@@ -44,13 +45,15 @@ impl RuleSet {
         &self.revision
     }
 
-    /// The rules that a manifest's selectors admit.
+    /// The rules that a manifest's selectors admit. The manifest's facts
+    /// are derived once, for the index and every candidate's selectors.
     pub fn candidates(&self, prepared: &Prepared) -> Vec<&Arc<Rule>> {
+        let facts = ManifestFacts::new(&prepared.manifest);
         self.index
-            .candidates(&prepared.manifest)
+            .candidates(&facts)
             .into_iter()
             .map(|i| &self.rules[i as usize])
-            .filter(|r| r.selectors.iter().all(|s| s.holds(&prepared.manifest)))
+            .filter(|r| r.selectors.iter().all(|s| s.holds_in(&facts)))
             .collect()
     }
 

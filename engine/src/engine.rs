@@ -67,7 +67,15 @@ fn wasmtime_config(limits: &Limits) -> Config {
         .wasm_memory64(false)
         .cranelift_opt_level(OptLevel::Speed)
         // Rules are small; we compile many at once on our own threads.
-        .parallel_compilation(false);
+        .parallel_compilation(false)
+        // No copy-on-write memory images: each would be a memfd per module
+        // (10,000 file descriptors at 10,000 rules), and an instance slot
+        // that last held another module must re-map the image, which a
+        // check cycling through thousands of modules does nearly every
+        // time. Without images an instantiation copies the module's data
+        // segments (a rule's are 0.4-1.7 KB) into the slot's resident page,
+        // the same for every module and every slot.
+        .memory_init_cow(false);
     let mut pool = PoolingAllocationConfig::new();
     pool.total_core_instances(limits.max_instances)
         .total_memories(limits.max_instances)

@@ -15,9 +15,7 @@
 
 use std::collections::HashMap;
 
-use pitfall_sdk::model::Manifest;
-use pitfall_sdk::model::normalize::package_key;
-use pitfall_sdk::model::selector::Selector;
+use pitfall_sdk::model::selector::{ManifestFacts, Selector};
 use pitfall_sdk::version::{Specifier, Version};
 
 use crate::interval::{IntervalTree, Range, non_empty};
@@ -50,15 +48,19 @@ impl Ranged {
     }
 
     /// The rules for one value of the key (`None`: cannot be decided).
-    fn take(&self, value: Option<&str>, out: &mut Vec<u32>) {
+    fn take(&self, value: Option<&Version>, out: &mut Vec<u32>) {
         out.extend_from_slice(&self.unranged);
         if self.ranged.is_empty() {
             return;
         }
-        match value.map(Version::parse) {
-            Some(Ok(v)) => self.ranged.stab(&v.without_local(), out),
-            _ => out.extend_from_slice(self.ranged.all()),
+        match value {
+            Some(v) => self.ranged.stab(&v.without_local(), out),
+            None => out.extend_from_slice(self.ranged.all()),
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.unranged.is_empty() && self.ranged.is_empty()
     }
 }
 
@@ -130,19 +132,23 @@ impl CandidateIndex {
         index
     }
 
-    /// Positions of the rules whose key the manifest has, in ascending
-    /// order; the caller still checks all of each rule's selectors.
-    pub fn candidates(&self, m: &Manifest) -> Vec<u32> {
+    /// Positions of the rules whose key the manifest (given by its facts)
+    /// has, in ascending order; the caller still checks all of each
+    /// rule's selectors. Costs one hash lookup per package of the
+    /// manifest plus what it finds, not the number of rules.
+    pub fn candidates(&self, m: &ManifestFacts<'_>) -> Vec<u32> {
         let mut out = self.always.clone();
-        for p in &m.packages {
-            if let Some(bucket) = self.packages.get(&package_key(&p.name)) {
-                bucket.take(p.version.as_deref(), &mut out);
+        for (key, versions) in m.packages() {
+            if let Some(bucket) = self.packages.get(key) {
+                for v in versions {
+                    // Parsed only for the packages some rule is filed under.
+                    bucket.take(v.get(), &mut out);
+                }
             }
         }
-        if !self.capability.ranged.is_empty() || !self.capability.unranged.is_empty() {
-            for a in &m.accelerators {
-                self.capability
-                    .take(a.compute_capability.as_deref(), &mut out);
+        if !self.capability.is_empty() {
+            for cc in m.capabilities() {
+                self.capability.take(cc.as_ref(), &mut out);
             }
         }
         let mut take = |bucket: Option<&Vec<u32>>| {
@@ -150,20 +156,13 @@ impl CandidateIndex {
                 out.extend_from_slice(bucket);
             }
         };
-        if let Some(engine) = m.workload.as_ref().and_then(|w| w.engine.as_deref()) {
+        if let Some(engine) = m.engine() {
             take(self.engines.get(engine));
         }
-        let mut vendors: Vec<&str> = m
-            .accelerators
-            .iter()
-            .filter_map(|a| a.vendor.as_deref())
-            .collect();
-        vendors.sort_unstable();
-        vendors.dedup();
-        for v in vendors {
-            take(self.vendors.get(v));
+        for v in m.vendors() {
+            take(self.vendors.get(*v));
         }
-        if let Some(arch) = m.host.as_ref().and_then(|h| h.arch.as_deref()) {
+        if let Some(arch) = m.arch() {
             take(self.arches.get(arch));
         }
         out.sort_unstable();
@@ -175,7 +174,7 @@ impl CandidateIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pitfall_sdk::model::{Prepared, manifest_from_value};
+    use pitfall_sdk::model::{Manifest, Prepared, manifest_from_value};
 
     fn selectors(texts: &[&str]) -> Vec<Selector> {
         texts
@@ -231,7 +230,7 @@ mod tests {
                     "packages": [{"name": "vllm", "version": vllm}, {"name": "torch", "version": "2.1"}],
                     "workload": {"engine": "vllm"},
                 }));
-                let got = index.candidates(&m);
+                let got = index.candidates(&ManifestFacts::new(&m));
                 for (i, s) in rules.iter().enumerate() {
                     if s.iter().all(|s| s.holds(&m)) {
                         assert!(
@@ -247,6 +246,6 @@ mod tests {
             "manifest_version": 1, "accelerators": [gpu(Some("9.0"))],
             "packages": [{"name": "vllm", "version": "0.27.2"}],
         }));
-        assert_eq!(index.candidates(&m), vec![2, 7, 8, 11, 12, 13]);
+        assert_eq!(index.candidates(&ManifestFacts::new(&m)), vec![2, 7, 8, 11, 12, 13]);
     }
 }

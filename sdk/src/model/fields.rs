@@ -59,9 +59,6 @@ pub struct Field {
     pub len: usize,
     /// Where it came from.
     pub source: Source,
-    /// The JSON value of an array or object (scalars are in `text`), for
-    /// evidence that points at a whole list such as `workload.head_dims`.
-    pub composite: Option<Value>,
 }
 
 /// The flattened manifest.
@@ -72,9 +69,14 @@ pub struct Field {
 /// every rule is a lookup here, and SipHash was the largest part of a
 /// call's host-side cost. The hasher is seeded per map, as the paths come
 /// from the client.
+///
+/// Arrays and objects keep no copy of their value: [`FieldMap::composite`]
+/// finds it in the one JSON tree the map was flattened from (a copy per
+/// level was most of a 200-package manifest's preparation).
 #[derive(Debug, Clone, Default)]
 pub struct FieldMap {
     fields: HashMap<Box<[u8]>, Field, RandomState>,
+    tree: Value,
 }
 
 impl FieldMap {
@@ -97,7 +99,10 @@ impl FieldMap {
                 obj.insert("packages".into(), Value::Object(by_name));
             }
         }
-        let mut map = FieldMap { fields: HashMap::with_capacity_and_hasher(128, RandomState::default()) };
+        let mut map = FieldMap {
+            fields: HashMap::with_capacity_and_hasher(128, RandomState::default()),
+            tree: Value::Null,
+        };
         let mut path = String::with_capacity(64);
         if let Value::Object(obj) = &value {
             for (k, v) in obj {
@@ -106,7 +111,18 @@ impl FieldMap {
                 map.insert_value(&mut path, v, enrichment);
             }
         }
+        map.tree = value;
         map
+    }
+
+    /// The JSON value of the array or object at `path` (scalars are in
+    /// their [`Field`]'s `text`), for evidence that points at a whole list
+    /// such as `workload.head_dims`.
+    pub fn composite(&self, path: &str) -> Option<&Value> {
+        match self.get(path)?.kind {
+            FieldKind::Array | FieldKind::Object => descend(&self.tree, path),
+            _ => None,
+        }
     }
 
     fn insert_value(&mut self, path: &mut String, value: &Value, enrichment: &Enrichment) {
@@ -119,8 +135,7 @@ impl FieldMap {
             Value::Array(a) => (FieldKind::Array, None, None, a.len()),
             Value::Object(o) => (FieldKind::Object, None, None, o.len()),
         };
-        let composite = matches!(value, Value::Array(_) | Value::Object(_)).then(|| value.clone());
-        self.fields.insert(path.as_bytes().into(), Field { kind, text, number, len, source, composite });
+        self.fields.insert(path.as_bytes().into(), Field { kind, text, number, len, source });
         let base = path.len();
         match value {
             Value::Array(items) => {
@@ -166,6 +181,27 @@ impl FieldMap {
     }
 }
 
+/// The value at a dotted `path` below `value`. A key may itself contain
+/// dots (an `extra` member, an environment variable), so every member
+/// whose key is a prefix of the path up to a dot is tried.
+fn descend<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
+    match value {
+        Value::Object(members) => members.iter().find_map(|(k, v)| match path.strip_prefix(k.as_str())? {
+            "" => Some(v),
+            rest => descend(v, rest.strip_prefix('.')?),
+        }),
+        Value::Array(items) => {
+            let (index, rest) = path.split_once('.').map_or((path, None), |(i, r)| (i, Some(r)));
+            let item = items.get(index.parse::<usize>().ok()?)?;
+            match rest {
+                None => Some(item),
+                Some(rest) => descend(item, rest),
+            }
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,5 +228,11 @@ mod tests {
         assert_eq!(f.get("workload.head_dims.1").and_then(|x| x.number), Some(512.0));
         assert_eq!(f.get("env.A").and_then(|x| x.text.as_deref()), Some("b"));
         assert!(f.get("drivers.cuda").is_none());
+        assert_eq!(f.composite("workload.head_dims"), Some(&serde_json::json!([256, 512])));
+        assert_eq!(
+            f.composite("packages.flash-attn"),
+            Some(&serde_json::json!({"name": "flash-attn", "version": "2.7.0"}))
+        );
+        assert_eq!(f.composite("accelerators.0.vendor"), None, "a scalar is no composite");
     }
 }

@@ -270,8 +270,19 @@ fn normalize_package(package: &mut Package) {
     if trimmed.len() != package.name.len() {
         package.name = trimmed.to_owned();
     }
-    clean(&mut package.version, str::to_owned);
-    clean(&mut package.ecosystem, str::to_lowercase);
+    // A manifest has hundreds of packages, nearly all already clean: keep
+    // the client's strings then, rather than allocate two per package.
+    let is_clean = |v: &Option<String>, lower: bool| {
+        v.as_deref().is_some_and(|v| {
+            !v.is_empty() && v.trim().len() == v.len() && !(lower && v.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()))
+        })
+    };
+    if !is_clean(&package.version, false) {
+        clean(&mut package.version, str::to_owned);
+    }
+    if !is_clean(&package.ecosystem, true) {
+        clean(&mut package.ecosystem, str::to_lowercase);
+    }
 }
 
 /// `TORCH_CUDA_ARCH_LIST` entries in `major.minor` spelling, one arch per

@@ -121,7 +121,7 @@ pub enum RenderError {
 /// The value of a field as evidence (its JSON value and its source).
 pub fn evidence_for(fields: &FieldMap, path: &str) -> Option<Evidence> {
     let field = fields.get(path)?;
-    let value = match (&field.composite, field.kind, field.text.as_deref()) {
+    let value = match (fields.composite(path), field.kind, field.text.as_deref()) {
         (Some(v), _, _) => v.clone(),
         // Numbers keep the client's spelling (`64`, not `64.0`).
         (None, FieldKind::Number, Some(t)) => serde_json::from_str(t).unwrap_or(Value::Null),

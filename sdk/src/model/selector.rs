@@ -10,7 +10,11 @@
 //! accelerator without a known compute capability, keeps the rule a
 //! candidate, so the rule runs and can answer `undetermined`.
 
+use std::cell::OnceCell;
+use std::collections::HashMap;
 use std::fmt;
+
+use foldhash::fast::RandomState;
 
 use super::Manifest;
 use super::normalize::package_key;
@@ -133,35 +137,137 @@ impl Selector {
         matches!(spec.bounds(), (Some(lower), Some(upper)) if lower > upper)
     }
 
-    /// Whether the selector holds for a normalised manifest.
+    /// Whether the selector holds for a normalised manifest. To ask many
+    /// selectors about one manifest, derive its [`ManifestFacts`] once and
+    /// use [`Selector::holds_in`].
     pub fn holds(&self, m: &Manifest) -> bool {
+        self.holds_in(&ManifestFacts::new(m))
+    }
+
+    /// Whether the selector holds for the manifest `facts` were derived from.
+    pub fn holds_in(&self, facts: &ManifestFacts<'_>) -> bool {
         match self {
-            Selector::Package { name, versions } => m.packages.iter().any(|p| {
-                package_key(&p.name) == *name
-                    && may_contain(versions.as_ref(), p.version.as_deref())
+            Selector::Package { name, versions } => facts.package_versions(name).is_some_and(|vs| {
+                // Without a range the version is not even parsed.
+                versions.is_none() || vs.iter().any(|v| may_contain(versions.as_ref(), v.get()))
             }),
-            Selector::Accelerator(vendor) => m
-                .accelerators
+            Selector::Accelerator(vendor) => facts.vendors.contains(&vendor.as_str()),
+            Selector::Capability(spec) => facts
+                .capabilities
                 .iter()
-                .any(|a| a.vendor.as_deref() == Some(vendor)),
-            Selector::Capability(spec) => m
-                .accelerators
-                .iter()
-                .any(|a| may_contain(Some(spec), a.compute_capability.as_deref())),
-            Selector::Arch(arch) => m.host.as_ref().and_then(|h| h.arch.as_deref()) == Some(arch),
-            Selector::Engine(engine) => {
-                m.workload.as_ref().and_then(|w| w.engine.as_deref()) == Some(engine)
-            }
-            Selector::Container => m.container.as_ref().is_some_and(|c| c.image.is_some()),
+                .any(|c| may_contain(Some(spec), c.as_ref())),
+            Selector::Arch(arch) => facts.arch == Some(arch.as_str()),
+            Selector::Engine(engine) => facts.engine == Some(engine.as_str()),
+            Selector::Container => facts.container,
         }
     }
 }
 
-/// Whether a range admits a version as the manifest gives it: no range, no
-/// version, or a version that does not parse are all "cannot exclude".
-fn may_contain(range: Option<&Specifier>, version: Option<&str>) -> bool {
-    match (range, version.map(Version::parse)) {
-        (Some(spec), Some(Ok(v))) => spec.contains(&v),
+/// What selectors look at in one normalised manifest, derived once: each
+/// package's PEP 503 key with its versions, the accelerators' vendors and
+/// compute capabilities, the arch, the engine, whether a container image
+/// is named. A check asks hundreds of selectors about one manifest of up
+/// to hundreds of packages; asking the manifest itself re-derived every
+/// package's key (an allocation) and re-parsed its version for every
+/// `package:` selector. A package's version is parsed when a selector
+/// first asks for it: most of a machine's packages concern no rule.
+#[derive(Debug, Clone, Default)]
+pub struct ManifestFacts<'m> {
+    packages: HashMap<String, Vec<PackageVersion<'m>>, RandomState>,
+    /// Each accelerator's capability (`None`: unknown after enrichment).
+    capabilities: Vec<Option<Version>>,
+    /// The accelerators' vendors, sorted, without repeats.
+    vendors: Vec<&'m str>,
+    arch: Option<&'m str>,
+    engine: Option<&'m str>,
+    container: bool,
+}
+
+/// A version a package is listed with, parsed on first use.
+#[derive(Debug, Clone)]
+pub struct PackageVersion<'m> {
+    text: Option<&'m str>,
+    parsed: OnceCell<Option<Version>>,
+}
+
+impl PackageVersion<'_> {
+    /// The version, `None` when the manifest gives none or one that is not
+    /// PEP 440 (so no range can exclude it).
+    pub fn get(&self) -> Option<&Version> {
+        self.parsed
+            .get_or_init(|| self.text.and_then(|v| Version::parse(v).ok()))
+            .as_ref()
+    }
+}
+
+impl<'m> ManifestFacts<'m> {
+    /// Derives the facts of a normalised manifest.
+    pub fn new(m: &'m Manifest) -> ManifestFacts<'m> {
+        let mut packages: HashMap<String, Vec<PackageVersion<'m>>, RandomState> =
+            HashMap::with_capacity_and_hasher(m.packages.len(), RandomState::default());
+        for p in &m.packages {
+            packages
+                .entry(package_key(&p.name))
+                .or_default()
+                .push(PackageVersion { text: p.version.as_deref(), parsed: OnceCell::new() });
+        }
+        let mut vendors: Vec<&str> = m
+            .accelerators
+            .iter()
+            .filter_map(|a| a.vendor.as_deref())
+            .collect();
+        vendors.sort_unstable();
+        vendors.dedup();
+        ManifestFacts {
+            packages,
+            capabilities: m
+                .accelerators
+                .iter()
+                .map(|a| a.compute_capability.as_deref().and_then(|v| Version::parse(v).ok()))
+                .collect(),
+            vendors,
+            arch: m.host.as_ref().and_then(|h| h.arch.as_deref()),
+            engine: m.workload.as_ref().and_then(|w| w.engine.as_deref()),
+            container: m.container.as_ref().is_some_and(|c| c.image.is_some()),
+        }
+    }
+
+    /// The packages: each key with the versions it is listed with.
+    pub fn packages(&self) -> impl Iterator<Item = (&str, &[PackageVersion<'m>])> {
+        self.packages.iter().map(|(k, v)| (k.as_str(), v.as_slice()))
+    }
+
+    /// The versions a package (by PEP 503 key) is listed with, if listed.
+    pub fn package_versions(&self, key: &str) -> Option<&[PackageVersion<'m>]> {
+        self.packages.get(key).map(Vec::as_slice)
+    }
+
+    /// Each accelerator's compute capability, `None` where unknown.
+    pub fn capabilities(&self) -> &[Option<Version>] {
+        &self.capabilities
+    }
+
+    /// The accelerators' vendors, sorted, without repeats.
+    pub fn vendors(&self) -> &[&'m str] {
+        &self.vendors
+    }
+
+    /// The host's (normalised) architecture.
+    pub fn arch(&self) -> Option<&'m str> {
+        self.arch
+    }
+
+    /// The workload's serving engine.
+    pub fn engine(&self) -> Option<&'m str> {
+        self.engine
+    }
+}
+
+/// Whether a range admits a version as the manifest gives it: no range, or
+/// no version it could parse, are both "cannot exclude".
+fn may_contain(range: Option<&Specifier>, version: Option<&Version>) -> bool {
+    match (range, version) {
+        (Some(spec), Some(v)) => spec.contains(v),
         _ => true,
     }
 }

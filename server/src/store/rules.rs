@@ -395,17 +395,17 @@ fn selector_values(applies_to: &[String]) -> Vec<(&'static str, String)> {
     applies_to
         .iter()
         .filter_map(|s| Selector::parse(s).ok())
-        .filter_map(|s| match s {
+        .map(|s| match s {
             // A version range narrows the rule, not what it is about: it
             // is found under its package.
-            Selector::Package { name, .. } => Some(("package", name)),
-            // Capability ranges are no search filter (the rules that have
-            // one also name their vendor), and the table's kinds predate them.
-            Selector::Capability(_) => None,
-            Selector::Accelerator(v) => Some(("accelerator", v)),
-            Selector::Arch(v) => Some(("arch", v)),
-            Selector::Engine(v) => Some(("engine", v)),
-            Selector::Container => Some(("container", String::new())),
+            Selector::Package { name, .. } => ("package", name),
+            // Stored for completeness (migration 0002); no search filter
+            // uses it (the rules that have one also name their vendor).
+            Selector::Capability(spec) => ("capability", spec.as_str().to_owned()),
+            Selector::Accelerator(v) => ("accelerator", v),
+            Selector::Arch(v) => ("arch", v),
+            Selector::Engine(v) => ("engine", v),
+            Selector::Container => ("container", String::new()),
         })
         .collect()
 }

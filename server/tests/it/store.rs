@@ -619,6 +619,39 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    /// Every kind of applies_to selector is stored, capability ranges too
+    /// (migration 0002; the first schema's CHECK refused them).
+    #[tokio::test]
+    async fn capability_selectors_are_stored_with_the_others(db) {
+        use pitfall_sdk::model::selector::Selector;
+        use sqlx::Row;
+        let store = connect(db).await;
+        store.seed(bundled().to_vec()).await.expect("seed");
+        store.close().await;
+        let expected: BTreeSet<(String, String)> = bundled()
+            .iter()
+            .flat_map(|v| {
+                v.meta.applies_to.iter().filter_map(|s| match Selector::parse(s) {
+                    Ok(Selector::Capability(spec)) => Some((v.meta.id.clone(), spec.as_str().to_owned())),
+                    _ => None,
+                })
+            })
+            .collect();
+        assert!(!expected.is_empty(), "some bundled rule has a capability range");
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(db.url()).await.expect("pool");
+        let rows = sqlx::query("SELECT rule_id, value FROM version_selectors WHERE kind = 'capability'")
+            .fetch_all(&pool)
+            .await
+            .expect("capability rows");
+        let got: BTreeSet<(String, String)> =
+            rows.iter().map(|r| (r.get::<String, _>(0), r.get::<String, _>(1))).collect();
+        assert_eq!(got, expected);
+        pool.close().await;
+    }
+}
+
+on_both_backends! {
     /// The migrations are reversible: down to nothing, then up again, and
     /// the store works on the result.
     #[tokio::test]
