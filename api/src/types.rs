@@ -26,6 +26,10 @@ pub struct ErrorBody {
     /// For `publish_refused`: the pipeline step that refused the module.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
+    /// For `rate_limited` (429): seconds until a request would be admitted,
+    /// as in the `Retry-After` header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<u64>,
 }
 
 /// `POST /v1/check/batch` body.

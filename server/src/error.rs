@@ -32,6 +32,10 @@ pub enum AppError {
     Refused { step: &'static str, message: String },
     /// The request took longer than the server's bound (503).
     Timeout,
+    /// The client took longer than the body timeout to send its body (408).
+    BodyTimeout,
+    /// Over the rate limit; try again in this many seconds (429).
+    RateLimited { retry_after_s: u64 },
     /// The store is unreachable: writes cannot be accepted now (503).
     Unavailable(String),
     /// A bug or an outage: logged in full, answered in general terms (500).
@@ -41,7 +45,7 @@ pub enum AppError {
 impl AppError {
     /// The status and the envelope's body. Internal details stay out.
     pub fn describe(&self) -> (StatusCode, ErrorBody) {
-        let body = |code: &str, message: String| ErrorBody { code: code.to_owned(), message, step: None };
+        let body = |code: &str, message: String| ErrorBody { code: code.to_owned(), message, step: None, retry_after_s: None };
         match self {
             AppError::BadRequest { code, message } => (StatusCode::BAD_REQUEST, body(code, message.clone())),
             AppError::Unprocessable { code, message } => (StatusCode::UNPROCESSABLE_ENTITY, body(code, message.clone())),
@@ -56,11 +60,29 @@ impl AppError {
             AppError::Refused { step, message } => (
                 // A module over the size bound is a too-large body as well.
                 if *step == "size" { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::UNPROCESSABLE_ENTITY },
-                ErrorBody { code: "publish_refused".into(), message: format!("{step}: {message}"), step: Some((*step).to_owned()) },
+                ErrorBody {
+                    code: "publish_refused".into(),
+                    message: format!("{step}: {message}"),
+                    step: Some((*step).to_owned()),
+                    retry_after_s: None,
+                },
             ),
             AppError::Timeout => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 body("timeout", "the request took longer than the server allows; try again".into()),
+            ),
+            AppError::BodyTimeout => (
+                StatusCode::REQUEST_TIMEOUT,
+                body("body_timeout", "the request body took longer to arrive than the server allows".into()),
+            ),
+            AppError::RateLimited { retry_after_s } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorBody {
+                    code: "rate_limited".into(),
+                    message: format!("too many requests from this token or address; try again in {retry_after_s} s"),
+                    step: None,
+                    retry_after_s: Some(*retry_after_s),
+                },
             ),
             AppError::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -81,7 +103,12 @@ impl IntoResponse for AppError {
             _ => {}
         }
         let (status, error) = self.describe();
-        (status, Json(ErrorEnvelope { error })).into_response()
+        let retry_after = error.retry_after_s;
+        let mut response = (status, Json(ErrorEnvelope { error })).into_response();
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }
 
@@ -109,5 +136,15 @@ impl From<crate::store::StoreError> for AppError {
 /// The envelope for routes that do not exist.
 pub(crate) async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, Json(json!({ "error": { "code": "not_found", "message": "no such route" } })))
+        .into_response()
+}
+
+/// The envelope for a method a route does not take (axum's own answer has
+/// an empty body).
+pub(crate) async fn method_not_allowed() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        Json(json!({ "error": { "code": "method_not_allowed", "message": "this route does not take that method" } })),
+    )
         .into_response()
 }
