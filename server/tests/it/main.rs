@@ -1,6 +1,7 @@
 //! The server's one integration-test binary.
 
 mod api;
+mod authz;
 mod bundle;
 mod browser;
 mod common;
