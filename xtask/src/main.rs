@@ -4,7 +4,9 @@
 //! - `setup`: install what the tests need (the wasm toolchain when the
 //!   active toolchain has no wasm32 target: Debian's rustc-web route; and
 //!   Debian's chromium and chromium-driver for the web pages' browser tests,
-//!   and fonts-dejavu-core for the text of pitfall-bench's plot).
+//!   and fonts-dejavu-core for the text of pitfall-bench's plot; and
+//!   schemathesis, pinned, in a virtualenv under `target/schemathesis`, for
+//!   the server's API conformance test).
 //! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
 //! - `test`: `setup`, then every test of the workspace.
 //! - `schema`: regenerate `sdk/schema/manifest-v1.schema.json`.
@@ -37,7 +39,43 @@ fn setup() -> anyhow::Result<pitfall_wasm_build::Toolchain> {
     eprintln!("xtask: wasm toolchain: {}", toolchain.name());
     ensure_packages("the browser tests", BROWSER_PACKAGES, BROWSER_BINARIES, install)?;
     ensure_packages("the benchmark plot", FONT_PACKAGES, FONT_FILES, install)?;
+    ensure_schemathesis(install)?;
     Ok(toolchain)
+}
+
+/// The schemathesis release the server's conformance test pins (the same
+/// as `SCHEMATHESIS_VERSION` in `server/tests/it/schemathesis.rs`).
+const SCHEMATHESIS_VERSION: &str = "4.32.5";
+
+/// schemathesis in `target/schemathesis` (a virtualenv, so nothing is
+/// installed into the system's Python); python3-venv from apt if missing.
+fn ensure_schemathesis(install: bool) -> anyhow::Result<()> {
+    let venv = root()?.join("target/schemathesis");
+    let exe = venv.join("bin/schemathesis");
+    let pinned = Command::new(&exe)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(SCHEMATHESIS_VERSION));
+    if pinned {
+        eprintln!("xtask: schemathesis {SCHEMATHESIS_VERSION} present");
+        return Ok(());
+    }
+    if !install {
+        bail!("the API conformance test needs schemathesis=={SCHEMATHESIS_VERSION} in {}; PITFALL_NO_INSTALL is set", venv.display());
+    }
+    ensure_packages("schemathesis's virtualenv", &["python3-venv"], &["/usr/lib/python3/dist-packages"], install)?;
+    let status = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().context("running python3 -m venv")?;
+    if !status.success() {
+        bail!("python3 -m venv {} failed (apt-get install python3-venv)", venv.display());
+    }
+    let status = Command::new(venv.join("bin/pip"))
+        .args(["install", "-q", &format!("schemathesis=={SCHEMATHESIS_VERSION}")])
+        .status()
+        .context("running pip")?;
+    if !status.success() {
+        bail!("pip install schemathesis=={SCHEMATHESIS_VERSION} failed");
+    }
+    Ok(())
 }
 
 /// The Debian packages of the browser the web tests drive.

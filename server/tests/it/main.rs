@@ -9,5 +9,6 @@ mod contrast;
 mod hostile_requests;
 mod live;
 mod processes;
+mod schemathesis;
 mod store;
 mod web;
