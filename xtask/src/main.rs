@@ -63,10 +63,15 @@ fn ensure_schemathesis(install: bool) -> anyhow::Result<()> {
     if !install {
         bail!("the API conformance test needs schemathesis=={SCHEMATHESIS_VERSION} in {}; PITFALL_NO_INSTALL is set", venv.display());
     }
-    ensure_packages("schemathesis's virtualenv", &["python3-venv"], &["/usr/lib/python3/dist-packages"], install)?;
-    let status = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().context("running python3 -m venv")?;
-    if !status.success() {
-        bail!("python3 -m venv {} failed (apt-get install python3-venv)", venv.display());
+    let make_venv = || Command::new("python3").arg("-m").arg("venv").arg(&venv).status().is_ok_and(|s| s.success());
+    // Debian splits venv (ensurepip) out of python3: install it when the
+    // first try fails.
+    if !make_venv() {
+        let apt = |args: &[&str]| Command::new("apt-get").args(args).env("DEBIAN_FRONTEND", "noninteractive").status().is_ok_and(|s| s.success());
+        let installed = apt(&["install", "-y", "-q", "python3-venv"]) || (apt(&["update", "-q"]) && apt(&["install", "-y", "-q", "python3-venv"]));
+        if !installed || !make_venv() {
+            bail!("python3 -m venv {} failed (needs python3 and python3-venv)", venv.display());
+        }
     }
     let status = Command::new(venv.join("bin/pip"))
         .args(["install", "-q", &format!("schemathesis=={SCHEMATHESIS_VERSION}")])
