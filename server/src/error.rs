@@ -38,6 +38,8 @@ pub enum AppError {
     RateLimited { retry_after_s: u64 },
     /// The store is unreachable: writes cannot be accepted now (503).
     Unavailable(String),
+    /// The database's disk is full: the write was not made (507).
+    StorageFull(String),
     /// A bug or an outage: logged in full, answered in general terms (500).
     Internal(anyhow::Error),
 }
@@ -88,6 +90,10 @@ impl AppError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 body("unavailable", "the registry's store is unavailable; try again".into()),
             ),
+            AppError::StorageFull(_) => (
+                StatusCode::INSUFFICIENT_STORAGE,
+                body("storage_full", "the registry's storage is full; nothing was written. Try again later".into()),
+            ),
             AppError::Internal(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, body("internal", "internal error; see the server log".into()))
             }
@@ -100,6 +106,7 @@ impl IntoResponse for AppError {
         match &self {
             AppError::Internal(e) => tracing::error!(error = format!("{e:#}"), "internal error"),
             AppError::Unavailable(e) => tracing::error!(error = %e, "store unavailable"),
+            AppError::StorageFull(e) => tracing::error!(error = %e, "the database's disk is full"),
             _ => {}
         }
         let (status, error) = self.describe();
@@ -128,6 +135,7 @@ impl From<crate::store::StoreError> for AppError {
             StoreError::InvalidTransition { .. } => AppError::Conflict { code: "invalid_transition", message: e.to_string() },
             StoreError::Invalid(message) => AppError::BadRequest { code: "invalid", message },
             StoreError::Corrupt(_) => AppError::Internal(e.into()),
+            StoreError::Database(ref db) if is_disk_full(db) => AppError::StorageFull(format!("{e:#}")),
             other => AppError::Unavailable(format!("{other:#}")),
         }
     }
@@ -147,4 +155,14 @@ pub(crate) async fn method_not_allowed() -> Response {
         Json(json!({ "error": { "code": "method_not_allowed", "message": "this route does not take that method" } })),
     )
         .into_response()
+}
+
+/// SQLite's SQLITE_FULL (13) and PostgreSQL's disk_full (53100): the write
+/// was rolled back for want of space, which an operator must hear about as
+/// such rather than as an outage.
+fn is_disk_full(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("13" | "53100")) || db.message().contains("disk is full"),
+        _ => false,
+    }
 }

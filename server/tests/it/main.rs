@@ -6,6 +6,7 @@ mod bundle;
 mod browser;
 mod common;
 mod contrast;
+mod faults;
 mod hostile_requests;
 mod live;
 mod processes;

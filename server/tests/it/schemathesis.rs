@@ -13,7 +13,7 @@ use std::process::Command;
 use crate::live::Server;
 
 /// The schemathesis release these checks were written against.
-pub const SCHEMATHESIS_VERSION: &str = "4.32.5";
+const SCHEMATHESIS_VERSION: &str = "4.32.5";
 
 fn venv() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/schemathesis")
