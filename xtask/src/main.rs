@@ -10,6 +10,8 @@
 //! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
 //! - `test`: `setup`, then every test of the workspace.
 //! - `schema`: regenerate `sdk/schema/manifest-v1.schema.json`.
+//! - `soak [--seconds N]`: the server's soak test (`server/tests/it/soak.rs`)
+//!   for N seconds (default 600), at low CPU priority; prints its numbers.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,7 +26,8 @@ fn main() -> anyhow::Result<()> {
         Some("build-rules") => build_rules(&root),
         Some("test") => test(&root, &args[1..]),
         Some("schema") => schema(&root),
-        _ => bail!("usage: cargo xtask <setup|build-rules|test|schema>"),
+        Some("soak") => soak(&root, &args[1..]),
+        _ => bail!("usage: cargo xtask <setup|build-rules|test|schema|soak [--seconds N]>"),
     }
 }
 
@@ -121,7 +124,8 @@ fn ensure_packages(purpose: &str, packages: &[&str], files: &[&str], install: bo
     install_args.extend_from_slice(packages);
     // A fresh machine's package lists may be missing or stale: update once
     // when the first try fails.
-    if !apt(&install_args)? && !(apt(&["update", "-q"])? && apt(&install_args)?) {
+    let installed = apt(&install_args)? || (apt(&["update", "-q"])? && apt(&install_args)?);
+    if !installed {
         bail!("apt-get could not install {}", packages.join(" "));
     }
     if !present() {
@@ -194,6 +198,30 @@ fn schema(root: &Path) -> anyhow::Result<()> {
         .context("running the schema test")?;
     if !status.success() {
         bail!("regenerating the schema failed ({status})");
+    }
+    Ok(())
+}
+
+/// The soak: mixed checks and publishes with hostile rules against a real
+/// server on loopback (the test's own docs say what it asserts), `nice`d so
+/// it yields to whoever else shares the machine.
+fn soak(root: &Path, args: &[String]) -> anyhow::Result<()> {
+    let seconds = match args {
+        [] => 600,
+        [flag, n] if flag == "--seconds" => n.parse::<u64>().context("--seconds takes a whole number")?,
+        _ => bail!("usage: cargo xtask soak [--seconds N]"),
+    };
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new("nice")
+        .args(["-n", "10"])
+        .arg(cargo)
+        .current_dir(root)
+        .env("PITFALL_SOAK_SECONDS", seconds.to_string())
+        .args(["test", "-p", "pitfall-server", "--test", "it", "soak::", "--", "--nocapture"])
+        .status()
+        .context("running the soak test")?;
+    if !status.success() {
+        bail!("the soak failed ({status})");
     }
     Ok(())
 }

@@ -11,5 +11,6 @@ mod hostile_requests;
 mod live;
 mod processes;
 mod schemathesis;
+mod soak;
 mod store;
 mod web;
