@@ -49,8 +49,8 @@ impl AppState {
     pub fn with_signer(registry: Arc<Registry>, limits: ServerLimits, signer: pitfall_api::BundleSigner) -> AppState {
         let cache = ResultCache::new(limits.result_cache_entries);
         let bundles = Bundles::new(signer);
-        let check_rate = RateLimiter::new(limits.rate_check_per_minute);
-        let publish_rate = RateLimiter::new(limits.rate_publish_per_minute);
+        let check_rate = RateLimiter::new(limits.rate_check_per_ip, limits.rate_check_per_token);
+        let publish_rate = RateLimiter::new(limits.rate_publish_per_ip, limits.rate_publish_per_token);
         AppState {
             inner: Arc::new(Shared { registry, limits, cache, metrics: Metrics::default(), bundles, check_rate, publish_rate }),
         }
@@ -139,8 +139,12 @@ async fn bound_and_measure(State(state): State<AppState>, request: Request, next
 
 /// The rate limit and the bounded body read, before any handler runs.
 async fn admit(state: &AppState, method: &str, route: &str, request: Request) -> Result<Request, AppError> {
+    // The web pages' check form and matrix evaluate too, once they have a
+    // query; their empty forms are free.
+    let asks = request.uri().query().is_some_and(|q| !q.is_empty());
     let limiter = match (method, route) {
         ("POST", "/v1/check" | "/v1/check/batch") => Some(&state.inner.check_rate),
+        ("GET", "/check" | "/matrix") if asks => Some(&state.inner.check_rate),
         ("POST", "/v1/rules") => Some(&state.inner.publish_rate),
         _ => None,
     };
@@ -151,7 +155,8 @@ async fn admit(state: &AppState, method: &str, route: &str, request: Request) ->
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|h| h.to_str().ok())
             .map(|h| h.trim_start_matches("Bearer ").trim_start_matches("bearer ").trim());
-        limiter.admit(ip, bearer).map_err(|wait| AppError::RateLimited { retry_after_s: wait.as_secs().max(1) })?;
+        // Rounded up: a client that waits what it was told is admitted.
+        limiter.admit(ip, bearer).map_err(|wait| AppError::RateLimited { retry_after_s: (wait.as_secs_f64().ceil() as u64).max(1) })?;
     }
     let (parts, body) = request.into_parts();
     let bytes = tokio::time::timeout(state.limits().body_timeout(), read_body(body, state.limits().max_body_bytes))

@@ -83,12 +83,16 @@ pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 20_000;
 /// Open connections at most: far beyond what a few provisioning fleets
 /// need, well under the file-descriptor limit.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
-/// Checks per minute per token and per IP: a CI fleet checks a few
-/// manifests a deploy; a batch counts once.
-pub const DEFAULT_RATE_CHECK_PER_MINUTE: u32 = 600;
-/// Publishes per minute per token and per IP: each compiles a module and
-/// runs its cases, seconds of CPU.
-pub const DEFAULT_RATE_PUBLISH_PER_MINUTE: u32 = 30;
+/// Checks per minute from one client IP: a CI fleet behind one NAT checks
+/// a few manifests per deploy (a batch counts once).
+pub const DEFAULT_RATE_CHECK_PER_IP: u32 = 600;
+/// Checks per minute with one token.
+pub const DEFAULT_RATE_CHECK_PER_TOKEN: u32 = 600;
+/// Publishes per minute from one IP: each compiles a module and runs its
+/// cases, seconds of CPU.
+pub const DEFAULT_RATE_PUBLISH_PER_IP: u32 = 30;
+/// Publishes per minute with one token.
+pub const DEFAULT_RATE_PUBLISH_PER_TOKEN: u32 = 30;
 /// About 10,000 answers of a few KiB each: tens of MiB at most.
 pub const DEFAULT_RESULT_CACHE_ENTRIES: usize = 10_000;
 
@@ -122,14 +126,19 @@ pub struct ServerLimits {
     /// Open connections at most; one more is closed at once.
     #[arg(long, env = "PITFALL_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
-    /// Checks (`/v1/check`, `/v1/check/batch`) per minute per token and per
-    /// client IP, bursts up to that many; 0 turns the limit off.
-    #[arg(long, env = "PITFALL_RATE_CHECK_PER_MINUTE", default_value_t = DEFAULT_RATE_CHECK_PER_MINUTE)]
-    pub rate_check_per_minute: u32,
-    /// Publishes (`POST /v1/rules`) per minute per token and per client IP;
-    /// 0 turns the limit off.
-    #[arg(long, env = "PITFALL_RATE_PUBLISH_PER_MINUTE", default_value_t = DEFAULT_RATE_PUBLISH_PER_MINUTE)]
-    pub rate_publish_per_minute: u32,
+    /// Checks (`/v1/check`, `/v1/check/batch`) per minute from one client
+    /// IP, bursts up to that many; 0 turns the limit off.
+    #[arg(long, env = "PITFALL_RATE_CHECK_PER_IP", default_value_t = DEFAULT_RATE_CHECK_PER_IP)]
+    pub rate_check_per_ip: u32,
+    /// Checks per minute with one bearer token; 0 turns the limit off.
+    #[arg(long, env = "PITFALL_RATE_CHECK_PER_TOKEN", default_value_t = DEFAULT_RATE_CHECK_PER_TOKEN)]
+    pub rate_check_per_token: u32,
+    /// Publishes (`POST /v1/rules`) per minute from one client IP; 0: off.
+    #[arg(long, env = "PITFALL_RATE_PUBLISH_PER_IP", default_value_t = DEFAULT_RATE_PUBLISH_PER_IP)]
+    pub rate_publish_per_ip: u32,
+    /// Publishes per minute with one bearer token; 0: off.
+    #[arg(long, env = "PITFALL_RATE_PUBLISH_PER_TOKEN", default_value_t = DEFAULT_RATE_PUBLISH_PER_TOKEN)]
+    pub rate_publish_per_token: u32,
 }
 
 impl ServerLimits {
@@ -155,8 +164,10 @@ impl Default for ServerLimits {
             header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
             body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
-            rate_check_per_minute: DEFAULT_RATE_CHECK_PER_MINUTE,
-            rate_publish_per_minute: DEFAULT_RATE_PUBLISH_PER_MINUTE,
+            rate_check_per_ip: DEFAULT_RATE_CHECK_PER_IP,
+            rate_check_per_token: DEFAULT_RATE_CHECK_PER_TOKEN,
+            rate_publish_per_ip: DEFAULT_RATE_PUBLISH_PER_IP,
+            rate_publish_per_token: DEFAULT_RATE_PUBLISH_PER_TOKEN,
         }
     }
 }

@@ -331,7 +331,7 @@ fn checks_and_publishes_are_rate_limited_per_token() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
         let db = crate::common::sqlite();
-        let limits = ServerLimits { rate_check_per_minute: 3, rate_publish_per_minute: 1, ..ServerLimits::default() };
+        let limits = ServerLimits { rate_check_per_token: 3, rate_publish_per_token: 1, ..ServerLimits::default() };
         let h = Harness::new(&db, limits).await;
         let manifest = br#"{"manifest_version": 1}"#.to_vec();
         let alice = h.tokens["contributor_own"].clone();
@@ -359,7 +359,7 @@ fn checks_and_publishes_are_rate_limited_per_token() {
 #[test]
 fn checks_are_rate_limited_per_ip_on_a_real_server_with_retry_after() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = crate::live::Server::start_with_vars(dir.path(), None, false, &[("PITFALL_RATE_CHECK_PER_MINUTE", "4")]);
+    let server = crate::live::Server::start_with_vars(dir.path(), None, false, &[("PITFALL_RATE_CHECK_PER_IP", "4")]);
     let manifest = br#"{"manifest_version": 1}"#;
     for i in 0..4 {
         // A made-up token each time: it must not buy a fresh bucket.

@@ -240,7 +240,7 @@ fn postgres_stopped_under_load_checks_go_on_readyz_says_not_ready_and_service_re
     let url = pg.url();
     let dir = tempfile::tempdir().expect("tempdir");
     let alice = admin_token(dir.path(), Some(&url), "alice", "contributor");
-    let server = Server::start_with_vars(dir.path(), Some(&url), true, &[("PITFALL_RATE_CHECK_PER_MINUTE", "0")]);
+    let server = Server::start_with_vars(dir.path(), Some(&url), true, &[("PITFALL_RATE_CHECK_PER_IP", "0")]);
     let g5g = fixture("g5g-gemma4-vllm0271.json");
     let (status, answer) = server.call("POST", "/v1/check", None, &serde_json::to_vec(&g5g).expect("json"));
     assert_eq!(status, 200, "{answer}");

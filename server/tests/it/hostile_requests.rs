@@ -29,7 +29,7 @@ fn hostile_server(dir: &Path) -> Server {
         ("PITFALL_BODY_TIMEOUT_MS", BODY_TIMEOUT_MS.to_string()),
         ("PITFALL_MAX_CONNECTIONS", MAX_CONNECTIONS.to_string()),
         // The cases are many requests from one address in a few seconds.
-        ("PITFALL_RATE_CHECK_PER_MINUTE", "0".to_owned()),
+        ("PITFALL_RATE_CHECK_PER_IP", "0".to_owned()),
     ];
     Server::start_with_vars(dir, None, true, &vars)
 }

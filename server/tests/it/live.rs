@@ -15,6 +15,14 @@ use serde_json::Value;
 
 /// The server binary cargo built for these tests.
 pub const SERVER: &str = env!("CARGO_BIN_EXE_pitfall-server");
+/// Every rate limit off (0), for tests that send many requests from one
+/// address with one token (the same variables as `pitfall-bench`'s).
+pub const RATE_LIMITS_OFF: [(&str, &str); 4] = [
+    ("PITFALL_RATE_CHECK_PER_IP", "0"),
+    ("PITFALL_RATE_CHECK_PER_TOKEN", "0"),
+    ("PITFALL_RATE_PUBLISH_PER_IP", "0"),
+    ("PITFALL_RATE_PUBLISH_PER_TOKEN", "0"),
+];
 /// A server starts in well under this (seeding included) on a quiet machine.
 pub const START_TIMEOUT: Duration = Duration::from_secs(120);
 

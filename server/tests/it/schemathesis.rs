@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::live::Server;
+use crate::live::{RATE_LIMITS_OFF, Server};
 
 /// The schemathesis release these checks were written against.
 const SCHEMATHESIS_VERSION: &str = "4.32.5";
@@ -48,7 +48,7 @@ fn schemathesis_finds_no_server_error_and_no_schema_violation() {
         dir.path(),
         None,
         true,
-        &[("PITFALL_RATE_CHECK_PER_MINUTE", "0"), ("PITFALL_RATE_PUBLISH_PER_MINUTE", "0")],
+        &RATE_LIMITS_OFF,
     );
     let url = format!("http://{}/v1/openapi.json", server.addr);
     let report = dir.path().join("schemathesis");

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::live::{Server, exchange};
+use crate::live::{RATE_LIMITS_OFF, Server, exchange};
 use crate::processes::admin_token;
 
 /// Hostile rules in the served set (33 bundled rules + 4: 10.8%).
@@ -141,7 +141,7 @@ fn soak_mixed_checks_and_publishes_with_hostile_rules() {
     let dir = tempfile::tempdir().expect("tempdir");
     let alice = admin_token(dir.path(), None, "alice", "contributor");
     let mia = admin_token(dir.path(), None, "mia", "maintainer");
-    let vars = [("PITFALL_RATE_CHECK_PER_MINUTE", "0"), ("PITFALL_RATE_PUBLISH_PER_MINUTE", "0"), ("PITFALL_REFRESH_MS", "500")];
+    let vars = [RATE_LIMITS_OFF[0], RATE_LIMITS_OFF[1], RATE_LIMITS_OFF[2], RATE_LIMITS_OFF[3], ("PITFALL_REFRESH_MS", "500")];
     let server = Server::start_with_vars(dir.path(), None, true, &vars);
     let fixtures = fixtures();
     // What each fixture's answer is without the hostile rules.
@@ -280,7 +280,12 @@ fn soak_mixed_checks_and_publishes_with_hostile_rules() {
     }
     let quarter = (rss.len() / 4).max(1);
     let (first, last) = (median(&rss[..quarter.min(rss.len())]), median(&rss[rss.len().saturating_sub(quarter)..]));
-    eprintln!("soak: RSS first-quarter median {first} KiB, last-quarter median {last} KiB, max {} KiB, {} samples", rss.iter().max().unwrap_or(&0), rss.len());
+    let quarters: Vec<u64> = rss.chunks(quarter).take(4).map(median).collect();
+    eprintln!(
+        "soak: RSS first-quarter median {first} KiB, last-quarter median {last} KiB, max {} KiB, {} samples; quarter medians {quarters:?} KiB",
+        rss.iter().max().unwrap_or(&0),
+        rss.len()
+    );
     assert_eq!(server_errors, 0, "5xx answers in the soak");
     assert!(tally.problems.is_empty(), "{} problems, e.g. {:?}", tally.problems.len(), &tally.problems[..tally.problems.len().min(5)]);
     assert!(rss.len() >= 4, "too few RSS samples");
