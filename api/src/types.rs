@@ -68,7 +68,9 @@ pub struct SearchQuery {
     #[schemars(length(max = 2048))]
     pub q: Option<String>,
     /// Only rules that concern this package (`applies_to` package selector).
-    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9._-]*\s*$"))]
+    /// A PEP 508 name: letters, digits, `.`, `-`, `_`, starting and ending
+    /// with a letter or digit.
+    #[schemars(regex(pattern = r"^\s*([A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?)?\s*$"))]
     pub package: Option<String>,
     /// Only rules that concern this accelerator vendor, or a GPU model of
     /// the hardware table (`T4G` means its vendor).
