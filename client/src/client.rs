@@ -201,7 +201,7 @@ impl Client {
             method: call.method,
             url: call.url.clone(),
             status: answer.status,
-            body,
+            body: Box::new(body),
             attempts: answer.attempts,
         })
     }
