@@ -30,7 +30,12 @@ async fn connect(config: &Config) -> anyhow::Result<Store> {
     let url = config.database_url();
     // The URL may carry a password: log only which backend it is.
     let backend = crate::store::Backend::from_url(&url).context("DATABASE_URL")?;
-    Store::connect(&url).await.with_context(|| format!("opening the {} database", backend.as_str()))
+    // A SQLite URL is a path and names the file an operator must look at.
+    let which = match backend {
+        crate::store::Backend::Sqlite => format!("the sqlite database {}", url.trim_start_matches("sqlite://")),
+        other => format!("the {} database", other.as_str()),
+    };
+    Store::connect(&url).await.with_context(|| format!("opening {which}"))
 }
 
 /// A server listening and serving in the background of the current

@@ -369,10 +369,14 @@ fn refused_start(data_dir: &Path) -> (Option<i32>, String) {
 fn a_read_only_data_dir_is_a_clear_error_at_start() {
     let Some(fs) = Tmpfs::mount("8m") else { return };
     fs.remount_read_only();
-    let (code, stderr) = refused_start(&fs.0.join("data"));
+    let data = fs.0.join("data");
+    let (code, stderr) = refused_start(&data);
     eprintln!("{stderr}");
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("Read-only file system") && stderr.contains("data"), "the error names the dir and the cause: {stderr}");
+    assert!(
+        stderr.contains("Read-only file system") && stderr.contains(&data.display().to_string()),
+        "the error names the dir and the cause: {stderr}"
+    );
 }
 
 #[test]
@@ -406,4 +410,24 @@ fn a_full_data_dir_answers_writes_with_an_envelope_and_loses_nothing_stored() {
     }
     let (status, _) = server.call("POST", "/v1/check", None, br#"{"manifest_version": 1}"#);
     assert_eq!(status, 200, "checks go on with a full disk");
+}
+
+#[test]
+fn a_full_data_dir_is_a_clear_error_at_start() {
+    let Some(fs) = Tmpfs::mount("1m") else { return };
+    // Fill the disk to the last byte.
+    let filler = fs.0.join("filler");
+    let mut file = std::fs::File::create(&filler).expect("filler");
+    let chunk = vec![0u8; 64 << 10];
+    while file.write_all(&chunk).is_ok() {}
+    while file.write_all(&[0]).is_ok() {}
+    drop(file);
+    let data = fs.0.join("data");
+    let (code, stderr) = refused_start(&data);
+    eprintln!("{stderr}");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&data.display().to_string()) && (stderr.contains("No space left") || stderr.contains("disk is full")),
+        "the error names the dir and the cause: {stderr}"
+    );
 }
