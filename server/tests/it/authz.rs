@@ -371,6 +371,19 @@ fn checks_are_rate_limited_per_ip_on_a_real_server_with_retry_after() {
     assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
     let answer: Value = serde_json::from_slice(&body).expect("envelope");
     assert_eq!(answer["error"]["code"], "rate_limited");
+    // The Retry-After header says what the envelope says.
+    let mut stream = std::net::TcpStream::connect(server.addr).expect("connect");
+    let head = format!("POST /v1/check HTTP/1.1\r\nhost: {}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n", server.addr, manifest.len());
+    std::io::Write::write_all(&mut stream, head.as_bytes()).expect("write");
+    std::io::Write::write_all(&mut stream, manifest).expect("write");
+    let mut response = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut response).expect("read");
+    let retry_after = response
+        .lines()
+        .find_map(|l| l.strip_prefix("retry-after: "))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no Retry-After header: {response}"));
+    assert!((1..=15).contains(&retry_after), "4 a minute refill one every 15 s; Retry-After {retry_after}");
     // Reads are not limited.
     let (status, _) = server.call("GET", "/healthz", None, b"");
     assert_eq!(status, 200);
