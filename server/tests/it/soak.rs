@@ -286,6 +286,11 @@ fn soak_mixed_checks_and_publishes_with_hostile_rules() {
         rss.iter().max().unwrap_or(&0),
         rss.len()
     );
+    // What the memory holds that is meant to grow until a bound.
+    let (_, metrics) = exchange(server.addr, "GET", "/metrics", &[], b"");
+    let metrics = String::from_utf8_lossy(&metrics);
+    let gauge = |name: &str| metrics.lines().find(|l| l.starts_with(name)).unwrap_or("").to_owned();
+    eprintln!("soak: {} (bounded by PITFALL_RESULT_CACHE_ENTRIES), {}", gauge("pitfall_result_cache_entries"), gauge("pitfall_rules_served"));
     assert_eq!(server_errors, 0, "5xx answers in the soak");
     assert!(tally.problems.is_empty(), "{} problems, e.g. {:?}", tally.problems.len(), &tally.problems[..tally.problems.len().min(5)]);
     assert!(rss.len() >= 4, "too few RSS samples");
