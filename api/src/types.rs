@@ -26,6 +26,10 @@ pub struct ErrorBody {
     /// For `publish_refused`: the pipeline step that refused the module.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
+    /// For `rate_limited` (429): seconds until a request would be admitted,
+    /// as in the `Retry-After` header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<u64>,
 }
 
 /// `POST /v1/check/batch` body.
@@ -59,17 +63,24 @@ pub enum BatchItem {
 /// `GET /v1/rules` query.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SearchQuery {
-    /// Free text over ids, titles, summaries and error signatures.
+    /// Free text over ids, titles, summaries and error signatures (at most
+    /// 2048 characters).
+    #[schemars(length(max = 2048))]
     pub q: Option<String>,
     /// Only rules that concern this package (`applies_to` package selector).
+    /// A PEP 508 name: letters, digits, `.`, `-`, `_`, starting and ending
+    /// with a letter or digit.
+    #[schemars(regex(pattern = r"^\s*([A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?)?\s*$"))]
     pub package: Option<String>,
     /// Only rules that concern this accelerator vendor, or a GPU model of
     /// the hardware table (`T4G` means its vendor).
     pub accelerator: Option<String>,
-    /// Only rules of this severity: error, warning or info.
+    /// Only rules of this severity: error, warning or info (empty: any).
+    #[schemars(extend("enum" = ["", "error", "warning", "info"]))]
     pub severity: Option<String>,
     /// pending, approved, rejected or yanked (default: the served rules).
     /// pending and rejected need a maintainer's token.
+    #[schemars(extend("enum" = ["", "pending", "approved", "rejected", "yanked"]))]
     pub state: Option<String>,
     /// Page size (default 50, at most 200).
     pub limit: Option<u32>,
@@ -175,12 +186,17 @@ pub struct AccountView {
     pub created_at: String,
 }
 
+/// What an account name is made of (the server checks the same).
+pub const ACCOUNT_NAME_PATTERN: &str = r"^[A-Za-z0-9._-]{1,64}$";
+
 /// `POST /v1/accounts` body.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CreateAccountRequest {
     /// Its name: letters, digits, `-`, `_`, `.`; 1 to 64 characters.
+    #[schemars(regex(pattern = ACCOUNT_NAME_PATTERN))]
     pub name: String,
     /// contributor (default), maintainer or admin.
+    #[schemars(extend("enum" = ["contributor", "maintainer", "admin", null]))]
     pub role: Option<String>,
 }
 
@@ -188,15 +204,19 @@ pub struct CreateAccountRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SetRoleRequest {
     /// contributor, maintainer or admin.
+    #[schemars(extend("enum" = ["contributor", "maintainer", "admin"]))]
     pub role: String,
 }
 
 /// `POST /v1/tokens` body.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct IssueTokenRequest {
-    /// What the token is for ("ci", "laptop").
+    /// What the token is for ("ci", "laptop"): 1 to 100 characters, not
+    /// all blank.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     pub label: String,
     /// For admins: the account to issue it to (default: the caller's).
+    #[schemars(regex(pattern = ACCOUNT_NAME_PATTERN))]
     pub account: Option<String>,
 }
 

@@ -153,7 +153,7 @@ fn batch(args: &CheckArgs, config: &UserConfig) -> anyhow::Result<ExitCode> {
                 outcomes.push(None);
             }
             Err(message) => {
-                outcomes.push(Some(Err(ErrorBody { code: "invalid_manifest".into(), message, step: None })))
+                outcomes.push(Some(Err(ErrorBody { code: "invalid_manifest".into(), message, step: None, retry_after_s: None })))
             }
         }
     }
@@ -182,7 +182,7 @@ fn batch(args: &CheckArgs, config: &UserConfig) -> anyhow::Result<ExitCode> {
     let outcomes: Vec<Outcome> = outcomes
         .into_iter()
         .map(|o| {
-            o.unwrap_or_else(|| Err(ErrorBody { code: "internal".into(), message: "no answer".into(), step: None }))
+            o.unwrap_or_else(|| Err(ErrorBody { code: "internal".into(), message: "no answer".into(), step: None, retry_after_s: None }))
         })
         .collect();
     report(args, &names, &outcomes)?;

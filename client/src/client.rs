@@ -195,13 +195,13 @@ impl Client {
             // Not the envelope (a proxy's page): keep a readable start of it.
             let text = String::from_utf8_lossy(&answer.body);
             let text: String = text.chars().take(200).collect();
-            ErrorBody { code: format!("http_{}", answer.status), message: text.trim().to_owned(), step: None }
+            ErrorBody { code: format!("http_{}", answer.status), message: text.trim().to_owned(), step: None, retry_after_s: None }
         });
         Err(Error::Api {
             method: call.method,
             url: call.url.clone(),
             status: answer.status,
-            body,
+            body: Box::new(body),
             attempts: answer.attempts,
         })
     }
@@ -307,6 +307,7 @@ impl Client {
                             limits.max_manifest_bytes.min(limits.max_body_bytes)
                         ),
                         step: None,
+                        retry_after_s: None,
                     },
                 }),
             }

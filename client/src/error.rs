@@ -40,8 +40,9 @@ pub enum Error {
         url: String,
         /// The HTTP status.
         status: u16,
-        /// The envelope's body: `code`, `message`, `step`.
-        body: ErrorBody,
+        /// The envelope's body: `code`, `message`, `step`, `retry_after_s`
+        /// (boxed: it would make every `Result` of the client that large).
+        body: Box<ErrorBody>,
         /// Tries made, retries included.
         attempts: u32,
     },

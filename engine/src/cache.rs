@@ -33,6 +33,14 @@ fn hex(bytes: &[u8]) -> String {
 
 const MAGIC: &[u8; 8] = b"PFCWASM1";
 
+/// Compiled modules kept in memory at most. The map only saves a second
+/// compile (or a disk read) when the same bytes are loaded again, e.g. a
+/// publish's assessment and then the registry's load of the approved
+/// version; a loaded rule holds its own compiled code. Unbounded, it kept
+/// every module ever published (refused, yanked and superseded ones too),
+/// so memory grew with each publish.
+const MAX_IN_MEMORY: usize = 256;
+
 #[derive(Debug, Default)]
 pub(crate) struct CompiledCache {
     memory: Mutex<HashMap<String, Module>>,
@@ -63,14 +71,24 @@ impl CompiledCache {
         // carries the engine fingerprint) and its digest verified, so these
         // are bytes this host produced, not bytes from outside.
         let module = unsafe { Module::deserialize(engine, artifact) }.ok()?;
-        self.memory.lock().ok()?.insert(sha256.to_owned(), module.clone());
+        self.remember(sha256, &module);
         Some(module)
     }
 
-    pub(crate) fn put(&self, sha256: &str, module: &Module) {
+    /// Keeps `module` in memory, within [`MAX_IN_MEMORY`].
+    fn remember(&self, sha256: &str, module: &Module) {
         if let Ok(mut mem) = self.memory.lock() {
+            if mem.len() >= MAX_IN_MEMORY && !mem.contains_key(sha256) {
+                // Forget them all: rules in use hold their own code, and a
+                // forgotten one is read back from the disk cache if needed.
+                mem.clear();
+            }
             mem.insert(sha256.to_owned(), module.clone());
         }
+    }
+
+    pub(crate) fn put(&self, sha256: &str, module: &Module) {
+        self.remember(sha256, module);
         let (Some(path), Ok(artifact)) = (self.path(sha256), module.serialize()) else {
             return;
         };
@@ -116,5 +134,18 @@ mod tests {
         assert_eq!(verified(&tampered), None);
         assert_eq!(verified(&file[..20]), None);
         assert_eq!(verified(b"not a cache file at all, not at all"), None);
+    }
+
+    #[test]
+    fn the_in_memory_map_stays_bounded_and_keeps_what_was_put_last() {
+        let engine = wasmtime::Engine::default();
+        let module = Module::new(&engine, b"\0asm\x01\0\0\0").expect("an empty module");
+        let cache = CompiledCache::new(None, &engine).expect("cache");
+        for i in 0..MAX_IN_MEMORY * 2 + 3 {
+            cache.put(&format!("{i:064x}"), &module);
+            assert!(cache.memory.lock().expect("lock").len() <= MAX_IN_MEMORY);
+        }
+        let last = format!("{:064x}", MAX_IN_MEMORY * 2 + 2);
+        assert!(cache.get(&engine, &last).is_some(), "the module put last is kept");
     }
 }

@@ -15,6 +15,7 @@ use crate::bundle::Bundles;
 use crate::config::ServerLimits;
 use crate::error::AppError;
 use crate::metrics::Metrics;
+use crate::rate_limit::RateLimiter;
 use crate::registry::Registry;
 use crate::result_cache::ResultCache;
 
@@ -31,6 +32,8 @@ struct Shared {
     cache: ResultCache,
     metrics: Metrics,
     bundles: Bundles,
+    check_rate: RateLimiter,
+    publish_rate: RateLimiter,
 }
 
 impl AppState {
@@ -46,7 +49,11 @@ impl AppState {
     pub fn with_signer(registry: Arc<Registry>, limits: ServerLimits, signer: pitfall_api::BundleSigner) -> AppState {
         let cache = ResultCache::new(limits.result_cache_entries);
         let bundles = Bundles::new(signer);
-        AppState { inner: Arc::new(Shared { registry, limits, cache, metrics: Metrics::default(), bundles }) }
+        let check_rate = RateLimiter::new(limits.rate_check_per_ip, limits.rate_check_per_token);
+        let publish_rate = RateLimiter::new(limits.rate_publish_per_ip, limits.rate_publish_per_token);
+        AppState {
+            inner: Arc::new(Shared { registry, limits, cache, metrics: Metrics::default(), bundles, check_rate, publish_rate }),
+        }
     }
 
     /// The registry (store, engine, served rules).
@@ -102,25 +109,60 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/audit", get(api::accounts::audit))
         .merge(crate::web::routes())
         .fallback(crate::web::fallback)
+        .method_not_allowed_fallback(crate::error::method_not_allowed)
         // JSON extractors are bounded here; raw bodies by `read_body`.
         .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))
         .layer(middleware::from_fn_with_state(state.clone(), bound_and_measure))
         .with_state(state)
 }
 
-/// Bounds every request in time and records it in the metrics. A timeout
-/// answers 503 in the envelope; the work behind it is bounded by the
-/// engine's own limits.
+/// Bounds every request and records it in the metrics: the rate limit of
+/// its endpoint, then its body read whole within the body timeout (a
+/// client that drips its body gets 408 and frees the worker; handlers then
+/// read from memory), then the request timeout around the handler, which
+/// answers 503 in the envelope (the work behind it is bounded by the
+/// engine's own limits).
 async fn bound_and_measure(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = request.method().as_str().to_owned();
     let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str()).to_owned();
-    let response = match tokio::time::timeout(state.limits().request_timeout(), next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => AppError::Timeout.into_response(),
+    let response = match admit(&state, &method, &route, request).await {
+        Ok(request) => match tokio::time::timeout(state.limits().request_timeout(), next.run(request)).await {
+            Ok(response) => response,
+            Err(_) => AppError::Timeout.into_response(),
+        },
+        Err(e) => e.into_response(),
     };
     state.metrics().record_request(&method, &route, response.status().as_u16(), start.elapsed());
     response
+}
+
+/// The rate limit and the bounded body read, before any handler runs.
+async fn admit(state: &AppState, method: &str, route: &str, request: Request) -> Result<Request, AppError> {
+    // The web pages' check form and matrix evaluate too, once they have a
+    // query; their empty forms are free.
+    let asks = request.uri().query().is_some_and(|q| !q.is_empty());
+    let limiter = match (method, route) {
+        ("POST", "/v1/check" | "/v1/check/batch") => Some(&state.inner.check_rate),
+        ("GET", "/check" | "/matrix") if asks => Some(&state.inner.check_rate),
+        ("POST", "/v1/rules") => Some(&state.inner.publish_rate),
+        _ => None,
+    };
+    if let Some(limiter) = limiter {
+        let ip = crate::listen::peer(&request).map(|p| p.ip());
+        let bearer = request
+            .headers()
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok())
+            .map(|h| h.trim_start_matches("Bearer ").trim_start_matches("bearer ").trim());
+        // Rounded up: a client that waits what it was told is admitted.
+        limiter.admit(ip, bearer).map_err(|wait| AppError::RateLimited { retry_after_s: (wait.as_secs_f64().ceil() as u64).max(1) })?;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = tokio::time::timeout(state.limits().body_timeout(), read_body(body, state.limits().max_body_bytes))
+        .await
+        .map_err(|_| AppError::BodyTimeout)??;
+    Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
 /// Reads at most `limit` bytes of body, or answers 413 in the envelope.

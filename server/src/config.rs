@@ -73,6 +73,26 @@ pub const DEFAULT_MAX_MANIFEST_BYTES: usize = 256 << 10;
 pub const DEFAULT_MAX_BATCH: usize = 256;
 /// Long enough for a batch or a publish on a busy 2-core host.
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
+/// A request head (line and headers) arrives in one round trip; 10 s is
+/// generous for a slow link and short for a client that drips it to hold a
+/// connection open.
+pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 10_000;
+/// A 2 MiB module on a slow link; a body that takes longer is a client
+/// holding a worker, answered 408.
+pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 20_000;
+/// Open connections at most: far beyond what a few provisioning fleets
+/// need, well under the file-descriptor limit.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Checks per minute from one client IP: a CI fleet behind one NAT checks
+/// a few manifests per deploy (a batch counts once).
+pub const DEFAULT_RATE_CHECK_PER_IP: u32 = 600;
+/// Checks per minute with one token.
+pub const DEFAULT_RATE_CHECK_PER_TOKEN: u32 = 600;
+/// Publishes per minute from one IP: each compiles a module and runs its
+/// cases, seconds of CPU.
+pub const DEFAULT_RATE_PUBLISH_PER_IP: u32 = 30;
+/// Publishes per minute with one token.
+pub const DEFAULT_RATE_PUBLISH_PER_TOKEN: u32 = 30;
 /// About 10,000 answers of a few KiB each: tens of MiB at most.
 pub const DEFAULT_RESULT_CACHE_ENTRIES: usize = 10_000;
 
@@ -95,12 +115,41 @@ pub struct ServerLimits {
     /// Check answers kept for identical manifests (per ruleset revision).
     #[arg(long, env = "PITFALL_RESULT_CACHE_ENTRIES", default_value_t = DEFAULT_RESULT_CACHE_ENTRIES)]
     pub result_cache_entries: usize,
+    /// Longest a client may take to send a request's head, in milliseconds;
+    /// then the connection is closed.
+    #[arg(long, env = "PITFALL_HEADER_TIMEOUT_MS", default_value_t = DEFAULT_HEADER_TIMEOUT_MS)]
+    pub header_timeout_ms: u64,
+    /// Longest a client may take to send a request's body, in milliseconds;
+    /// then it is answered 408.
+    #[arg(long, env = "PITFALL_BODY_TIMEOUT_MS", default_value_t = DEFAULT_BODY_TIMEOUT_MS)]
+    pub body_timeout_ms: u64,
+    /// Open connections at most; one more is closed at once.
+    #[arg(long, env = "PITFALL_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Checks (`/v1/check`, `/v1/check/batch`) per minute from one client
+    /// IP, bursts up to that many; 0 turns the limit off.
+    #[arg(long, env = "PITFALL_RATE_CHECK_PER_IP", default_value_t = DEFAULT_RATE_CHECK_PER_IP)]
+    pub rate_check_per_ip: u32,
+    /// Checks per minute with one bearer token; 0 turns the limit off.
+    #[arg(long, env = "PITFALL_RATE_CHECK_PER_TOKEN", default_value_t = DEFAULT_RATE_CHECK_PER_TOKEN)]
+    pub rate_check_per_token: u32,
+    /// Publishes (`POST /v1/rules`) per minute from one client IP; 0: off.
+    #[arg(long, env = "PITFALL_RATE_PUBLISH_PER_IP", default_value_t = DEFAULT_RATE_PUBLISH_PER_IP)]
+    pub rate_publish_per_ip: u32,
+    /// Publishes per minute with one bearer token; 0: off.
+    #[arg(long, env = "PITFALL_RATE_PUBLISH_PER_TOKEN", default_value_t = DEFAULT_RATE_PUBLISH_PER_TOKEN)]
+    pub rate_publish_per_token: u32,
 }
 
 impl ServerLimits {
     /// The request timeout.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
+    }
+
+    /// The body timeout.
+    pub fn body_timeout(&self) -> Duration {
+        Duration::from_millis(self.body_timeout_ms)
     }
 }
 
@@ -112,6 +161,13 @@ impl Default for ServerLimits {
             max_batch: DEFAULT_MAX_BATCH,
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             result_cache_entries: DEFAULT_RESULT_CACHE_ENTRIES,
+            header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
+            body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            rate_check_per_ip: DEFAULT_RATE_CHECK_PER_IP,
+            rate_check_per_token: DEFAULT_RATE_CHECK_PER_TOKEN,
+            rate_publish_per_ip: DEFAULT_RATE_PUBLISH_PER_IP,
+            rate_publish_per_token: DEFAULT_RATE_PUBLISH_PER_TOKEN,
         }
     }
 }

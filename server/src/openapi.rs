@@ -145,8 +145,12 @@ pub fn document() -> Value {
     for op in operations() {
         let mut operation = Map::new();
         operation.insert("summary".into(), json!(op.summary));
+        // Ids derived from method and path: stable, unique, and what
+        // tools such as schemathesis filter operations by.
+        let operation_id = format!("{}{}", op.method.to_ascii_lowercase(), op.path.replace(['{', '}'], "").replace(['/', '.'], "_"));
+        operation.insert("operationId".into(), json!(operation_id));
         let mut parameters: Vec<Value> = path_params(op.path)
-            .map(|name| json!({ "name": name, "in": "path", "required": true, "schema": { "type": "string" } }))
+            .map(|name| json!({ "name": name, "in": "path", "required": true, "schema": path_param_schema(op.path, name) }))
             .collect();
         if let Some(query) = op.query {
             parameters.extend(query_params(query(&mut generator), &generator));
@@ -157,7 +161,7 @@ pub fn document() -> Value {
         if let Some((ctype, body)) = op.request {
             operation.insert(
                 "requestBody".into(),
-                json!({ "required": ctype == WASM, "content": { ctype: { "schema": body(&mut generator) } } }),
+                json!({ "required": !OPTIONAL_BODY.contains(&op.path), "content": { ctype: { "schema": body(&mut generator) } } }),
             );
         }
         let (status, ctype, body) = op.response;
@@ -173,7 +177,7 @@ pub fn document() -> Value {
             methods.insert(op.method.to_ascii_lowercase(), Value::Object(operation));
         }
     }
-    json!({
+    let mut document = json!({
         "openapi": "3.0.3",
         "info": {
             "title": "Pitfall registry API",
@@ -185,7 +189,57 @@ pub fn document() -> Value {
             "schemas": generator.take_definitions(true),
             "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } }
         }
-    })
+    });
+    bound_integers(&mut document);
+    document
+}
+
+/// Gives every integer schema the bounds of its Rust type. schemars names
+/// the type in `format` (`uint32`, `int64`) with at most a minimum; without
+/// a maximum the document would promise that a `u32` field takes any
+/// integer, and a client (or schemathesis) sending 2^52 would get a 400 the
+/// schema did not warn of.
+fn bound_integers(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let bounds: Option<(i128, i128)> = match map.get("format").and_then(Value::as_str) {
+                Some("uint8") => Some((0, u8::MAX.into())),
+                Some("uint16") => Some((0, u16::MAX.into())),
+                Some("uint32") => Some((0, u32::MAX.into())),
+                Some("uint64" | "uint") => Some((0, u64::MAX.into())),
+                Some("int8") => Some((i8::MIN.into(), i8::MAX.into())),
+                Some("int16") => Some((i16::MIN.into(), i16::MAX.into())),
+                Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
+                Some("int64" | "int") => Some((i64::MIN.into(), i64::MAX.into())),
+                _ => None,
+            };
+            if let Some((min, max)) = bounds {
+                let number = |n: i128| u64::try_from(n).map(Value::from).unwrap_or_else(|_| Value::from(i64::try_from(n).unwrap_or(i64::MIN)));
+                map.entry("minimum").or_insert_with(|| number(min));
+                map.entry("maximum").or_insert_with(|| number(max));
+            }
+            map.values_mut().for_each(bound_integers);
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_integers),
+        _ => {}
+    }
+}
+
+/// Operations whose body may be left out: a review's reason.
+const OPTIONAL_BODY: &[&str] = &[
+    "/v1/rules/{id}/versions/{version}/approve",
+    "/v1/rules/{id}/versions/{version}/reject",
+    "/v1/rules/{id}/versions/{version}/yank",
+];
+
+/// A path parameter's schema: token ids are integers; rule ids, versions
+/// and account names are strings.
+fn path_param_schema(path: &str, name: &str) -> Value {
+    if path.starts_with("/v1/tokens/") && name == "id" {
+        json!({ "type": "integer", "format": "int64" })
+    } else {
+        json!({ "type": "string" })
+    }
 }
 
 /// `{id}` and `{version}` in a path template.

@@ -30,7 +30,12 @@ async fn connect(config: &Config) -> anyhow::Result<Store> {
     let url = config.database_url();
     // The URL may carry a password: log only which backend it is.
     let backend = crate::store::Backend::from_url(&url).context("DATABASE_URL")?;
-    Store::connect(&url).await.with_context(|| format!("opening the {} database", backend.as_str()))
+    // A SQLite URL is a path and names the file an operator must look at.
+    let which = match backend {
+        crate::store::Backend::Sqlite => format!("the sqlite database {}", url.trim_start_matches("sqlite://")),
+        other => format!("the {} database", other.as_str()),
+    };
+    Store::connect(&url).await.with_context(|| format!("opening {which}"))
 }
 
 /// A server listening and serving in the background of the current
@@ -62,19 +67,20 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let poller = registry.spawn_poller(Duration::from_millis(config.refresh_ms.max(10)));
     let public_key = signer.public_key();
     tracing::info!(public_key = %public_key, "bundles signed");
+    let listen_limits = crate::listen::ListenLimits {
+        header_read_timeout: Duration::from_millis(config.limits.header_timeout_ms.max(1)),
+        max_connections: config.limits.max_connections,
+    };
     let router = app(AppState::with_signer(registry, config.limits.clone(), signer));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
     let addr = listener.local_addr().unwrap_or(config.listen);
     tracing::info!(listen = %addr, "serving");
-    let task = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-    });
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let task = tokio::spawn(crate::listen::serve(listener, router, listen_limits, shutdown, Duration::from_secs(10)));
     Ok(Running { addr, public_key, task, _poller: poller })
 }
 

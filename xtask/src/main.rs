@@ -4,11 +4,14 @@
 //! - `setup`: install what the tests need (the wasm toolchain when the
 //!   active toolchain has no wasm32 target: Debian's rustc-web route; and
 //!   Debian's chromium and chromium-driver for the web pages' browser tests,
-//!   fonts-dejavu-core for the text of pitfall-bench's plot, and clang + lld
-//!   for rules written in C).
+//!   fonts-dejavu-core for the text of pitfall-bench's plot, clang + lld
+//!   for rules written in C; and schemathesis, pinned, in a virtualenv
+//!   under `target/schemathesis`, for the server's API conformance test).
 //! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
 //! - `test`: `setup`, then every test of the workspace.
 //! - `schema`: regenerate `sdk/schema/manifest-v1.schema.json`.
+//! - `soak [--seconds N]`: the server's soak test (`server/tests/it/soak.rs`)
+//!   for N seconds (default 600), at low CPU priority; prints its numbers.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,7 +26,8 @@ fn main() -> anyhow::Result<()> {
         Some("build-rules") => build_rules(&root),
         Some("test") => test(&root, &args[1..]),
         Some("schema") => schema(&root),
-        _ => bail!("usage: cargo xtask <setup|build-rules|test|schema>"),
+        Some("soak") => soak(&root, &args[1..]),
+        _ => bail!("usage: cargo xtask <setup|build-rules|test|schema|soak [--seconds N]>"),
     }
 }
 
@@ -39,7 +43,48 @@ fn setup() -> anyhow::Result<pitfall_wasm_build::Toolchain> {
     ensure_packages("the browser tests", BROWSER_PACKAGES, BROWSER_BINARIES, install)?;
     ensure_packages("the benchmark plot", FONT_PACKAGES, FONT_FILES, install)?;
     ensure_packages("the C example rule", C_PACKAGES, C_BINARIES, install)?;
+    ensure_schemathesis(install)?;
     Ok(toolchain)
+}
+
+/// The schemathesis release the server's conformance test pins (the same
+/// as `SCHEMATHESIS_VERSION` in `server/tests/it/schemathesis.rs`).
+const SCHEMATHESIS_VERSION: &str = "4.32.5";
+
+/// schemathesis in `target/schemathesis` (a virtualenv, so nothing is
+/// installed into the system's Python); python3-venv from apt if missing.
+fn ensure_schemathesis(install: bool) -> anyhow::Result<()> {
+    let venv = root()?.join("target/schemathesis");
+    let exe = venv.join("bin/schemathesis");
+    let pinned = Command::new(&exe)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(SCHEMATHESIS_VERSION));
+    if pinned {
+        eprintln!("xtask: schemathesis {SCHEMATHESIS_VERSION} present");
+        return Ok(());
+    }
+    if !install {
+        bail!("the API conformance test needs schemathesis=={SCHEMATHESIS_VERSION} in {}; PITFALL_NO_INSTALL is set", venv.display());
+    }
+    let make_venv = || Command::new("python3").arg("-m").arg("venv").arg(&venv).status().is_ok_and(|s| s.success());
+    // Debian splits venv (ensurepip) out of python3: install it when the
+    // first try fails.
+    if !make_venv() {
+        let apt = |args: &[&str]| Command::new("apt-get").args(args).env("DEBIAN_FRONTEND", "noninteractive").status().is_ok_and(|s| s.success());
+        let installed = apt(&["install", "-y", "-q", "python3-venv"]) || (apt(&["update", "-q"]) && apt(&["install", "-y", "-q", "python3-venv"]));
+        if !installed || !make_venv() {
+            bail!("python3 -m venv {} failed (needs python3 and python3-venv)", venv.display());
+        }
+    }
+    let status = Command::new(venv.join("bin/pip"))
+        .args(["install", "-q", &format!("schemathesis=={SCHEMATHESIS_VERSION}")])
+        .status()
+        .context("running pip")?;
+    if !status.success() {
+        bail!("pip install schemathesis=={SCHEMATHESIS_VERSION} failed");
+    }
+    Ok(())
 }
 
 /// The Debian packages of the browser the web tests drive.
@@ -161,6 +206,30 @@ fn schema(root: &Path) -> anyhow::Result<()> {
         .context("running the schema test")?;
     if !status.success() {
         bail!("regenerating the schema failed ({status})");
+    }
+    Ok(())
+}
+
+/// The soak: mixed checks and publishes with hostile rules against a real
+/// server on loopback (the test's own docs say what it asserts), `nice`d so
+/// it yields to whoever else shares the machine.
+fn soak(root: &Path, args: &[String]) -> anyhow::Result<()> {
+    let seconds = match args {
+        [] => 600,
+        [flag, n] if flag == "--seconds" => n.parse::<u64>().context("--seconds takes a whole number")?,
+        _ => bail!("usage: cargo xtask soak [--seconds N]"),
+    };
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new("nice")
+        .args(["-n", "10"])
+        .arg(cargo)
+        .current_dir(root)
+        .env("PITFALL_SOAK_SECONDS", seconds.to_string())
+        .args(["test", "-p", "pitfall-server", "--test", "it", "soak::", "--", "--nocapture"])
+        .status()
+        .context("running the soak test")?;
+    if !status.success() {
+        bail!("the soak failed ({status})");
     }
     Ok(())
 }

@@ -22,6 +22,7 @@ pub type Extra = BTreeMap<String, Value>;
 #[schemars(title = "Pitfall manifest v1")]
 pub struct Manifest {
     /// Always 1 for this contract.
+    #[schemars(range(min = 1, max = 1))]
     pub manifest_version: u32,
     /// The host: CPU, memory, OS, cloud.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -99,7 +99,7 @@ pub async fn issue_token(
 ) -> Result<(StatusCode, Json<IssuedToken>), AppError> {
     let principal = caller.signed_in()?.clone();
     let label = request.label.trim();
-    if label.is_empty() || label.len() > 100 {
+    if label.is_empty() || label.chars().count() > 100 {
         return Err(AppError::BadRequest { code: "invalid_label", message: "a token's label is 1 to 100 characters".into() });
     }
     let store = state.registry().store();

@@ -25,11 +25,16 @@ pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
     Json(health(&state, true))
 }
 
+/// How long `/readyz` waits for the store's answer.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// `GET /readyz`: the store answers now (checks are still answered from
 /// memory when it does not, but writes would fail: a load balancer should
 /// prefer a ready replica).
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
-    let ready = state.registry().store().ping().await.is_ok();
+    // Bounded: a load balancer's probe wants an answer, not a hang while
+    // the database is unreachable.
+    let ready = matches!(tokio::time::timeout(READY_TIMEOUT, state.registry().store().ping()).await, Ok(Ok(())));
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, Json(health(&state, ready)))
 }

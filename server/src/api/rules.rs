@@ -40,8 +40,15 @@ pub async fn search(
     }))
 }
 
+/// The longest search text taken: a pasted error message is a few hundred
+/// bytes; more is a client sending pages of text to make the store work.
+pub const MAX_QUERY_TEXT_CHARS: usize = 2048;
+
 fn to_store_query(query: &SearchQuery) -> Result<RuleQuery, AppError> {
     let invalid = |field: &str, e: String| AppError::BadRequest { code: "invalid_query", message: format!("{field}: {e}") };
+    if let Some(q) = query.q.as_deref().filter(|q| q.chars().count() > MAX_QUERY_TEXT_CHARS) {
+        return Err(invalid("q", format!("{} characters; at most {MAX_QUERY_TEXT_CHARS} are searched", q.chars().count())));
+    }
     let severity = match query.severity.as_deref().filter(|s| !s.is_empty()) {
         None => None,
         Some("error") => Some(Severity::Error),

@@ -82,6 +82,11 @@ pub struct Store {
     backend: Backend,
 }
 
+/// How long a query waits for a connection. sqlx's default (30 s) would
+/// make every write, and `/readyz`, hang for half a minute while the
+/// database is down; a few seconds tell a busy pool from a dead database.
+const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Store {
     /// Connects to `sqlite://PATH` (created if missing; WAL, foreign keys,
     /// a busy timeout) or `postgres://...`, and applies the migrations not
@@ -102,6 +107,7 @@ impl Store {
         let options: AnyConnectOptions = url.parse()?;
         let pool = AnyPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {

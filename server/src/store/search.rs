@@ -14,6 +14,10 @@ use super::{
 /// More words than this in `q` are ignored: each is a LIKE over the
 /// search text, and a pasted error needs far fewer to be unique.
 const MAX_WORDS: usize = 32;
+/// A word is cut to this many bytes: SQLite refuses LIKE patterns over
+/// 50,000 bytes (an error that would read as an outage), and no word of an
+/// error text is this long.
+const MAX_WORD_BYTES: usize = 256;
 
 impl Store {
     /// Rules matching `query`, each described by its highest version in the
@@ -25,7 +29,7 @@ impl Store {
         let mut filter = Filter::default();
         filter.push("v.state = ", state.as_str().to_owned());
         for word in query.q.iter().flat_map(|q| q.split_whitespace()).take(MAX_WORDS) {
-            filter.push_like(&word.to_lowercase());
+            filter.push_like(&truncate(word, MAX_WORD_BYTES).to_lowercase());
         }
         if let Some(severity) = query.severity {
             filter.push("v.severity = ", severity.as_str().to_owned());
@@ -143,4 +147,13 @@ fn normalise(kind: &str, value: &str) -> Result<String> {
         Ok(Selector::Container) => Ok(String::new()),
         Err(e) => Err(StoreError::Invalid(e.to_string())),
     }
+}
+
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn truncate(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }

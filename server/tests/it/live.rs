@@ -15,6 +15,14 @@ use serde_json::Value;
 
 /// The server binary cargo built for these tests.
 pub const SERVER: &str = env!("CARGO_BIN_EXE_pitfall-server");
+/// Every rate limit off (0), for tests that send many requests from one
+/// address with one token (the same variables as `pitfall-bench`'s).
+pub const RATE_LIMITS_OFF: [(&str, &str); 4] = [
+    ("PITFALL_RATE_CHECK_PER_IP", "0"),
+    ("PITFALL_RATE_CHECK_PER_TOKEN", "0"),
+    ("PITFALL_RATE_PUBLISH_PER_IP", "0"),
+    ("PITFALL_RATE_PUBLISH_PER_TOKEN", "0"),
+];
 /// A server starts in well under this (seeding included) on a quiet machine.
 pub const START_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -42,8 +50,14 @@ impl Server {
 
     /// [`Server::start`] with these environment variables set as well.
     pub fn start_with_env(data_dir: &Path, database_url: Option<&str>, seed: bool, env: &[(&str, &Path)]) -> Server {
+        let vars: Vec<(&str, &std::ffi::OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+        Server::start_with_vars(data_dir, database_url, seed, &vars)
+    }
+
+    /// [`Server::start`] with these environment variables set as well
+    /// (after the defaults, so they may override `RUST_LOG` and the like).
+    pub fn start_with_vars<V: AsRef<std::ffi::OsStr>>(data_dir: &Path, database_url: Option<&str>, seed: bool, env: &[(&str, V)]) -> Server {
         let mut command = Command::new(SERVER);
-        command.envs(env.iter().copied());
         command
             .args(["--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
@@ -53,6 +67,7 @@ impl Server {
             .env_remove("DATABASE_URL")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        command.envs(env.iter().map(|(k, v)| (*k, v.as_ref())));
         if let Some(url) = database_url {
             command.env("DATABASE_URL", url);
         }
@@ -80,6 +95,17 @@ impl Server {
             }
         };
         Server { child, addr, log }
+    }
+
+    /// The process id (for kill -9 in the fault tests).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills it at once (SIGKILL) and reaps it.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Everything it logged so far.

@@ -1,11 +1,16 @@
 //! The server's one integration-test binary.
 
 mod api;
+mod authz;
 mod bundle;
 mod browser;
 mod common;
 mod contrast;
+mod faults;
+mod hostile_requests;
 mod live;
 mod processes;
+mod schemathesis;
+mod soak;
 mod store;
 mod web;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::common::postgres;
 use crate::live::{SERVER, Server};
 
-fn admin_token(data_dir: &Path, database_url: Option<&str>, name: &str, role: &str) -> String {
+pub(crate) fn admin_token(data_dir: &Path, database_url: Option<&str>, name: &str, role: &str) -> String {
     let mut command = Command::new(SERVER);
     command.arg("--data-dir").arg(data_dir).args(["admin", "create-token", "--name", name, "--role", role]).env_remove("DATABASE_URL");
     if let Some(url) = database_url {
