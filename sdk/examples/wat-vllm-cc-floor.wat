@@ -13,11 +13,16 @@
   ;; Field paths and parameter names live in the data segment.
   (data (i32.const 16) "accelerators.0.compute_capability") ;; 33 bytes at 16
   (data (i32.const 64) "cc")                                ;;  2 bytes at 64
+  (data (i32.const 80) "packages.vllm")                     ;; 13 bytes at 80
   ;; bytes 128..160: buffer for the compute capability text
 
   (func (export "pitfall_evaluate") (result i32)
     (local $cc f64)
     (local $len i32)
+    ;; Without vLLM: clear. `applies_to` names package:vllm, and a selector
+    ;; is a promise the code keeps (the publish-time selector probe checks).
+    (if (i32.eqz (call $field_kind (i32.const 80) (i32.const 13)))
+      (then (return (i32.const 0))))
     ;; No compute capability (even after enrichment): undetermined.
     (if (i32.eqz (call $field_kind (i32.const 16) (i32.const 33)))
       (then
