@@ -24,19 +24,22 @@ pub(crate) struct HostState {
 pub(crate) struct GrowthLimiter {
     pub(crate) max_memory_bytes: usize,
     pub(crate) max_table_elements: usize,
-    pub(crate) refused: bool,
+    /// A `memory.grow` was refused.
+    pub(crate) refused_memory: bool,
+    /// A `table.grow` was refused.
+    pub(crate) refused_table: bool,
 }
 
 impl wasmtime::ResourceLimiter for GrowthLimiter {
     fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         let ok = desired <= self.max_memory_bytes;
-        self.refused |= !ok;
+        self.refused_memory |= !ok;
         Ok(ok)
     }
 
     fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         let ok = desired <= self.max_table_elements;
-        self.refused |= !ok;
+        self.refused_table |= !ok;
         Ok(ok)
     }
 }

@@ -4,11 +4,17 @@
 //! and test cases.
 
 use pitfall_sdk::model::meta::{RuleMeta, TestCase, sections};
-use wasmparser::{ExternalKind, FuncType, Parser, Payload, TypeRef, Validator, WasmFeatures};
+use wasmparser::{
+    ConstExpr, DataKind, ElementItems, ElementKind, ExternalKind, FuncType, FunctionBody, Operator, Parser, Payload,
+    TypeRef, Validator, WasmFeatures,
+};
 
 use crate::abi::{EVALUATE_EXPORT, HOST_FUNCTIONS, MEMORY_EXPORT, SUPPORTED_ABI_VERSIONS};
 use crate::error::LoadError;
-use crate::limits::{HOST_MODULE, Limits, MAX_FUNCTIONS, MAX_LOCALS_PER_FUNCTION, MAX_TABLE_ELEMENTS};
+use crate::limits::{
+    HOST_MODULE, Limits, MAX_FUNCTION_BODY_BYTES, MAX_FUNCTIONS, MAX_LOCALS_PER_FUNCTION, MAX_NESTING_DEPTH,
+    MAX_TABLE_ELEMENTS,
+};
 
 /// What a module says about itself, read without running it.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +50,9 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
     let mut evaluate_export = None;
     let mut memory_exported = false;
     let mut memories = 0u32;
+    // Initial sizes, to refuse segments that could never be placed.
+    let mut memory_bytes = 0u64;
+    let mut table_sizes: Vec<u64> = Vec::new();
     let mut functions = 0u32;
     // Imports come first in the function index space; only functions are
     // importable (check_import refuses the rest).
@@ -75,6 +84,7 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
             Payload::TableSection(reader) => {
                 for table in reader {
                     let table = table.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
+                    table_sizes.push(table.ty.initial);
                     if table.ty.initial > MAX_TABLE_ELEMENTS as u64 {
                         return Err(LoadError::TooComplex(format!(
                             "a table of {} elements (at most {MAX_TABLE_ELEMENTS})",
@@ -88,6 +98,7 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
                     let memory = memory.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
                     memories += 1;
                     let initial_bytes = memory.initial.saturating_mul(65536);
+                    memory_bytes = initial_bytes;
                     if initial_bytes > limits.max_memory_bytes as u64 {
                         return Err(LoadError::Limits(format!(
                             "initial memory of {initial_bytes} bytes exceeds the limit of {}",
@@ -112,7 +123,29 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
                     }
                 }
             }
+            Payload::DataSection(reader) => {
+                for (i, data) in reader.into_iter().enumerate() {
+                    let data = data.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
+                    if let DataKind::Active { offset_expr, .. } = data.kind {
+                        check_placement("data", i, &offset_expr, data.data.len() as u64, memory_bytes, "bytes of memory")?;
+                    }
+                }
+            }
+            Payload::ElementSection(reader) => {
+                for (i, element) in reader.into_iter().enumerate() {
+                    let element = element.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
+                    if let ElementKind::Active { table_index, offset_expr } = element.kind {
+                        let count = match &element.items {
+                            ElementItems::Functions(r) => r.count(),
+                            ElementItems::Expressions(_, r) => r.count(),
+                        };
+                        let size = table_sizes.get(table_index.unwrap_or(0) as usize).copied().unwrap_or(0);
+                        check_placement("element", i, &offset_expr, u64::from(count), size, "table elements")?;
+                    }
+                }
+            }
             Payload::CodeSectionEntry(body) => {
+                check_body(&body)?;
                 let mut locals = 0u32;
                 let reader = body.get_locals_reader().map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
                 for local in reader {
@@ -164,6 +197,61 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
     let tests: Vec<TestCase> =
         serde_json::from_slice(tests).map_err(|e| LoadError::Tests(format!("section `{}`: {e}", sections::TESTS)))?;
     Ok(ModuleInfo { abi_version, meta, tests })
+}
+
+/// Refuses an active segment that cannot fit its memory or table as the
+/// module declares it: instantiation would fail on every evaluation, so
+/// the module is broken, not a rule that fails sometimes. Only constant
+/// offsets are decidable here (WebAssembly 2.0 allows nothing else in a
+/// module without imported globals).
+fn check_placement(
+    kind: &str,
+    index: usize,
+    offset: &ConstExpr<'_>,
+    len: u64,
+    capacity: u64,
+    unit: &str,
+) -> Result<(), LoadError> {
+    let mut ops = offset.get_operators_reader();
+    let start = match (ops.read(), ops.read()) {
+        (Ok(Operator::I32Const { value }), Ok(Operator::End)) => u64::from(value as u32),
+        _ => return Ok(()),
+    };
+    let end = start.saturating_add(len);
+    if end > capacity {
+        return Err(LoadError::Limits(format!(
+            "{kind} segment {index} covers {start}..{end}, beyond the initial {capacity} {unit}: it can never be placed"
+        )));
+    }
+    Ok(())
+}
+
+/// The per-function bounds that keep compile time bounded: body size and
+/// nesting depth (the module is already validated, so the operators parse).
+fn check_body(body: &FunctionBody<'_>) -> Result<(), LoadError> {
+    let size = body.range().len();
+    if size > MAX_FUNCTION_BODY_BYTES {
+        return Err(LoadError::TooComplex(format!(
+            "a function body of {size} bytes (at most {MAX_FUNCTION_BODY_BYTES})"
+        )));
+    }
+    let mut ops = body.get_operators_reader().map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
+    let mut depth = 0u32;
+    while !ops.eof() {
+        match ops.read().map_err(|e| LoadError::InvalidWasm(e.to_string()))? {
+            Operator::Block { .. } | Operator::Loop { .. } | Operator::If { .. } => {
+                depth += 1;
+                if depth > MAX_NESTING_DEPTH {
+                    return Err(LoadError::TooComplex(format!(
+                        "blocks nested more than {MAX_NESTING_DEPTH} deep in one function"
+                    )));
+                }
+            }
+            Operator::End => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn parse_abi(section: Option<&[u8]>) -> Result<u32, LoadError> {

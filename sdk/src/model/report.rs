@@ -221,10 +221,10 @@ impl Params<'_> {
         // becomes that value (`"{tp}"` → `4`). Every other field is text.
         if let Action::SetWorkload { field, value: Value::String(s) } = action {
             let whole = s.strip_prefix('{').and_then(|t| t.strip_suffix('}')).filter(|n| !n.contains(['{', '}']));
-            if let Some(p) = whole.and_then(|name| self.get(name)) {
-                if let Ok(v @ (Value::Number(_) | Value::Bool(_))) = serde_json::from_str::<Value>(p) {
-                    return Ok(Action::SetWorkload { field: self.substitute(field)?, value: v });
-                }
+            if let Some(p) = whole.and_then(|name| self.get(name))
+                && let Ok(v @ (Value::Number(_) | Value::Bool(_))) = serde_json::from_str::<Value>(p)
+            {
+                return Ok(Action::SetWorkload { field: self.substitute(field)?, value: v });
             }
         }
         let mut value = serde_json::to_value(action).map_err(|e| RenderError::BadAction(e.to_string()))?;
