@@ -3,7 +3,9 @@
 //! imports, exports, memory, complexity bounds, and the embedded metadata
 //! and test cases.
 
-use pitfall_sdk::model::meta::{RuleMeta, TestCase, sections};
+use pitfall_sdk::model::meta::{
+    RuleMeta, TestCase, decode_abi_section, decode_meta_section, decode_tests_section, sections,
+};
 use wasmparser::{
     ConstExpr, DataKind, ElementItems, ElementKind, ExternalKind, FuncType, FunctionBody, Operator, Parser, Payload,
     TypeRef, Validator, WasmFeatures,
@@ -187,15 +189,9 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
         return Err(LoadError::Export(format!("`{EVALUATE_EXPORT}` must have type () -> i32, found {ty}")));
     }
     let meta = meta.ok_or_else(|| LoadError::Metadata(format!("missing custom section `{}`", sections::META)))?;
-    let meta: RuleMeta =
-        serde_json::from_slice(meta).map_err(|e| LoadError::Metadata(format!("section `{}`: {e}", sections::META)))?;
-    let problems = meta.problems();
-    if !problems.is_empty() {
-        return Err(LoadError::Metadata(problems.join("; ")));
-    }
+    let meta = decode_meta_section(meta).map_err(LoadError::Metadata)?;
     let tests = tests.ok_or_else(|| LoadError::Tests(format!("missing custom section `{}`", sections::TESTS)))?;
-    let tests: Vec<TestCase> =
-        serde_json::from_slice(tests).map_err(|e| LoadError::Tests(format!("section `{}`: {e}", sections::TESTS)))?;
+    let tests = decode_tests_section(tests).map_err(LoadError::Tests)?;
     Ok(ModuleInfo { abi_version, meta, tests })
 }
 
@@ -256,16 +252,7 @@ fn check_body(body: &FunctionBody<'_>) -> Result<(), LoadError> {
 
 fn parse_abi(section: Option<&[u8]>) -> Result<u32, LoadError> {
     let data = section.ok_or_else(|| LoadError::Abi(format!("missing custom section `{}`", sections::ABI)))?;
-    let version: u32 = std::str::from_utf8(data)
-        .ok()
-        .and_then(|t| t.trim().parse().ok())
-        .ok_or_else(|| LoadError::Abi(format!("section `{}` must hold a decimal version", sections::ABI)))?;
-    if !SUPPORTED_ABI_VERSIONS.contains(&version) {
-        return Err(LoadError::Abi(format!(
-            "ABI version {version} is not supported (this host runs {SUPPORTED_ABI_VERSIONS:?})"
-        )));
-    }
-    Ok(version)
+    decode_abi_section(data, SUPPORTED_ABI_VERSIONS).map_err(LoadError::Abi)
 }
 
 fn check_import(import: &wasmparser::Import<'_>, types: &[FuncType]) -> Result<(), LoadError> {

@@ -8,11 +8,15 @@
 //! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
 //! - `test`: `setup`, then every test of the workspace.
 //! - `schema`: regenerate `sdk/schema/manifest-v1.schema.json`.
+//! - `fuzz TARGET [--seconds N] [--update-corpus]`: run a cargo-fuzz target
+//!   of `fuzz/` (see `fuzz.rs` and `fuzz/README.md`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
+
+mod fuzz;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -22,7 +26,8 @@ fn main() -> anyhow::Result<()> {
         Some("build-rules") => build_rules(&root),
         Some("test") => test(&root, &args[1..]),
         Some("schema") => schema(&root),
-        _ => bail!("usage: cargo xtask <setup|build-rules|test|schema>"),
+        Some("fuzz") => fuzz::fuzz(&root, &args[1..]),
+        _ => bail!("usage: cargo xtask <setup|build-rules|test|schema|fuzz>"),
     }
 }
 
