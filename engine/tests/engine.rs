@@ -301,3 +301,34 @@ fn deferred_rules_compile_on_first_use_and_answer_the_same() {
     // A deferred module is still checked at load.
     assert!(engine.load_deferred(b"\0asm\x01\0\0\0 not a module".to_vec().into()).is_err());
 }
+
+// --- the fuzz regression corpus (fuzz/corpus/, see fuzz/README.md) -------
+
+#[path = "../../fuzz/targets.rs"]
+mod fuzz_targets;
+
+/// Every committed input of every fuzz target, run through the target's
+/// body on stable: what the fuzzer found once (and the coverage it
+/// reached) is exercised by every `cargo test`.
+#[test]
+fn fuzz_regressions_replay() {
+    type Target = (&'static str, fn(&[u8]));
+    let targets: [Target; 3] = [
+        ("manifest", fuzz_targets::manifest),
+        ("abi_output", fuzz_targets::abi_output),
+        ("metadata", fuzz_targets::metadata),
+    ];
+    for (name, run) in targets {
+        let dir = repo_root().join("fuzz/corpus").join(name);
+        let mut inputs: Vec<PathBuf> =
+            std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten().map(|e| e.path()).collect();
+        inputs.sort();
+        assert!(!inputs.is_empty(), "{}: no committed inputs", dir.display());
+        for input in inputs {
+            let bytes = std::fs::read(&input).expect("readable");
+            if std::panic::catch_unwind(|| run(&bytes)).is_err() {
+                panic!("fuzz target {name} fails on {}", input.display());
+            }
+        }
+    }
+}

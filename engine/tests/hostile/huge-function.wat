@@ -1,5 +1,5 @@
 ;; expect: refused complexity a function body of
-;; threat: Compile bomb: one function of 50,000 instructions pairs, about 300 KB of code (generated).
+;; threat: Compile bomb: one function of 100,000 instructions (50,000 const and drop pairs), about 300 KB of code (generated).
 (module
   (memory (export "memory") 1)
   (func (export "pitfall_evaluate") (result i32)

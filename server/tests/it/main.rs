@@ -5,6 +5,7 @@ mod bundle;
 mod browser;
 mod common;
 mod contrast;
+mod hostile;
 mod live;
 mod processes;
 mod store;
