@@ -1,4 +1,4 @@
-;; expect: refused size the limit is 1048576
+;; expect: refused size 1048576
 ;; threat: Oversized module: 1.1 MB of data (generated: 1100 lines of 1000 bytes), refused before parsing.
 (module
   (memory (export "memory") 32)
