@@ -222,7 +222,8 @@ impl Engine {
             limiter: GrowthLimiter {
                 max_memory_bytes: limits.max_memory_bytes,
                 max_table_elements: MAX_TABLE_ELEMENTS,
-                refused: false,
+                refused_memory: false,
+                refused_table: false,
             },
         };
         let mut store = Store::new(&self.inner.wasm, state);
@@ -231,9 +232,14 @@ impl Engine {
             Ok(sandboxed) => sandboxed,
             Err(e) => {
                 let mut text = describe_failure(&e, limits);
-                // A trap right after memory ran out is the allocator giving
-                // up (Rust aborts): name the cause, not just the symptom.
-                if store.data().limiter.refused {
+                // A trap right after memory (or a table) ran out is the
+                // allocator giving up (Rust aborts): name the cause, not
+                // just the symptom.
+                let limiter = &store.data().limiter;
+                if limiter.refused_table {
+                    text = format!("table growth refused (limit {MAX_TABLE_ELEMENTS} elements): {text}");
+                }
+                if limiter.refused_memory {
                     text = format!("out of memory (limit {} MiB): {text}", limits.max_memory_bytes >> 20);
                 }
                 Sandboxed::Done(Evaluation::Failed(text))

@@ -3,7 +3,7 @@
 //! checks the guest's pointers, and pays for its work in fuel so a loop
 //! around host calls runs out as surely as any other loop.
 
-use pitfall_sdk::model::session::{OutputError, Session};
+use pitfall_sdk::model::session::{OutputError, Session, guest_range, guest_range_mut};
 use wasmtime::{Caller, Linker, Memory};
 
 use crate::limits::{HOST_CALL_FUEL, HOST_MODULE};
@@ -24,19 +24,22 @@ pub(crate) struct HostState {
 pub(crate) struct GrowthLimiter {
     pub(crate) max_memory_bytes: usize,
     pub(crate) max_table_elements: usize,
-    pub(crate) refused: bool,
+    /// A `memory.grow` was refused.
+    pub(crate) refused_memory: bool,
+    /// A `table.grow` was refused.
+    pub(crate) refused_table: bool,
 }
 
 impl wasmtime::ResourceLimiter for GrowthLimiter {
     fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         let ok = desired <= self.max_memory_bytes;
-        self.refused |= !ok;
+        self.refused_memory |= !ok;
         Ok(ok)
     }
 
     fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         let ok = desired <= self.max_table_elements;
-        self.refused |= !ok;
+        self.refused_table |= !ok;
         Ok(ok)
     }
 }
@@ -62,12 +65,8 @@ fn memory(caller: &Caller<'_, HostState>, call: &'static str) -> wasmtime::Resul
 }
 
 fn slice<'a>(mem: &'a [u8], call: &'static str, ptr: i32, len: i32) -> wasmtime::Result<&'a [u8]> {
-    let (p, l) = (ptr as u32, len as u32);
-    let start = p as usize;
-    start
-        .checked_add(l as usize)
-        .and_then(|end| mem.get(start..end))
-        .ok_or_else(|| wasmtime::Error::new(AbiViolation::OutOfBounds { call, ptr: p, len: l }))
+    guest_range(mem, ptr, len)
+        .ok_or_else(|| wasmtime::Error::new(AbiViolation::OutOfBounds { call, ptr: ptr as u32, len: len as u32 }))
 }
 
 /// Charges a host call's price: a base plus one unit per byte moved.
@@ -121,12 +120,9 @@ pub(crate) fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             // Too small a buffer: report the size and copy nothing, so the
             // rule can retry with enough room.
             if n <= cap as u32 as usize {
-                let (b, c) = (buf as u32, cap as u32);
-                let start = b as usize;
-                let dest = start
-                    .checked_add(n)
-                    .and_then(|end| data.get_mut(start..end))
-                    .ok_or_else(|| wasmtime::Error::new(AbiViolation::OutOfBounds { call: "field_str", ptr: b, len: c }))?;
+                let dest = guest_range_mut(data, buf, n).ok_or_else(|| {
+                    wasmtime::Error::new(AbiViolation::OutOfBounds { call: "field_str", ptr: buf as u32, len: cap as u32 })
+                })?;
                 dest.copy_from_slice(text.as_bytes());
             }
             let n = i32::try_from(n).unwrap_or(i32::MAX);

@@ -3,13 +3,20 @@
 //! imports, exports, memory, complexity bounds, and the embedded metadata
 //! and test cases.
 
-use pitfall_sdk::model::lint;
-use pitfall_sdk::model::meta::{RuleMeta, TestCase, sections};
-use wasmparser::{ExternalKind, FuncType, Parser, Payload, TypeRef, Validator, WasmFeatures};
+use pitfall_sdk::model::meta::{
+    RuleMeta, TestCase, decode_abi_section, decode_meta_section, decode_tests_section, sections,
+};
+use wasmparser::{
+    ConstExpr, DataKind, ElementItems, ElementKind, ExternalKind, FuncType, FunctionBody, Operator, Parser, Payload,
+    TypeRef, Validator, WasmFeatures,
+};
 
 use crate::abi::{EVALUATE_EXPORT, HOST_FUNCTIONS, MEMORY_EXPORT, SUPPORTED_ABI_VERSIONS};
 use crate::error::LoadError;
-use crate::limits::{HOST_MODULE, Limits, MAX_FUNCTIONS, MAX_LOCALS_PER_FUNCTION, MAX_TABLE_ELEMENTS};
+use crate::limits::{
+    HOST_MODULE, Limits, MAX_FUNCTION_BODY_BYTES, MAX_FUNCTIONS, MAX_LOCALS_PER_FUNCTION, MAX_NESTING_DEPTH,
+    MAX_TABLE_ELEMENTS,
+};
 
 /// What a module says about itself, read without running it.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +52,9 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
     let mut evaluate_export = None;
     let mut memory_exported = false;
     let mut memories = 0u32;
+    // Initial sizes, to refuse segments that could never be placed.
+    let mut memory_bytes = 0u64;
+    let mut table_sizes: Vec<u64> = Vec::new();
     let mut functions = 0u32;
     // Imports come first in the function index space; only functions are
     // importable (check_import refuses the rest).
@@ -76,6 +86,7 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
             Payload::TableSection(reader) => {
                 for table in reader {
                     let table = table.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
+                    table_sizes.push(table.ty.initial);
                     if table.ty.initial > MAX_TABLE_ELEMENTS as u64 {
                         return Err(LoadError::TooComplex(format!(
                             "a table of {} elements (at most {MAX_TABLE_ELEMENTS})",
@@ -89,6 +100,7 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
                     let memory = memory.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
                     memories += 1;
                     let initial_bytes = memory.initial.saturating_mul(65536);
+                    memory_bytes = initial_bytes;
                     if initial_bytes > limits.max_memory_bytes as u64 {
                         return Err(LoadError::Limits(format!(
                             "initial memory of {initial_bytes} bytes exceeds the limit of {}",
@@ -113,7 +125,29 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
                     }
                 }
             }
+            Payload::DataSection(reader) => {
+                for (i, data) in reader.into_iter().enumerate() {
+                    let data = data.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
+                    if let DataKind::Active { offset_expr, .. } = data.kind {
+                        check_placement("data", i, &offset_expr, data.data.len() as u64, memory_bytes, "bytes of memory")?;
+                    }
+                }
+            }
+            Payload::ElementSection(reader) => {
+                for (i, element) in reader.into_iter().enumerate() {
+                    let element = element.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
+                    if let ElementKind::Active { table_index, offset_expr } = element.kind {
+                        let count = match &element.items {
+                            ElementItems::Functions(r) => r.count(),
+                            ElementItems::Expressions(_, r) => r.count(),
+                        };
+                        let size = table_sizes.get(table_index.unwrap_or(0) as usize).copied().unwrap_or(0);
+                        check_placement("element", i, &offset_expr, u64::from(count), size, "table elements")?;
+                    }
+                }
+            }
             Payload::CodeSectionEntry(body) => {
+                check_body(&body)?;
                 let mut locals = 0u32;
                 let reader = body.get_locals_reader().map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
                 for local in reader {
@@ -155,15 +189,9 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
         return Err(LoadError::Export(format!("`{EVALUATE_EXPORT}` must have type () -> i32, found {ty}")));
     }
     let meta = meta.ok_or_else(|| LoadError::Metadata(format!("missing custom section `{}`", sections::META)))?;
-    let meta: RuleMeta =
-        serde_json::from_slice(meta).map_err(|e| LoadError::Metadata(format!("section `{}`: {e}", sections::META)))?;
-    let problems = lint::lint_meta(&meta);
-    if !problems.is_empty() {
-        return Err(LoadError::Metadata(lint::summary(&problems)));
-    }
+    let meta = decode_meta_section(meta).map_err(LoadError::Metadata)?;
     let tests = tests.ok_or_else(|| LoadError::Tests(format!("missing custom section `{}`", sections::TESTS)))?;
-    let tests: Vec<TestCase> =
-        serde_json::from_slice(tests).map_err(|e| LoadError::Tests(format!("section `{}`: {e}", sections::TESTS)))?;
+    let tests = decode_tests_section(tests).map_err(LoadError::Tests)?;
     Ok(ModuleInfo { abi_version, meta, tests })
 }
 
@@ -191,23 +219,68 @@ pub fn embedded(bytes: &[u8]) -> Result<(RuleMeta, Vec<TestCase>), LoadError> {
     let meta: RuleMeta =
         serde_json::from_slice(meta).map_err(|e| LoadError::Metadata(format!("section `{}`: {e}", sections::META)))?;
     let tests = tests.ok_or_else(|| LoadError::Tests(format!("missing custom section `{}`", sections::TESTS)))?;
-    let tests: Vec<TestCase> =
-        serde_json::from_slice(tests).map_err(|e| LoadError::Tests(format!("section `{}`: {e}", sections::TESTS)))?;
+    let tests = decode_tests_section(tests).map_err(LoadError::Tests)?;
     Ok((meta, tests))
+}
+
+/// Refuses an active segment that cannot fit its memory or table as the
+/// module declares it: instantiation would fail on every evaluation, so
+/// the module is broken, not a rule that fails sometimes. Only constant
+/// offsets are decidable here (WebAssembly 2.0 allows nothing else in a
+/// module without imported globals).
+fn check_placement(
+    kind: &str,
+    index: usize,
+    offset: &ConstExpr<'_>,
+    len: u64,
+    capacity: u64,
+    unit: &str,
+) -> Result<(), LoadError> {
+    let mut ops = offset.get_operators_reader();
+    let start = match (ops.read(), ops.read()) {
+        (Ok(Operator::I32Const { value }), Ok(Operator::End)) => u64::from(value as u32),
+        _ => return Ok(()),
+    };
+    let end = start.saturating_add(len);
+    if end > capacity {
+        return Err(LoadError::Limits(format!(
+            "{kind} segment {index} covers {start}..{end}, beyond the initial {capacity} {unit}: it can never be placed"
+        )));
+    }
+    Ok(())
+}
+
+/// The per-function bounds that keep compile time bounded: body size and
+/// nesting depth (the module is already validated, so the operators parse).
+fn check_body(body: &FunctionBody<'_>) -> Result<(), LoadError> {
+    let size = body.range().len();
+    if size > MAX_FUNCTION_BODY_BYTES {
+        return Err(LoadError::TooComplex(format!(
+            "a function body of {size} bytes (at most {MAX_FUNCTION_BODY_BYTES})"
+        )));
+    }
+    let mut ops = body.get_operators_reader().map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
+    let mut depth = 0u32;
+    while !ops.eof() {
+        match ops.read().map_err(|e| LoadError::InvalidWasm(e.to_string()))? {
+            Operator::Block { .. } | Operator::Loop { .. } | Operator::If { .. } => {
+                depth += 1;
+                if depth > MAX_NESTING_DEPTH {
+                    return Err(LoadError::TooComplex(format!(
+                        "blocks nested more than {MAX_NESTING_DEPTH} deep in one function"
+                    )));
+                }
+            }
+            Operator::End => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn parse_abi(section: Option<&[u8]>) -> Result<u32, LoadError> {
     let data = section.ok_or_else(|| LoadError::Abi(format!("missing custom section `{}`", sections::ABI)))?;
-    let version: u32 = std::str::from_utf8(data)
-        .ok()
-        .and_then(|t| t.trim().parse().ok())
-        .ok_or_else(|| LoadError::Abi(format!("section `{}` must hold a decimal version", sections::ABI)))?;
-    if !SUPPORTED_ABI_VERSIONS.contains(&version) {
-        return Err(LoadError::Abi(format!(
-            "ABI version {version} is not supported (this host runs {SUPPORTED_ABI_VERSIONS:?})"
-        )));
-    }
-    Ok(version)
+    decode_abi_section(data, SUPPORTED_ABI_VERSIONS).map_err(LoadError::Abi)
 }
 
 fn check_import(import: &wasmparser::Import<'_>, types: &[FuncType]) -> Result<(), LoadError> {

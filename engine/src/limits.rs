@@ -46,6 +46,17 @@ pub const MAX_FUNCTIONS: u32 = 10_000;
 /// Locals per function: each costs register-allocator work at compile time.
 pub const MAX_LOCALS_PER_FUNCTION: u32 = 10_000;
 
+/// Bytes of one function body: the largest bundled rule's biggest function
+/// is a few KiB; Cranelift's time and memory grow with a function's size
+/// (register allocation is superlinear), so 128 KiB bounds compile work per
+/// function long before the module size limit does.
+pub const MAX_FUNCTION_BODY_BYTES: usize = 128 << 10;
+
+/// Nesting depth of blocks, loops and ifs in one function. Rust rules nest
+/// a few dozen deep; each level costs a frame in the validator and in
+/// Cranelift's translator, and 100,000 nested blocks fit in a small module.
+pub const MAX_NESTING_DEPTH: u32 = 1000;
+
 /// Table elements: Rust rules use a few for indirect calls.
 pub const MAX_TABLE_ELEMENTS: usize = 10_000;
 

@@ -128,136 +128,145 @@ fn enriched_values_are_marked_in_evidence() {
     assert_eq!(dtype.source, EvidenceSource::Manifest);
 }
 
-// --- the hostile corpus -------------------------------------------------
+// --- the hostile corpus (tests/hostile/, see its README.md) -------------
 
-#[derive(Debug)]
-enum Expectation {
-    /// Loads, and every evaluation fails with an error containing this.
-    Error(String),
-    /// Refused at load, at this step.
-    Refused(String),
+#[path = "hostile/corpus.rs"]
+mod corpus;
+
+use corpus::{Fate, HostileModule};
+
+/// Every category of issue 8 item 1 has a module; the corpus only grows.
+const MIN_HOSTILE_MODULES: usize = 60;
+
+/// The fixtures the contained modules are checked against.
+const HOSTILE_FIXTURES: [&str; 3] =
+    ["g5g-gemma4-vllm0271.json", "h100x8-llama70b-healthy.json", "a6000-llama70b-single.json"];
+
+fn hostile_corpus() -> Vec<HostileModule> {
+    corpus::load_corpus(&corpus::corpus_dir())
 }
 
-struct Hostile {
-    name: String,
-    wasm: Vec<u8>,
-    expect: Expectation,
-}
-
-/// Minimal metadata so a hostile module gets as far as its payload.
-fn hostile_meta(id: &str) -> String {
-    let meta = serde_json::json!({
-        "id": id, "version": "1.0.0", "title": format!("hostile module {id}"), "severity": "warning",
-        "summary": "A module from the hostile corpus of the engine's tests.", "message": "hostile",
-        "remedies": [{"summary": "none", "actions": [{"kind": "unset_env", "name": "X"}]}],
-        "references": [{"title": "engine/tests/hostile"}], "author": "tests"
-    });
-    meta.to_string()
-}
-
-fn wat_string(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
-fn hostile_corpus() -> Vec<Hostile> {
-    let dir = repo_root().join("engine/tests/hostile");
-    let mut out = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(&dir).expect("hostile dir").flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for path in entries.into_iter().filter(|p| p.extension().is_some_and(|e| e == "wat")) {
-        let name = path.file_stem().and_then(|s| s.to_str()).expect("utf-8 name").to_owned();
-        let text = std::fs::read_to_string(&path).expect("readable");
-        let expect_line = text
-            .lines()
-            .find_map(|l| l.strip_prefix(";; expect: "))
-            .unwrap_or_else(|| panic!("{name}: no `;; expect:` line"));
-        let expect = match expect_line.split_once(' ') {
-            Some(("error", what)) => Expectation::Error(what.to_owned()),
-            Some(("refused", step)) => Expectation::Refused(step.to_owned()),
-            _ => panic!("{name}: bad expect line {expect_line:?}"),
-        };
-        let abi = text.lines().find_map(|l| l.strip_prefix(";; abi: ")).unwrap_or("1");
-        let id = format!("hostile-{name}");
-        let sections = format!(
-            "(@custom \"pitfall.abi\" \"{abi}\") (@custom \"pitfall.meta\" \"{}\") (@custom \"pitfall.tests\" \"[]\")",
-            wat_string(&hostile_meta(&id))
-        );
-        let end = text.rfind(')').expect("a module");
-        let full = format!("{}{sections}{}", &text[..end], &text[end..]);
-        let wasm = wat::parse_str(&full).unwrap_or_else(|e| panic!("{name}: {e}"));
-        out.push(Hostile { name, wasm, expect });
-    }
-    out
+/// What publishing does with a module, as text when it refuses: load
+/// (every static check and the bounded compile), then the embedded cases
+/// (selector probe included). `(step, message)`.
+fn publish_verdict(engine: &Engine, wasm: &[u8]) -> Result<Rule, (String, String)> {
+    let rule = engine.load(wasm).map_err(|e| (e.step().to_owned(), e.to_string()))?;
+    let failed: Vec<String> = engine
+        .run_tests(&rule)
+        .into_iter()
+        .filter(|c| !c.passed)
+        .map(|c| format!("{} (expected {}, got {})", c.name, c.expected, c.actual))
+        .collect();
+    if failed.is_empty() { Ok(rule) } else { Err(("tests".to_owned(), failed.join("; "))) }
 }
 
 #[test]
-fn hostile_modules_are_refused_or_contained_and_others_unchanged() {
+fn hostile_corpus_is_complete_and_documented() {
+    let corpus = hostile_corpus();
+    assert!(corpus.len() >= MIN_HOSTILE_MODULES, "the hostile corpus shrank to {}", corpus.len());
+    let readme = std::fs::read_to_string(corpus::corpus_dir().join("README.md")).expect("README.md");
+    for m in &corpus {
+        assert!(readme.contains(&format!("| `{}` |", m.name)), "README.md has no row for {}", m.name);
+    }
+    let table = readme.split_once("## The modules").expect("a section `The modules`").1;
+    let rows = table.lines().filter(|l| l.starts_with("| `")).count();
+    assert_eq!(rows, corpus.len(), "README.md rows and .wat files differ");
+    let mut ids: Vec<&str> = corpus.iter().map(|m| m.id.as_str()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), corpus.len());
+}
+
+#[test]
+fn hostile_modules_refused_at_publish_name_the_step_and_reason() {
+    let engine = engine();
+    for m in hostile_corpus() {
+        let verdict = publish_verdict(&engine, &m.wasm);
+        match (&m.fate, verdict) {
+            (Fate::Refused { step, reason }, Err((s, message))) => {
+                assert_eq!(&s, step, "{}: refused at {s}: {message}", m.name);
+                assert!(message.contains(reason.as_str()), "{}: {message:?} lacks {reason:?}", m.name);
+            }
+            (Fate::Refused { step, .. }, Ok(_)) => panic!("{}: accepted, expected refusal at {step}", m.name),
+            // Contained and clean modules carry no cases: publishing stops
+            // at the coverage check, and nowhere earlier.
+            (_, Err((s, message))) => {
+                assert!(s == "tests" && message.contains("coverage"), "{}: refused at {s}: {message}", m.name)
+            }
+            (_, Ok(_)) => panic!("{}: passed publish without cases", m.name),
+        }
+    }
+}
+
+#[test]
+fn hostile_modules_contained_leave_every_other_answer_unchanged() {
     let engine = engine();
     let rules = bundled(&engine);
     let reference = RuleSet::new(rules.clone(), "r");
-    let corpus = hostile_corpus();
-    assert!(corpus.len() >= 20, "the hostile corpus shrank to {}", corpus.len());
-
-    let mut contained = Vec::new();
-    for h in &corpus {
-        match (&h.expect, engine.load(&h.wasm)) {
-            (Expectation::Refused(step), Err(e)) => assert_eq!(e.step(), step, "{}: refused as {e}", h.name),
-            (Expectation::Refused(step), Ok(_)) => panic!("{}: loaded, expected refusal at {step}", h.name),
-            (Expectation::Error(_), Err(e)) => panic!("{}: refused ({e}), expected to load and fail alone", h.name),
-            (Expectation::Error(what), Ok(rule)) => contained.push((h, what.clone(), Arc::new(rule))),
-        }
-    }
+    let present: Vec<(HostileModule, Arc<Rule>)> = hostile_corpus()
+        .into_iter()
+        .filter(|m| !matches!(m.fate, Fate::Refused { .. }))
+        .map(|m| {
+            let rule = engine.load(&m.wasm).unwrap_or_else(|e| panic!("{}: refused ({e}), expected to load", m.name));
+            (m, Arc::new(rule))
+        })
+        .collect();
+    assert!(present.len() >= 25, "only {} contained modules", present.len());
     let mut with_hostile = rules.clone();
-    with_hostile.extend(contained.iter().map(|(_, _, r)| r.clone()));
+    with_hostile.extend(present.iter().map(|(_, r)| r.clone()));
     let set = RuleSet::new(with_hostile, "r");
 
-    for name in ["g5g-gemma4-vllm0271.json", "h100x8-llama70b-healthy.json", "a6000-llama70b-single.json"] {
+    let mut findings_compared = 0;
+    for name in HOSTILE_FIXTURES {
         let clean = reference.check(&engine, fixture(name));
-        let hostile = set.check(&engine, fixture(name));
-        assert_eq!(hostile.findings, clean.findings, "{name}: findings changed with hostile rules present");
-        assert_eq!(hostile.undetermined, clean.undetermined, "{name}: undetermined changed");
-        for (h, what, rule) in &contained {
-            let err = hostile
-                .rule_errors
-                .iter()
-                .find(|e| e.rule_id == rule.id())
-                .unwrap_or_else(|| panic!("{name}: {} reported no error", h.name));
-            assert!(
-                what.split('|').any(|w| err.error.contains(w)),
-                "{}: error {:?} lacks {what:?}",
-                h.name,
-                err.error
-            );
+        findings_compared += clean.findings.len();
+        // Twice: a module that carried state would answer differently.
+        for round in 0..2 {
+            let hostile = set.check(&engine, fixture(name));
+            assert_eq!(hostile.findings, clean.findings, "{name}: findings changed with hostile rules present");
+            assert_eq!(hostile.undetermined, clean.undetermined, "{name}: undetermined changed");
+            let mut expected_errors = clean.rule_errors.len();
+            for (m, rule) in &present {
+                let error = hostile.rule_errors.iter().find(|e| e.rule_id == rule.id());
+                match (&m.fate, error) {
+                    (Fate::Contained { errors }, Some(e)) => {
+                        expected_errors += 1;
+                        assert!(
+                            errors.iter().any(|w| e.error.contains(w.as_str())),
+                            "{} ({name}, round {round}): error {:?} lacks {errors:?}",
+                            m.name,
+                            e.error
+                        );
+                    }
+                    (Fate::Contained { .. }, None) => panic!("{} ({name}): reported no error", m.name),
+                    (_, Some(e)) => panic!("{} ({name}, round {round}): {}", m.name, e.error),
+                    (_, None) => {}
+                }
+            }
+            assert_eq!(hostile.rule_errors.len(), expected_errors, "{name}: other rules' errors changed");
         }
-        assert_eq!(hostile.rule_errors.len(), clean.rule_errors.len() + contained.len());
     }
+    // The healthy H100 has none; the G5g and the A6000 have several.
+    assert!(findings_compared >= 3, "the comparison needs findings to compare");
 }
 
+/// A fresh instance per evaluation: the stateful module stays clear however
+/// often one engine runs it, also outside a check.
 #[test]
-fn state_does_not_carry_over_between_evaluations() {
-    // A mutable global that counts calls: each evaluation starts afresh.
-    let text = r#"(module
-      (memory (export "memory") 1)
-      (global $calls (mut i32) (i32.const 0))
-      (func (export "pitfall_evaluate") (result i32)
-        (global.set $calls (i32.add (global.get $calls) (i32.const 1)))
-        (i32.store (i32.const 0) (i32.add (i32.load (i32.const 0)) (i32.const 1)))
-        ;; clear (0) on a fresh instance; anything else means state leaked
-        (i32.sub (i32.add (global.get $calls) (i32.load (i32.const 0))) (i32.const 2)))
-      (@custom "pitfall.abi" "1") (@custom "pitfall.meta" "META") (@custom "pitfall.tests" "[]"))"#
-        .replace("META", &wat_string(&hostile_meta("hostile-stateful")));
+fn hostile_state_never_carries_over_between_evaluations() {
     let engine = engine();
-    let rule = Arc::new(engine.load(&wat::parse_str(&text).expect("parses")).expect("loads"));
-    let set = RuleSet::new(vec![rule], "r");
-    for _ in 0..3 {
-        let answer = set.check(&engine, fixture("g5g-gemma4-vllm0271.json"));
-        assert!(answer.findings.is_empty() && answer.rule_errors.is_empty(), "{answer:?}");
+    let m = corpus::load_module(&corpus::corpus_dir().join("mutable-global-state.wat"));
+    let rule = engine.load(&m.wasm).expect("loads");
+    let prepared = pitfall_sdk::model::Prepared::new(fixture("g5g-gemma4-vllm0271.json"));
+    for i in 0..20 {
+        let e = engine.evaluate(&rule, &prepared);
+        assert_eq!(e, pitfall_sdk::model::cases::Evaluation::Clear, "evaluation {i}: state carried over");
     }
 }
 
 #[test]
 fn oversized_modules_are_refused_before_parsing() {
     let engine = engine();
+    // Bytes that are not even wasm: the size is checked first.
     let big = vec![0u8; Limits::default().max_module_bytes + 1];
     assert_eq!(engine.load(&big).expect_err("refused").step(), "size");
     assert_eq!(engine.load(b"\0asm garbage").expect_err("refused").step(), "validation");
@@ -291,4 +300,35 @@ fn deferred_rules_compile_on_first_use_and_answer_the_same() {
     }
     // A deferred module is still checked at load.
     assert!(engine.load_deferred(b"\0asm\x01\0\0\0 not a module".to_vec().into()).is_err());
+}
+
+// --- the fuzz regression corpus (fuzz/corpus/, see fuzz/README.md) -------
+
+#[path = "../../fuzz/targets.rs"]
+mod fuzz_targets;
+
+/// Every committed input of every fuzz target, run through the target's
+/// body on stable: what the fuzzer found once (and the coverage it
+/// reached) is exercised by every `cargo test`.
+#[test]
+fn fuzz_regressions_replay() {
+    type Target = (&'static str, fn(&[u8]));
+    let targets: [Target; 3] = [
+        ("manifest", fuzz_targets::manifest),
+        ("abi_output", fuzz_targets::abi_output),
+        ("metadata", fuzz_targets::metadata),
+    ];
+    for (name, run) in targets {
+        let dir = repo_root().join("fuzz/corpus").join(name);
+        let mut inputs: Vec<PathBuf> =
+            std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten().map(|e| e.path()).collect();
+        inputs.sort();
+        assert!(!inputs.is_empty(), "{}: no committed inputs", dir.display());
+        for input in inputs {
+            let bytes = std::fs::read(&input).expect("readable");
+            if std::panic::catch_unwind(|| run(&bytes)).is_err() {
+                panic!("fuzz target {name} fails on {}", input.display());
+            }
+        }
+    }
 }

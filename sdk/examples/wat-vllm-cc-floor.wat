@@ -13,11 +13,26 @@
   ;; Field paths and parameter names live in the data segment.
   (data (i32.const 16) "accelerators.0.compute_capability") ;; 33 bytes at 16
   (data (i32.const 64) "cc")                                ;;  2 bytes at 64
-  ;; bytes 128..160: buffer for the compute capability text
+  (data (i32.const 80) "packages.vllm")                     ;; 13 bytes at 80
+  (data (i32.const 96) "accelerators.0.vendor")             ;; 21 bytes at 96
+  ;; bytes 128..160: buffer for the compute capability text; 160..168 for the vendor
 
   (func (export "pitfall_evaluate") (result i32)
     (local $cc f64)
     (local $len i32)
+    ;; Without vLLM: clear. `applies_to` names package:vllm, and a selector
+    ;; is a promise the code keeps (the publish-time selector probe checks).
+    (if (i32.eqz (call $field_kind (i32.const 80) (i32.const 13)))
+      (then (return (i32.const 0))))
+    ;; The first accelerator must be NVIDIA's (`accelerator:nvidia`): its
+    ;; vendor, normalised to lower case, is copied to 160 and compared with
+    ;; "nvidia" as the little-endian words "nvid" and "ia".
+    (if (i32.or
+          (i32.ne (call $field_str (i32.const 96) (i32.const 21) (i32.const 160) (i32.const 8)) (i32.const 6))
+          (i32.or
+            (i32.ne (i32.load (i32.const 160)) (i32.const 0x6469766e))
+            (i32.ne (i32.load16_u (i32.const 164)) (i32.const 0x6169))))
+      (then (return (i32.const 0))))
     ;; No compute capability (even after enrichment): undetermined.
     (if (i32.eqz (call $field_kind (i32.const 16) (i32.const 33)))
       (then

@@ -12,11 +12,15 @@
 //! - `schema`: regenerate `sdk/schema/manifest-v1.schema.json`.
 //! - `soak [--seconds N]`: the server's soak test (`server/tests/it/soak.rs`)
 //!   for N seconds (default 600), at low CPU priority; prints its numbers.
+//! - `fuzz TARGET [--seconds N] [--update-corpus]`: run a cargo-fuzz target
+//!   of `fuzz/` (see `fuzz.rs` and `fuzz/README.md`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
+
+mod fuzz;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,7 +31,8 @@ fn main() -> anyhow::Result<()> {
         Some("test") => test(&root, &args[1..]),
         Some("schema") => schema(&root),
         Some("soak") => soak(&root, &args[1..]),
-        _ => bail!("usage: cargo xtask <setup|build-rules|test|schema|soak [--seconds N]>"),
+        Some("fuzz") => fuzz::fuzz(&root, &args[1..]),
+        _ => bail!("usage: cargo xtask <setup|build-rules|test|schema|soak [--seconds N]|fuzz TARGET [--seconds N]>"),
     }
 }
 

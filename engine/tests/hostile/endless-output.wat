@@ -1,4 +1,5 @@
-;; expect: error output exceeds
+;; expect: contained output exceeds
+;; threat: Endless output: evidence reported in a loop until the output budget stops it.
 ;; Reports evidence without end: the output budget stops it.
 (module
   (import "pitfall" "param" (func $param (param i32 i32 i32 i32)))

@@ -1,4 +1,5 @@
-;; expect: error malformed output
+;; expect: contained malformed output: evidence names field
+;; threat: Malformed output: evidence naming a field the manifest does not have.
 (module
   (import "pitfall" "evidence" (func $evidence (param i32 i32)))
   (memory (export "memory") 1)

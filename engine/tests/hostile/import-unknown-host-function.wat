@@ -1,4 +1,5 @@
-;; expect: refused imports
+;; expect: refused imports is not a host function
+;; threat: Forbidden import: a function the host module does not have.
 (module
   (import "pitfall" "open_socket" (func (param i32) (result i32)))
   (memory (export "memory") 1)

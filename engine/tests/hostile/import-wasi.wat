@@ -1,4 +1,5 @@
-;; expect: refused imports
+;; expect: refused imports rules may import only from
+;; threat: Forbidden import: WASI (files, clocks, randomness).
 (module
   (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32)))
   (memory (export "memory") 1)

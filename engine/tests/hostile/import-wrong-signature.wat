@@ -1,4 +1,5 @@
-;; expect: refused imports
+;; expect: refused imports the host's is
+;; threat: Forbidden import: a host function under the wrong signature.
 (module
   (import "pitfall" "field_kind" (func (param i64) (result i32)))
   (memory (export "memory") 1)

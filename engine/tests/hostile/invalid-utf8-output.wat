@@ -1,4 +1,5 @@
-;; expect: error not valid UTF-8
+;; expect: contained not valid UTF-8
+;; threat: Invalid UTF-8 in output: an evidence path of bytes ff fe fd.
 (module
   (import "pitfall" "evidence" (func $evidence (param i32 i32)))
   (memory (export "memory") 1)

@@ -1,4 +1,5 @@
-;; expect: error CPU budget
+;; expect: contained CPU budget|wall-clock deadline
+;; threat: Infinite loop: fuel (or, on a loaded machine, the wall-clock deadline) ends it.
 ;; An infinite loop: fuel runs out and the rule alone fails.
 (module
   (memory (export "memory") 1)

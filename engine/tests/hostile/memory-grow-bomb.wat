@@ -1,4 +1,5 @@
-;; expect: error out of memory
+;; expect: contained out of memory
+;; threat: memory.grow bomb: grows until refused, then aborts as Rust's allocator would.
 ;; Grows memory until the limit, then aborts as Rust's allocator would.
 (module
   (memory (export "memory") 1)

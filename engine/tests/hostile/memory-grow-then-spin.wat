@@ -1,4 +1,5 @@
-;; expect: error out of memory
+;; expect: contained out of memory
+;; threat: memory.grow bomb that ignores refusal and keeps asking (refused growth is not a trap).
 ;; Grows memory until refused, then keeps asking: refused growth is not a
 ;; trap; fuel or the wall-clock deadline ends it.
 (module

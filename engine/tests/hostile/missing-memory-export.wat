@@ -1,4 +1,5 @@
-;; expect: refused exports
+;; expect: refused exports one memory named `memory`
+;; threat: Missing export: the memory is not exported.
 (module
   (memory 1)
   (func (export "pitfall_evaluate") (result i32) (i32.const 0)))

@@ -1,4 +1,5 @@
-;; expect: error stack overflow
+;; expect: contained stack overflow
+;; threat: Deep recursion: unbounded recursion until the 256 KiB wasm stack traps.
 (module
   (memory (export "memory") 1)
   (func $deep (param i32) (result i32)

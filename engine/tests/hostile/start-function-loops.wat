@@ -1,4 +1,5 @@
-;; expect: refused abi
+;; expect: refused abi a start function is not allowed
+;; threat: A start function that loops: it would run at instantiation, before any limit of an evaluation.
 (module
   (memory (export "memory") 1)
   (func $start (loop $spin (br $spin)))

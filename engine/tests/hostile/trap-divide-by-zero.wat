@@ -1,4 +1,5 @@
-;; expect: error trap
+;; expect: contained divide by zero
+;; threat: Trap: integer division by zero.
 (module
   (memory (export "memory") 1)
   (func (export "pitfall_evaluate") (result i32)

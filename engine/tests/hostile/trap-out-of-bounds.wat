@@ -1,4 +1,5 @@
-;; expect: error out-of-bounds
+;; expect: contained out-of-bounds memory access
+;; threat: Trap: a load past the end of linear memory.
 (module
   (memory (export "memory") 1)
   (func (export "pitfall_evaluate") (result i32)

@@ -1,4 +1,5 @@
-;; expect: error unreachable
+;; expect: contained unreachable
+;; threat: Trap: `unreachable` (how a Rust rule panics).
 ;; A panic in a Rust rule ends in `unreachable`.
 (module
   (memory (export "memory") 1)

@@ -1,4 +1,5 @@
-;; expect: refused abi
+;; expect: refused abi ABI version 2 is not supported
+;; threat: Wrong ABI version: section `pitfall.abi` says 2.
 ;; abi: 2
 (module
   (memory (export "memory") 1)

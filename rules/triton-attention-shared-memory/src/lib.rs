@@ -16,6 +16,11 @@ const FLASH_ATTN_MAX_HEAD_DIM: u32 = 256;
 const KNOWN_HEAD_DIMS: &[(&str, &[u32])] = &[("gemma-4", &[256, 512]), ("gemma4", &[256, 512])];
 
 fn evaluate(m: &Manifest) -> Outcome {
+    // The kernel is vLLM's (its `applies_to` says so): other engines pick
+    // their own attention kernels.
+    if m.package("vllm").is_none() {
+        return Outcome::clear();
+    }
     let w = m.workload();
     // 1. Which attention backend: explicit, or the one vLLM falls back to.
     let (backend, backend_path) = match (w.attention_backend(), m.env("VLLM_ATTENTION_BACKEND")) {

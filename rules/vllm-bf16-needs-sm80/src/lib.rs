@@ -6,6 +6,11 @@ use pitfall_sdk::prelude::*;
 const BF16_MIN: ComputeCapability = ComputeCapability::new(8, 0);
 
 fn evaluate(m: &Manifest) -> Outcome {
+    // The check is vLLM's own (its `applies_to` says so): without vLLM
+    // nothing refuses bfloat16 here.
+    if m.package("vllm").is_none() {
+        return Outcome::clear();
+    }
     let w = m.workload();
     let Some(dtype) = w.dtype() else {
         return Outcome::needs("workload.dtype");

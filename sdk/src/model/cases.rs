@@ -63,6 +63,11 @@ pub fn run_cases(
 ) -> Vec<CaseResult> {
     let mut results: Vec<CaseResult> =
         cases.iter().map(|case| run_case(selectors, cases, case, evaluate)).collect();
+    for case in cases.iter().filter(|c| c.expect == Expect::Matched) {
+        if let Some(manifest) = &case.manifest {
+            results.extend(probe_selectors(selectors, case, manifest, evaluate));
+        }
+    }
     for (kind, label) in [(Expect::Matched, "matched"), (Expect::Clear, "clear"), (Expect::Fixed, "fixed")] {
         if !cases.iter().any(|c| c.expect == kind) {
             results.push(CaseResult {
@@ -150,6 +155,117 @@ fn run_case(
         expected: expected_text,
         actual: outcome.to_string(),
         manifest: manifest_value,
+    }
+}
+
+/// The selector probe: a rule whose `applies_to` does not describe its
+/// code is metadata that lies (the index files it under keys it ignores,
+/// and search shows it where it cannot apply). For a `matched` case, each
+/// selector in turn is made false by the smallest edit of the manifest
+/// that does it ([`exclusions`]); the rule must not match any such variant.
+/// Only failures are reported, one result each.
+fn probe_selectors(
+    selectors: &[Selector],
+    case: &TestCase,
+    manifest: &Value,
+    evaluate: &mut dyn FnMut(&Prepared) -> Evaluation,
+) -> Vec<CaseResult> {
+    let mut failures = Vec::new();
+    for selector in selectors {
+        for (edit, variant) in exclusions(selector, manifest) {
+            let Ok(parsed) = manifest_from_value(variant.clone()) else { continue };
+            let prepared = Prepared::new(parsed);
+            // Normalisation or enrichment may undo an edit: only a variant
+            // the selector really excludes proves anything.
+            if selector.holds(&prepared.manifest) {
+                continue;
+            }
+            let outcome = evaluate(&prepared);
+            if matches!(outcome, Evaluation::Matched(_)) {
+                failures.push(CaseResult {
+                    name: format!("selector probe: case {:?} with {edit}", case.name),
+                    passed: false,
+                    expected: format!("not matched: `{selector}` excludes this manifest"),
+                    actual: format!("{outcome} (the rule ignores its own selector `{selector}`)"),
+                    manifest: variant,
+                });
+            }
+        }
+    }
+    failures
+}
+
+/// Edits of `manifest` meant to make `selector` false, each with a
+/// description for people. Version and capability ranges try a value below
+/// and above any plausible range; the caller keeps the edits that work.
+fn exclusions(selector: &Selector, manifest: &Value) -> Vec<(String, Value)> {
+    let edit = |what: String, change: &dyn Fn(&mut serde_json::Map<String, Value>)| {
+        let mut variant = manifest.clone();
+        if let Some(root) = variant.as_object_mut() {
+            change(root);
+        }
+        (what, variant)
+    };
+    let each = |root: &mut serde_json::Map<String, Value>, list: &str, f: &dyn Fn(&mut serde_json::Map<String, Value>)| {
+        if let Some(Value::Array(items)) = root.get_mut(list) {
+            items.iter_mut().filter_map(Value::as_object_mut).for_each(f);
+        }
+    };
+    let is_named = |p: &serde_json::Map<String, Value>, name: &str| {
+        p.get("name").and_then(Value::as_str).is_some_and(|n| super::normalize::package_key(n) == name)
+    };
+    match selector {
+        Selector::Package { name, versions } => {
+            let mut out = vec![edit(format!("package {name} removed"), &|root| {
+                if let Some(Value::Array(packages)) = root.get_mut("packages") {
+                    packages.retain(|p| !p.as_object().is_some_and(|p| is_named(p, name)));
+                }
+            })];
+            if versions.is_some() {
+                for version in ["0.0.1", "99999.0"] {
+                    out.push(edit(format!("package {name} at version {version}"), &|root| {
+                        each(root, "packages", &|p| {
+                            if is_named(p, name) {
+                                p.insert("version".into(), version.into());
+                            }
+                        })
+                    }));
+                }
+            }
+            out
+        }
+        Selector::Accelerator(vendor) => vec![edit(format!("no {vendor} accelerator"), &|root| {
+            each(root, "accelerators", &|a| {
+                a.insert("vendor".into(), "probe-vendor".into());
+            })
+        })],
+        Selector::Capability(_) => ["1.0", "99.0"]
+            .into_iter()
+            .map(|cc| {
+                edit(format!("every compute capability {cc}"), &|root| {
+                    each(root, "accelerators", &|a| {
+                        a.insert("compute_capability".into(), cc.into());
+                    })
+                })
+            })
+            .collect(),
+        Selector::Arch(_) => vec![edit("host.arch riscv64".into(), &|root| {
+            let host = root.entry("host").or_insert_with(|| Value::Object(Default::default()));
+            if let Some(host) = host.as_object_mut() {
+                host.insert("arch".into(), "riscv64".into());
+            }
+        })],
+        Selector::Engine(_) => vec![edit("workload.engine probe-engine".into(), &|root| {
+            let workload = root.entry("workload").or_insert_with(|| Value::Object(Default::default()));
+            if let Some(workload) = workload.as_object_mut() {
+                workload.insert("engine".into(), "probe-engine".into());
+            }
+        })],
+        Selector::Container => vec![edit("no container image".into(), &|root| {
+            if let Some(Value::Object(container)) = root.get_mut("container") {
+                container.remove("image");
+            }
+        })],
     }
 }
 

@@ -136,6 +136,36 @@ pub mod sections {
     pub const TESTS: &str = "pitfall.tests";
 }
 
+/// Section `pitfall.abi`: the ABI version as ASCII decimal digits, which
+/// must be one of `supported`. The error is the message, for people.
+pub fn decode_abi_section(data: &[u8], supported: &[u32]) -> Result<u32, String> {
+    let version: u32 = std::str::from_utf8(data)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .ok_or_else(|| format!("section `{}` must hold a decimal version", sections::ABI))?;
+    if !supported.contains(&version) {
+        return Err(format!("ABI version {version} is not supported (this host runs {supported:?})"));
+    }
+    Ok(version)
+}
+
+/// Section `pitfall.meta`: JSON [`RuleMeta`] with no lint problem
+/// ([`RuleMeta::problems`]), whose selectors therefore all parse.
+pub fn decode_meta_section(data: &[u8]) -> Result<RuleMeta, String> {
+    let meta: RuleMeta = serde_json::from_slice(data).map_err(|e| format!("section `{}`: {e}", sections::META))?;
+    // The reviewer's lint, with the messages `pitfall rule lint` prints.
+    let issues = super::lint::lint_meta(&meta);
+    if !issues.is_empty() {
+        return Err(super::lint::summary(&issues));
+    }
+    Ok(meta)
+}
+
+/// Section `pitfall.tests`: a JSON array of [`TestCase`].
+pub fn decode_tests_section(data: &[u8]) -> Result<Vec<TestCase>, String> {
+    serde_json::from_slice(data).map_err(|e| format!("section `{}`: {e}", sections::TESTS))
+}
+
 impl RuleMeta {
     /// What a reviewer would refuse in this metadata, one message per
     /// problem; empty when it is well-formed. The messages of

@@ -7,6 +7,7 @@ mod browser;
 mod common;
 mod contrast;
 mod faults;
+mod hostile;
 mod hostile_requests;
 mod live;
 mod processes;

@@ -1,0 +1,10 @@
+;; expect: contained indirect call type mismatch
+;; threat: Trap: call_indirect with a signature the entry does not have.
+(module
+  (type $t (func (result i32)))
+  (memory (export "memory") 1)
+  (table 1 funcref)
+  (func $f (param i64) (result i32) (i32.const 0))
+  (elem (i32.const 0) $f)
+  (func (export "pitfall_evaluate") (result i32)
+    (call_indirect (type $t) (i32.const 0))))

@@ -1,0 +1,7 @@
+//! cargo-fuzz target `metadata`: see `../targets.rs` and `../README.md`.
+#![no_main]
+
+#[path = "../targets.rs"]
+mod targets;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| targets::metadata(data));
