@@ -63,9 +63,13 @@ fn hostile_module(id: &str, version: &str) -> Vec<u8> {
   (import "pitfall" "field_num" (func $field_num (param i32 i32) (result f64)))
   (memory (export "memory") 1)
   (data (i32.const 16) "workload.max_num_seqs")
+  (data (i32.const 48) "packages.vllm")
   (func $recurse (param i32) (result i32) (call $recurse (i32.add (local.get 0) (i32.const 1))))
   (func (export "pitfall_evaluate") (result i32)
     (local $n f64)
+    ;; No vLLM: clear, as applies_to promises (the publish pipeline's
+    ;; selector probe refuses a rule that matches without it).
+    (if (i32.eqz (call $field_kind (i32.const 48) (i32.const 13))) (then (return (i32.const 0))))
     (if (i32.eqz (call $field_kind (i32.const 16) (i32.const 21))) (then (return (i32.const 0))))
     (local.set $n (call $field_num (i32.const 16) (i32.const 21)))
     (if (f64.eq (local.get $n) (f64.const 1234)) (then (return (i32.const 1))))
