@@ -16,25 +16,15 @@ use pitfall_sdk::model::Prepared;
 
 use crate::stats::median;
 
+/// The engine benchmark's own text of the synthetic modules, so the floor
+/// is the same module in both.
+#[path = "../../engine/benches/support/synthetic.rs"]
+mod synthetic;
+
 /// A synthetic module: `body` (WAT module fields) plus the custom sections
 /// `Engine::load` requires, with metadata that never matches anything.
-/// The same text as the engine benchmark's, so the floor is the same module.
 pub fn synthetic_module(id: &str, body: &str) -> Vec<u8> {
-    let meta = serde_json::json!({
-        "id": id, "version": "1.0.0", "title": format!("benchmark module {id}"), "severity": "info",
-        "summary": "A synthetic module of the engine's benchmark; returns clear.",
-        "message": "never matches",
-        "remedies": [{"summary": "none", "actions": [{"kind": "unset_env", "name": "X"}]}],
-        "references": [{"title": "engine/benches/engine.rs"}], "author": "benchmarks"
-    })
-    .to_string()
-    .replace('\\', "\\\\")
-    .replace('"', "\\\"");
-    let text = format!(
-        r#"(module {body}
-          (@custom "pitfall.abi" "1") (@custom "pitfall.meta" "{meta}") (@custom "pitfall.tests" "[]"))"#
-    );
-    wat::parse_str(&text).unwrap_or_else(|e| panic!("{id}: {e}"))
+    synthetic::synthetic_module(id, body)
 }
 
 /// The floor: one page, `pitfall_evaluate` returns 0 (clear).

@@ -13,6 +13,7 @@
 
 pub mod compare;
 pub mod corpus;
+pub mod dotted;
 #[cfg(feature = "extism")]
 pub mod extism;
 pub mod fleet;

@@ -67,6 +67,10 @@ const N_CHECK: usize = 500;
 /// every module alike.
 const ROUNDS: usize = 100;
 /// The issue's target: per-rule evaluation at most this many floors.
+#[path = "support/synthetic.rs"]
+mod synthetic;
+use synthetic::synthetic_module;
+
 const TARGET_RATIO: f64 = 1.5;
 
 fn fixture(name: &str) -> Manifest {
@@ -75,25 +79,6 @@ fn fixture(name: &str) -> Manifest {
     parse_manifest(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// A synthetic rule: `body` (WAT module fields) plus the custom sections
-/// `Engine::load` requires, with metadata that never matches anything.
-fn synthetic_module(id: &str, body: &str) -> Vec<u8> {
-    let meta = serde_json::json!({
-        "id": id, "version": "1.0.0", "title": format!("benchmark module {id}"), "severity": "info",
-        "summary": "A synthetic module of the engine's benchmark; returns clear.",
-        "message": "never matches",
-        "remedies": [{"summary": "none", "actions": [{"kind": "unset_env", "name": "X"}]}],
-        "references": [{"title": "engine/benches/engine.rs"}], "author": "benchmarks"
-    })
-    .to_string()
-    .replace('\\', "\\\\")
-    .replace('"', "\\\"");
-    let text = format!(
-        r#"(module {body}
-          (@custom "pitfall.abi" "1") (@custom "pitfall.meta" "{meta}") (@custom "pitfall.tests" "[]"))"#
-    );
-    wat::parse_str(&text).unwrap_or_else(|e| panic!("{id}: {e}"))
-}
 
 /// A module that does nothing: `pages` pages of memory, no imports, no
 /// data, `pitfall_evaluate` returns 0 (clear). With `pages == 1` this is the

@@ -64,24 +64,11 @@ fn read(path: &str) -> Result<Field, Error> {
     })
 }
 
-/// `X[.Y[.Z]][+local]` in 20-bit parts, as the WAT template parses it.
-fn dotted(text: &str) -> Option<i64> {
-    let public = text.split('+').next().unwrap_or("");
-    let mut parts = 0;
-    let mut acc = 0i64;
-    for part in public.split('.') {
-        if part.is_empty() || part.len() > 7 || !part.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let n: i64 = part.parse().ok()?;
-        if n >= 1 << 20 {
-            return None;
-        }
-        acc = (acc << 20) | n;
-        parts += 1;
-    }
-    (parts <= 3).then(|| acc << (20 * (3 - parts)))
-}
+// The version parser of the native comparison, so the plugin and the
+// compiled-in rule parse alike (the file needs nothing but core).
+#[path = "../../src/dotted.rs"]
+mod dotted;
+use dotted::dotted;
 
 #[plugin_fn]
 pub fn evaluate(_input: String) -> FnResult<String> {
