@@ -29,6 +29,14 @@ enum { KIND_MISSING = 0 };
 
 __attribute__((export_name("pitfall_evaluate")))
 int pitfall_evaluate(void) {
+    /* Keep the promise of applies_to (`package:vllm`, `accelerator:nvidia`):
+     * the publish pipeline re-runs each matched case with each selector made
+     * false, and refuses a rule that still matches. */
+    if (field_kind(S("packages.vllm")) == KIND_MISSING) return CLEAR;
+    char vendor[8];
+    if (field_str(S("accelerators.0.vendor"), vendor, sizeof vendor) != 6 || vendor[0] != 'n' ||
+        vendor[1] != 'v' || vendor[2] != 'i' || vendor[3] != 'd' || vendor[4] != 'i' || vendor[5] != 'a')
+        return CLEAR;
     /* §6: the host has already enriched known GPUs (a V100 gets 7.0). */
     if (field_kind(S(CC)) == KIND_MISSING) {
         missing(S(CC));                 /* §7.5: say which field is needed */

@@ -326,6 +326,8 @@ async fn maintainers_review_pending_versions_with_forms() {
             )
             .await;
         assert_eq!(published.status, StatusCode::CREATED, "{}", published.body);
+        // The version the bundled module carries (it moves when the rule does).
+        let version = pitfall_engine::inspect::embedded(wasm).expect("the bundled module's metadata").0.version;
 
         let anonymous = site.get("/review").await;
         assert_page(&anonymous, StatusCode::OK, "sign-in");
@@ -355,7 +357,7 @@ async fn maintainers_review_pending_versions_with_forms() {
         assert_eq!(site.get(&format!("/rules/{PENDING_ID}")).await.status, StatusCode::NOT_FOUND);
         assert_eq!(site.get_with(&format!("/rules/{PENDING_ID}"), &[("cookie", &cookie)]).await.status, StatusCode::OK);
 
-        let action = format!("/review/{PENDING_ID}/1.0.0/approve");
+        let action = format!("/review/{PENDING_ID}/{version}/approve");
         let no_csrf = site.post_form(&action, &[("csrf", "0"), ("reason", "ok")], &[("cookie", &cookie)]).await;
         assert_page(&no_csrf, StatusCode::FORBIDDEN, "csrf");
         let foreign = site.post_form(&action, &[("csrf", &csrf)], &[("cookie", &cookie), ("origin", "https://evil.test")]).await;
@@ -367,7 +369,7 @@ async fn maintainers_review_pending_versions_with_forms() {
         assert_eq!(approved.status, StatusCode::SEE_OTHER, "{}", approved.body);
         let location = approved.headers["location"].to_str().expect("location").to_owned();
         let after = site.get_with(&location, &[("cookie", &cookie)]).await;
-        assert!(after.body.contains(&format!("{PENDING_ID} 1.0.0 approved.")), "{}", after.body);
+        assert!(after.body.contains(&format!("{PENDING_ID} {version} approved.")), "{}", after.body);
         assert!(after.body.contains("No version is waiting for review."));
         // Checks serve it now, and its page shows the review.
         let rule = site.get(&format!("/rules/{PENDING_ID}")).await;
