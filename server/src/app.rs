@@ -150,11 +150,7 @@ async fn admit(state: &AppState, method: &str, route: &str, request: Request) ->
     };
     if let Some(limiter) = limiter {
         let ip = crate::listen::peer(&request).map(|p| p.ip());
-        let bearer = request
-            .headers()
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|h| h.to_str().ok())
-            .map(|h| h.trim_start_matches("Bearer ").trim_start_matches("bearer ").trim());
+        let bearer = crate::auth::bearer_token(request.headers());
         // Rounded up: a client that waits what it was told is admitted.
         limiter.admit(ip, bearer).map_err(|wait| AppError::RateLimited { retry_after_s: (wait.as_secs_f64().ceil() as u64).max(1) })?;
     }

@@ -5,6 +5,7 @@
 //! Tokens are never logged: only the account name and token id are.
 
 use axum::extract::FromRequestParts;
+use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
@@ -39,6 +40,19 @@ impl Caller {
     }
 }
 
+/// The token of an `Authorization: Bearer <token>` header, if the request
+/// has one of that form: what authentication and the per-token rate limit
+/// both key on.
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(AUTHORIZATION)?
+        .to_str()
+        .ok()
+        .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
 fn rank(role: Role) -> u8 {
     match role {
         Role::Contributor => 1,
@@ -51,15 +65,10 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, AppError> {
-        let Some(header) = parts.headers.get(AUTHORIZATION) else {
+        if !parts.headers.contains_key(AUTHORIZATION) {
             return Ok(Caller(None));
-        };
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
+        }
+        let token = bearer_token(&parts.headers)
             .ok_or_else(|| AppError::Unauthorized("the Authorization header must be `Bearer <token>`".into()))?;
         match state.registry().store().authenticate(token).await? {
             Some(principal) => Ok(Caller(Some(principal))),

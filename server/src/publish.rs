@@ -104,7 +104,8 @@ pub fn assess_blocking(engine: &Engine, bytes: &[u8]) -> Result<Accepted, Refuse
         Err(e @ LoadError::Metadata(_)) => return Err(lint_refusal(bytes).unwrap_or_else(|| e.into())),
         Err(e) => return Err(e.into()),
     };
-    if let Some(refused) = lint_refusal(bytes) {
+    // The module's metadata and cases are already parsed, in the rule.
+    if let Some(refused) = refusal(lint::lint(&rule.info.meta, &rule.info.tests)) {
         return Err(refused);
     }
     let load_us = micros(start);
@@ -130,13 +131,17 @@ pub fn assess_blocking(engine: &Engine, bytes: &[u8]) -> Result<Accepted, Refuse
     Ok(Accepted { rule, report })
 }
 
-/// The reviewer's lint of the module's metadata and cases (the SDK's
-/// `model::lint`, what `pitfall rule lint` runs), as a refusal of step
-/// `metadata`; none when it passes or the sections cannot be read (the
-/// engine's own error says why).
+/// The reviewer's lint of a module the engine refused for its metadata,
+/// read from its sections; none when it passes or the sections cannot be
+/// read (the engine's own error says why).
 fn lint_refusal(bytes: &[u8]) -> Option<Refused> {
     let (meta, cases) = pitfall_engine::inspect::embedded(bytes).ok()?;
-    let issues = lint::lint(&meta, &cases);
+    refusal(lint::lint(&meta, &cases))
+}
+
+/// The reviewer's lint (the SDK's `model::lint`, what `pitfall rule lint`
+/// runs) as a refusal of step `metadata`, when it found anything.
+fn refusal(issues: Vec<lint::LintIssue>) -> Option<Refused> {
     (!issues.is_empty()).then(|| Refused { step: "metadata", message: lint::summary(&issues) })
 }
 
