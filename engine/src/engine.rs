@@ -85,11 +85,12 @@ fn wasmtime_config(limits: &Limits) -> Config {
         .table_elements(MAX_TABLE_ELEMENTS)
         .max_memory_size(limits.max_memory_bytes)
         .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-        // Every free slot may stay warm (keep its module's memory image
-        // mapped): with the default of 100 split across one shard per CPU,
-        // a thread that cycles through more distinct modules than its
-        // shard keeps re-maps an image at each instantiation, about 5x the
-        // floor. The slots are bounded by `max_instances` anyway.
+        // Every free slot may stay warm: with the default of 100 split
+        // across one shard per CPU, a thread that cycled through more
+        // distinct modules than its shard keeps paid about 5x the floor per
+        // instantiation (measured while copy-on-write images were still on;
+        // not re-measured since). The slots are bounded by `max_instances`
+        // anyway.
         .max_unused_warm_slots(limits.max_instances)
         .table_keep_resident(4096);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
