@@ -1,0 +1,66 @@
+//! The fast manifest reader (`manifest_from_slice`, text straight into the
+//! types) against the path through a JSON value (`manifest_from_value`):
+//! whatever the fast one accepts must read as the same manifest, and what
+//! it declines must still be decided (and named) by the other.
+
+use std::path::PathBuf;
+
+use pitfall_sdk::model::{Manifest, manifest_from_slice, manifest_from_value, parse_manifest};
+
+fn through_value(text: &[u8]) -> Result<Manifest, String> {
+    let value: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    manifest_from_value(value).map_err(|e| e.message)
+}
+
+fn fixtures() -> Vec<(String, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/manifests");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "json") {
+            out.push((path.display().to_string(), std::fs::read(&path).expect("read")));
+        }
+    }
+    assert!(out.len() >= 3, "the shared fixtures are beside the repo");
+    out
+}
+
+#[test]
+fn the_fast_reader_reads_every_fixture_as_the_value_path_does() {
+    for (name, text) in fixtures() {
+        let fast = manifest_from_slice(&text).unwrap_or_else(|| panic!("{name}: the fast reader declined a valid manifest"));
+        assert_eq!(Ok(fast), through_value(&text), "{name}");
+    }
+}
+
+#[test]
+fn what_the_fast_reader_declines_the_value_path_decides() {
+    let cases: &[(&str, Option<&str>)] = &[
+        // Valid, but a duplicated key: the value path keeps the last one.
+        (r#"{"manifest_version": 1, "host": {"arch": "x86_64"}, "host": {"arch": "aarch64"}}"#, None),
+        (r#"{"manifest_version": 2}"#, Some("manifest_version: 2 is not supported")),
+        (r#"{"manifest_version": "1"}"#, Some("manifest_version")),
+        (r#"{"host": {}}"#, Some("manifest_version: missing")),
+        (r#"[1, 2]"#, Some("a manifest is a JSON object")),
+        (r#"{"manifest_version": 1, "accelerators": [{"count": "two"}]}"#, Some("accelerators[0].count")),
+        (r#"{"manifest_version": 1} trailing"#, Some("not valid JSON")),
+    ];
+    for (text, error) in cases {
+        assert!(manifest_from_slice(text.as_bytes()).is_none(), "{text}: the fast reader should decline");
+        match (parse_manifest(text.as_bytes()), error) {
+            (Ok(m), None) => assert_eq!(m.host.and_then(|h| h.arch).as_deref(), Some("aarch64"), "{text}"),
+            (Err(e), Some(want)) => assert!(e.message.contains(want), "{text}: {e}"),
+            (got, want) => panic!("{text}: got {got:?}, wanted an error containing {want:?}"),
+        }
+    }
+}
+
+#[test]
+fn unknown_members_survive_the_fast_reader() {
+    let text = br#"{"manifest_version": 1, "future": {"b": [1, 2.5, null], "a": "x"},
+                   "packages": [{"name": "vllm", "version": "0.27.1", "channel": "nightly"}]}"#;
+    let fast = manifest_from_slice(text).expect("accepted");
+    assert_eq!(Ok(fast.clone()), through_value(text));
+    assert_eq!(fast.extra["future"]["b"][1], serde_json::json!(2.5));
+    assert_eq!(fast.packages[0].extra["channel"], "nightly");
+}
