@@ -65,7 +65,7 @@ impl NativeRule {
             return 0;
         }
         let version = match s.field_str(self.version_path.as_bytes()) {
-            Ok(v) => v.to_owned(),
+            Ok(v) => v.into_owned(),
             Err(-1) => {
                 let _ = s.missing(self.version_path.as_bytes());
                 return 2;
@@ -80,7 +80,7 @@ impl NativeRule {
         }
         let mut cc_text = None;
         if self.spec.template != Template::VersionRange {
-            if s.field_kind(GPU) == 0 || s.field_str(VENDOR) != Ok("nvidia") {
+            if s.field_kind(GPU) == 0 || s.field_str(VENDOR).as_deref() != Ok("nvidia") {
                 return 0;
             }
             if s.field_kind(CC) == 0 {
@@ -99,7 +99,7 @@ impl NativeRule {
             if !inside {
                 return 0;
             }
-            cc_text = s.field_str(CC).ok().map(str::to_owned);
+            cc_text = s.field_str(CC).ok().map(std::borrow::Cow::into_owned);
         }
         let _ = s.evidence(self.version_path.as_bytes());
         let _ = s.param(b"version", version.as_bytes());

@@ -60,7 +60,7 @@ pub mod native {
     }
     /// See [`crate::abi`].
     pub fn field_str(path: &str) -> Option<String> {
-        with(|s| s.field_str(path.as_bytes()).ok().map(str::to_owned))
+        with(|s| s.field_str(path.as_bytes()).ok().map(std::borrow::Cow::into_owned))
     }
     /// See [`crate::abi`].
     pub fn evidence(path: &str) {

@@ -2,6 +2,7 @@
 //! and by the SDK's native test harness (behind plain function calls), so a
 //! rule sees the same answers in `cargo test` as in the registry.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::fields::{FieldKind, FieldMap};
@@ -100,10 +101,10 @@ impl Session {
     }
 
     /// `field_str`: a scalar as text, or the status for missing / not scalar.
-    pub fn field_str(&self, path: &[u8]) -> Result<&str, i32> {
+    pub fn field_str(&self, path: &[u8]) -> Result<Cow<'_, str>, i32> {
         match self.lookup(path) {
             None => Err(status::MISSING),
-            Some(f) => f.text.as_deref().ok_or(status::WRONG_KIND),
+            Some(f) => f.text.ok_or(status::WRONG_KIND),
         }
     }
 
@@ -141,7 +142,7 @@ impl Session {
         std::mem::take(&mut self.output)
     }
 
-    fn lookup(&self, path: &[u8]) -> Option<&super::fields::Field> {
+    fn lookup(&self, path: &[u8]) -> Option<super::fields::Field<'_>> {
         self.fields.get_bytes(path)
     }
 
