@@ -1,6 +1,7 @@
 //! A check: one manifest against a rule set. The manifest is normalised,
 //! enriched and flattened once; the candidate index picks the rules whose
-//! selectors can hold; those run in parallel across cores, each in its own
+//! selectors can hold; those run in parallel across cores (unless the cores
+//! are already busy with other checks), each in its own
 //! instance; each rule's result lands in exactly one list of the answer.
 
 use std::sync::Arc;
@@ -60,10 +61,11 @@ impl RuleSet {
     /// Checks a manifest (as the client sent it).
     pub fn check(&self, engine: &Engine, manifest: Manifest) -> CheckResponse {
         let start = Instant::now();
+        let (_running, fan_out) = engine.check_started();
         let prepared = Prepared::new(manifest);
         let candidates = self.candidates(&prepared);
         let evaluate = |rule: &&Arc<Rule>| (rule.id().to_owned(), engine.evaluate(rule, &prepared));
-        let results: Vec<(String, Evaluation)> = if candidates.len() < PARALLEL_THRESHOLD {
+        let results: Vec<(String, Evaluation)> = if candidates.len() < PARALLEL_THRESHOLD || !fan_out {
             candidates.iter().map(evaluate).collect()
         } else {
             candidates.par_iter().map(evaluate).collect()

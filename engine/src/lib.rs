@@ -24,7 +24,7 @@ pub mod limits;
 pub mod rule;
 
 pub use check::RuleSet;
-pub use engine::{Engine, Sandboxed};
+pub use engine::{CheckGuard, Engine, Sandboxed};
 pub use error::{EngineError, LoadError};
 pub use inspect::ModuleInfo;
 pub use limits::Limits;
