@@ -93,8 +93,12 @@ pub const DEFAULT_RATE_CHECK_PER_TOKEN: u32 = 600;
 pub const DEFAULT_RATE_PUBLISH_PER_IP: u32 = 30;
 /// Publishes per minute with one token.
 pub const DEFAULT_RATE_PUBLISH_PER_TOKEN: u32 = 30;
-/// About 10,000 answers of a few KiB each: tens of MiB at most.
+/// Answers kept for identical manifests, at most.
 pub const DEFAULT_RESULT_CACHE_ENTRIES: usize = 10_000;
+/// And at most this much answer text: an answer of twenty findings is
+/// 20-40 KiB, so a count alone let 10,000 distinct machines' answers take
+/// hundreds of MiB (measured: 120-170 MiB over a 10,000-rule server's own).
+pub const DEFAULT_RESULT_CACHE_BYTES: usize = 64 << 20;
 
 /// Bounds on what one request may ask of the server.
 #[derive(Debug, Clone, clap::Args)]
@@ -115,6 +119,9 @@ pub struct ServerLimits {
     /// Check answers kept for identical manifests (per ruleset revision).
     #[arg(long, env = "PITFALL_RESULT_CACHE_ENTRIES", default_value_t = DEFAULT_RESULT_CACHE_ENTRIES)]
     pub result_cache_entries: usize,
+    /// Bytes of answer text the result cache keeps, at most (oldest out first).
+    #[arg(long, env = "PITFALL_RESULT_CACHE_BYTES", default_value_t = DEFAULT_RESULT_CACHE_BYTES)]
+    pub result_cache_bytes: usize,
     /// Longest a client may take to send a request's head, in milliseconds;
     /// then the connection is closed.
     #[arg(long, env = "PITFALL_HEADER_TIMEOUT_MS", default_value_t = DEFAULT_HEADER_TIMEOUT_MS)]
@@ -161,6 +168,7 @@ impl Default for ServerLimits {
             max_batch: DEFAULT_MAX_BATCH,
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             result_cache_entries: DEFAULT_RESULT_CACHE_ENTRIES,
+            result_cache_bytes: DEFAULT_RESULT_CACHE_BYTES,
             header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
             body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,

@@ -6,18 +6,22 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use pitfall_sdk::model::report::CheckResponse;
-use serde_json::Value;
+use pitfall_sdk::model::Manifest;
 use sha2::{Digest, Sha256};
 
-/// The digest of a manifest in canonical form (object keys sorted, no
-/// whitespace), so key order and formatting do not split the cache.
+use crate::answer::SerializedAnswer;
+
+/// The digest of a manifest as read into the contract's types, so key
+/// order, formatting and anything else that reads as the same manifest do
+/// not split the cache (and the answer depends on nothing else).
 pub type ManifestDigest = [u8; 32];
 
-/// A bounded cache of check answers.
+/// A bounded cache of check answers: at most so many, and at most so many
+/// bytes of answer text (answers of many findings are tens of KiB).
 #[derive(Debug)]
 pub struct ResultCache {
     capacity: usize,
+    max_bytes: usize,
     inner: Mutex<Entries>,
 }
 
@@ -25,19 +29,22 @@ pub struct ResultCache {
 struct Entries {
     /// The revision every entry belongs to.
     revision: String,
-    answers: HashMap<ManifestDigest, Arc<CheckResponse>>,
+    answers: HashMap<ManifestDigest, Arc<SerializedAnswer>>,
     /// Insertion order, for eviction: oldest first.
     order: VecDeque<ManifestDigest>,
+    /// The kept answers' weights, summed.
+    bytes: usize,
 }
 
 impl ResultCache {
-    /// A cache of at most `capacity` answers (0 disables it).
-    pub fn new(capacity: usize) -> ResultCache {
-        ResultCache { capacity, inner: Mutex::new(Entries::default()) }
+    /// A cache of at most `capacity` answers and `max_bytes` bytes of them
+    /// (either 0 disables it).
+    pub fn new(capacity: usize, max_bytes: usize) -> ResultCache {
+        ResultCache { capacity, max_bytes, inner: Mutex::new(Entries::default()) }
     }
 
     /// The answer computed for this manifest under this revision, if kept.
-    pub fn get(&self, digest: &ManifestDigest, revision: &str) -> Option<Arc<CheckResponse>> {
+    pub fn get(&self, digest: &ManifestDigest, revision: &str) -> Option<Arc<SerializedAnswer>> {
         let entries = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if entries.revision != revision {
             return None;
@@ -47,8 +54,10 @@ impl ResultCache {
 
     /// Keeps an answer computed under `revision`. An answer from a revision
     /// other than the newest seen is dropped; a newer one empties the cache.
-    pub fn put(&self, digest: ManifestDigest, revision: &str, answer: Arc<CheckResponse>) {
-        if self.capacity == 0 {
+    /// An answer heavier than the whole budget is not kept.
+    pub fn put(&self, digest: ManifestDigest, revision: &str, answer: Arc<SerializedAnswer>) {
+        let weight = answer.weight();
+        if self.capacity == 0 || weight > self.max_bytes {
             return;
         }
         let mut entries = self.inner.lock().unwrap_or_else(|p| p.into_inner());
@@ -59,16 +68,17 @@ impl ResultCache {
             entries.revision = revision.to_owned();
             entries.answers.clear();
             entries.order.clear();
+            entries.bytes = 0;
         }
-        if entries.answers.insert(digest, answer).is_none() {
-            entries.order.push_back(digest);
+        match entries.answers.insert(digest, answer) {
+            Some(replaced) => entries.bytes -= replaced.weight(),
+            None => entries.order.push_back(digest),
         }
-        while entries.answers.len() > self.capacity {
-            match entries.order.pop_front() {
-                Some(oldest) => {
-                    entries.answers.remove(&oldest);
-                }
-                None => break,
+        entries.bytes += weight;
+        while entries.answers.len() > self.capacity || entries.bytes > self.max_bytes {
+            let Some(oldest) = entries.order.pop_front() else { break };
+            if let Some(evicted) = entries.answers.remove(&oldest) {
+                entries.bytes -= evicted.weight();
             }
         }
     }
@@ -76,6 +86,11 @@ impl ResultCache {
     /// How many answers are kept.
     pub fn len(&self) -> usize {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).answers.len()
+    }
+
+    /// The kept answers' weight in bytes.
+    pub fn bytes(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).bytes
     }
 
     /// Whether no answer is kept.
@@ -93,93 +108,116 @@ fn revision_is_older(candidate: &str, current: &str) -> bool {
     }
 }
 
-/// The canonical digest of a manifest value.
-pub fn manifest_digest(value: &Value) -> ManifestDigest {
-    let mut hasher = Sha256::new();
-    write_canonical(value, &mut hasher);
-    hasher.finalize().into()
+/// The digest of a manifest: SHA-256 of its serialisation from the types
+/// (fields in declaration order, maps sorted), written straight into the
+/// hasher. SHA-256 rather than a fast hash: a client who could make two
+/// manifests collide could have its answer served to someone else.
+pub fn manifest_digest(manifest: &Manifest) -> ManifestDigest {
+    let mut hasher = HashWriter(Sha256::new());
+    // Writing into a hasher cannot fail, and plain data always serialises.
+    let _ = serde_json::to_writer(&mut hasher, manifest);
+    hasher.0.finalize().into()
 }
 
-fn write_canonical(value: &Value, out: &mut Sha256) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.update(b"{");
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.update(b",");
-                }
-                write_canonical(&Value::String(key.clone()), out);
-                out.update(b":");
-                write_canonical(&map[key], out);
-            }
-            out.update(b"}");
-        }
-        Value::Array(items) => {
-            out.update(b"[");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.update(b",");
-                }
-                write_canonical(item, out);
-            }
-            out.update(b"]");
-        }
-        // Scalars have one serde_json rendering each.
-        scalar => out.update(scalar.to_string().as_bytes()),
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pitfall_sdk::model::report::CheckStats;
-    use serde_json::json;
+    use pitfall_sdk::model::parse_manifest;
+    use pitfall_sdk::model::report::{CheckResponse, CheckStats};
 
-    fn answer(revision: &str) -> Arc<CheckResponse> {
-        Arc::new(CheckResponse {
-            findings: vec![],
+    fn answer(revision: &str, findings: usize) -> Arc<SerializedAnswer> {
+        let finding = serde_json::json!({
+            "rule_id": "demo-rule", "rule_version": "1.0.0", "severity": "error", "title": "t",
+            "message": "m".repeat(1000), "error_signatures": [], "evidence": [], "remedies": [], "references": []
+        });
+        Arc::new(SerializedAnswer::new(&CheckResponse {
+            findings: vec![serde_json::from_value(finding).unwrap_or_else(|e| panic!("{e}")); findings],
             undetermined: vec![],
             rule_errors: vec![],
             ruleset_revision: revision.into(),
             stats: CheckStats { rules_total: 0, rules_evaluated: 0, elapsed_us: 0 },
             enriched: vec![],
-        })
+        }))
+    }
+
+    fn digest(json: &str) -> ManifestDigest {
+        manifest_digest(&parse_manifest(json.as_bytes()).unwrap_or_else(|e| panic!("{json}: {e}")))
     }
 
     #[test]
     fn key_order_and_whitespace_do_not_change_the_digest() {
-        let a: Value = serde_json::from_str(r#"{"a": 1, "b": {"y": [1, 2], "x": "s"}}"#).expect("json");
-        let b: Value = serde_json::from_str(r#"{"b":{"x":"s","y":[1,2]},"a":1}"#).expect("json");
-        assert_eq!(manifest_digest(&a), manifest_digest(&b));
-        assert_ne!(manifest_digest(&a), manifest_digest(&json!({"a": 2, "b": {"y": [1, 2], "x": "s"}})));
-        assert_ne!(manifest_digest(&json!({"a": [1, 2]})), manifest_digest(&json!({"a": [2, 1]})));
+        let a = r#"{"manifest_version": 1, "host": {"arch": "x86_64", "os": "linux"},
+                    "future": {"y": [1, 2], "x": "s"}}"#;
+        let b = r#"{"future":{"x":"s","y":[1,2]},"host":{"os":"linux","arch":"x86_64"},"manifest_version":1}"#;
+        assert_eq!(digest(a), digest(b), "unknown members are sorted too");
+        assert_ne!(digest(a), digest(r#"{"manifest_version": 1, "host": {"arch": "aarch64", "os": "linux"}}"#));
+        assert_ne!(
+            digest(r#"{"manifest_version": 1, "future": [1, 2]}"#),
+            digest(r#"{"manifest_version": 1, "future": [2, 1]}"#)
+        );
+        assert_ne!(
+            digest(r#"{"manifest_version": 1, "packages": [{"name": "a", "version": "1"}, {"name": "b", "version": "1"}]}"#),
+            digest(r#"{"manifest_version": 1, "packages": [{"name": "a", "version": "1"}, {"name": "b", "version": "2"}]}"#)
+        );
     }
 
     #[test]
     fn never_answers_for_another_revision() {
-        let cache = ResultCache::new(4);
-        let d = manifest_digest(&json!({"manifest_version": 1}));
-        cache.put(d, "7", answer("7"));
+        let cache = ResultCache::new(4, 1 << 20);
+        let d = digest(r#"{"manifest_version": 1}"#);
+        cache.put(d, "7", answer("7", 0));
         assert!(cache.get(&d, "7").is_some());
         assert!(cache.get(&d, "8").is_none(), "a newer revision must recompute");
-        cache.put(d, "8", answer("8"));
+        cache.put(d, "8", answer("8", 0));
         assert!(cache.get(&d, "7").is_none(), "the older revision's answers are gone");
         // A slow check that started before the swap finishes late: dropped.
-        cache.put(d, "7", answer("7"));
-        assert_eq!(cache.get(&d, "8").expect("kept").ruleset_revision, "8");
+        cache.put(d, "7", answer("7", 0));
+        assert!(cache.get(&d, "8").expect("kept").json(0).contains(r#""ruleset_revision":"8""#));
     }
 
     #[test]
     fn stays_within_capacity_oldest_first() {
-        let cache = ResultCache::new(2);
-        let digests: Vec<_> = (0..3).map(|i| manifest_digest(&json!({ "i": i }))).collect();
+        let cache = ResultCache::new(2, 1 << 20);
+        let digests: Vec<_> = (0..3).map(|i| digest(&format!(r#"{{"manifest_version": 1, "i": {i}}}"#))).collect();
         for d in &digests {
-            cache.put(*d, "1", answer("1"));
+            cache.put(*d, "1", answer("1", 0));
         }
         assert_eq!(cache.len(), 2);
         assert!(cache.get(&digests[0], "1").is_none());
         assert!(cache.get(&digests[2], "1").is_some());
+    }
+
+    #[test]
+    fn stays_within_its_bytes_oldest_first() {
+        let one = answer("1", 20).weight();
+        assert!(one > 20_000, "twenty findings of a KiB each: {one}");
+        let cache = ResultCache::new(1000, 3 * one + one / 2);
+        let digests: Vec<_> = (0..5).map(|i| digest(&format!(r#"{{"manifest_version": 1, "i": {i}}}"#))).collect();
+        for d in &digests {
+            cache.put(*d, "1", answer("1", 20));
+        }
+        assert_eq!(cache.len(), 3, "three answers fit the budget");
+        assert!(cache.bytes() <= 3 * one + one / 2);
+        assert!(cache.get(&digests[1], "1").is_none() && cache.get(&digests[4], "1").is_some());
+        // Replacing an answer counts its weight once.
+        cache.put(digests[4], "1", answer("1", 20));
+        assert_eq!((cache.len(), cache.bytes()), (3, 3 * one));
+        // One answer over the whole budget is not kept, and evicts nothing.
+        let small = ResultCache::new(1000, one / 2);
+        small.put(digests[0], "1", answer("1", 20));
+        assert!(small.is_empty());
     }
 }

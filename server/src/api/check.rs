@@ -4,28 +4,29 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
 use pitfall_sdk::model::manifest::MANIFEST_VERSION;
-use pitfall_sdk::model::report::CheckResponse;
-use pitfall_sdk::model::{Manifest, manifest_from_value};
+use pitfall_sdk::model::{Manifest, manifest_from_slice, manifest_from_value};
 use serde_json::Value;
 
-use crate::api::types::{BatchItem, BatchResponse, ErrorBody};
+use crate::answer::SerializedAnswer;
+use crate::api::types::ErrorBody;
 use crate::app::{AppState, read_body};
 use crate::error::AppError;
 use crate::result_cache::manifest_digest;
 
 /// `POST /v1/check`: one manifest.
-pub async fn check(State(state): State<AppState>, body: Body) -> Result<Json<CheckResponse>, AppError> {
+pub async fn check(State(state): State<AppState>, body: Body) -> Result<Response, AppError> {
     let limit = state.limits().max_manifest_bytes.min(state.limits().max_body_bytes);
     let body = read_body(body, limit).await?;
-    let value: Value = serde_json::from_slice(&body)
-        .map_err(|e| AppError::BadRequest { code: "invalid_json", message: format!("the body is not JSON: {e}") })?;
-    let answers = check_values(&state, vec![Ok(value)]).await?;
-    let answer = answers.into_iter().next().ok_or_else(|| AppError::Internal(anyhow::anyhow!("no answer")))?;
-    Ok(Json(answer?))
+    let start = Instant::now();
+    let manifest = read_manifest(&body)?;
+    let answers = check_manifests(&state, vec![Ok(manifest)]).await?;
+    let answer = answers.into_iter().next().ok_or_else(|| AppError::Internal(anyhow::anyhow!("no answer")))??;
+    Ok(json_response(answer.json(micros(start))))
 }
 
 /// The batch body as received (`api::types::BatchRequest` documents it).
@@ -36,9 +37,11 @@ struct RawBatch<'a> {
 }
 
 /// `POST /v1/check/batch`: `{"manifests": [...]}`, answered in order. A bad
-/// manifest gets its own error entry; the others are still checked.
-pub async fn batch(State(state): State<AppState>, body: Body) -> Result<Json<BatchResponse>, AppError> {
+/// manifest gets its own error entry; the others are still checked. The
+/// body is `api::types::BatchResponse`, written from the answers' text.
+pub async fn batch(State(state): State<AppState>, body: Body) -> Result<Response, AppError> {
     let body = read_body(body, state.limits().max_body_bytes).await?;
+    let start = Instant::now();
     // Raw entries: each manifest's size is its text's length, with no
     // second serialisation to measure it.
     let request: RawBatch<'_> = serde_json::from_slice(&body).map_err(|e| AppError::BadRequest {
@@ -53,77 +56,88 @@ pub async fn batch(State(state): State<AppState>, body: Body) -> Result<Json<Bat
         });
     }
     let max_manifest = state.limits().max_manifest_bytes;
-    let values = request
+    let manifests = request
         .manifests
         .iter()
         .map(|raw| {
             if raw.get().len() > max_manifest {
                 return Err(AppError::TooLarge { limit: max_manifest });
             }
-            serde_json::from_str::<Value>(raw.get())
-                .map_err(|e| AppError::BadRequest { code: "invalid_json", message: e.to_string() })
+            read_manifest(raw.get().as_bytes())
         })
         .collect();
-    let answers = check_values(&state, values).await?;
-    let results = answers
-        .into_iter()
-        .map(|answer| match answer {
-            Ok(answer) => BatchItem::Answer(Box::new(answer)),
-            Err(e) => BatchItem::Error { error: ErrorBody::from(&e) },
-        })
-        .collect();
-    Ok(Json(BatchResponse { results }))
+    let answers = check_manifests(&state, manifests).await?;
+    let elapsed_us = micros(start);
+    let mut out = String::from("{\"results\":[");
+    for (i, answer) in answers.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match answer {
+            Ok(answer) => answer.write(elapsed_us, &mut out),
+            Err(e) => {
+                let entry = serde_json::json!({ "error": ErrorBody::from(e) });
+                out.push_str(&entry.to_string());
+            }
+        }
+    }
+    out.push_str("]}");
+    Ok(json_response(out))
 }
 
-/// Parses, looks up the cache, and evaluates the rest on a blocking thread
+fn json_response(body: String) -> Response {
+    ([(CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// Looks up the cache, and evaluates the rest on a blocking thread
 /// (evaluation is CPU work and fans out over a thread pool).
-async fn check_values(state: &AppState, values: Vec<Result<Value, AppError>>) -> Result<Vec<Result<CheckResponse, AppError>>, AppError> {
-    let start = Instant::now();
+async fn check_manifests(
+    state: &AppState,
+    manifests: Vec<Result<Manifest, AppError>>,
+) -> Result<Vec<Result<Arc<SerializedAnswer>, AppError>>, AppError> {
     let rules = state.registry().rules();
     let revision = rules.revision().to_owned();
-    let mut answers: Vec<Option<Result<CheckResponse, AppError>>> = Vec::with_capacity(values.len());
+    let mut answers: Vec<Option<Result<Arc<SerializedAnswer>, AppError>>> = Vec::with_capacity(manifests.len());
     let mut work: Vec<(usize, [u8; 32], Manifest)> = Vec::new();
-    for (i, value) in values.into_iter().enumerate() {
-        let value = match value {
-            Ok(value) => value,
+    for (i, manifest) in manifests.into_iter().enumerate() {
+        let manifest = match manifest {
+            Ok(manifest) => manifest,
             Err(e) => {
                 answers.push(Some(Err(e)));
                 continue;
             }
         };
-        let digest = manifest_digest(&value);
+        let digest = manifest_digest(&manifest);
         if let Some(hit) = state.cache().get(&digest, &revision) {
             state.metrics().check_cache_hits.fetch_add(1, Relaxed);
-            let mut answer = (*hit).clone();
-            // The time this request took, not that of the evaluation that
-            // filled the cache.
-            answer.stats.elapsed_us = micros(start);
-            answers.push(Some(Ok(answer)));
+            answers.push(Some(Ok(hit)));
             continue;
         }
-        match parse(value) {
-            Ok(manifest) => {
-                work.push((i, digest, manifest));
-                answers.push(None);
-            }
-            Err(e) => answers.push(Some(Err(e))),
-        }
+        work.push((i, digest, manifest));
+        answers.push(None);
     }
     let evaluated = if work.is_empty() {
         Vec::new()
     } else {
+        let _slot = state.check_slot().await;
         let engine = state.registry().engine().clone();
         let rules = rules.clone();
+        // Serialised on the blocking thread too: it is CPU work, and the
+        // only copy of the answer the cache and the response need.
         tokio::task::spawn_blocking(move || {
-            work.into_iter().map(|(i, digest, manifest)| (i, digest, rules.check(&engine, manifest))).collect::<Vec<_>>()
+            work.into_iter()
+                .map(|(i, digest, manifest)| {
+                    let answer = rules.check(&engine, manifest);
+                    (i, digest, answer.rule_errors.len(), Arc::new(SerializedAnswer::new(&answer)))
+                })
+                .collect::<Vec<_>>()
         })
         .await
         .map_err(|e| AppError::Internal(anyhow::anyhow!("check task failed: {e}")))?
     };
-    for (i, digest, answer) in evaluated {
-        let metrics = state.metrics();
-        metrics.rule_errors.fetch_add(answer.rule_errors.len() as u64, Relaxed);
-        state.cache().put(digest, &revision, Arc::new(answer.clone()));
+    for (i, digest, rule_errors, answer) in evaluated {
+        state.metrics().rule_errors.fetch_add(rule_errors as u64, Relaxed);
+        state.cache().put(digest, &revision, answer.clone());
         answers[i] = Some(Ok(answer));
     }
     state.metrics().checks.fetch_add(answers.len() as u64, Relaxed);
@@ -135,6 +149,18 @@ async fn check_values(state: &AppState, values: Vec<Result<Value, AppError>>) ->
 
 fn micros(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// A manifest from its JSON text, with the contract's error codes. Valid
+/// manifests take the fast path (text straight into the types); anything
+/// else is read through a JSON value, which names what is wrong.
+fn read_manifest(text: &[u8]) -> Result<Manifest, AppError> {
+    if let Some(manifest) = manifest_from_slice(text) {
+        return Ok(manifest);
+    }
+    let value: Value = serde_json::from_slice(text)
+        .map_err(|e| AppError::BadRequest { code: "invalid_json", message: format!("the body is not JSON: {e}") })?;
+    parse(value)
 }
 
 /// A JSON value as a manifest, with the contract's error codes.

@@ -58,6 +58,7 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         ("pitfall_ruleset_revision", "The ruleset revision served.", revision),
         ("pitfall_rules_served", "Rules in the served set.", rules.rules().len() as f64),
         ("pitfall_result_cache_entries", "Check answers cached.", state.cache().len() as f64),
+        ("pitfall_result_cache_bytes", "Bytes of check answers cached.", state.cache().bytes() as f64),
         ("pitfall_store_up", "Whether the store answered the last refresh (1) or not (0).", f64::from(u8::from(state.registry().store_ok()))),
     ];
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics().render(&gauges))

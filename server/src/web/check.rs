@@ -168,7 +168,12 @@ fn parse_packages(text: &str) -> Result<Vec<(String, String)>, String> {
 
 /// Runs the API's check on a manifest's JSON text.
 pub(crate) async fn run_check(state: &AppState, json: String) -> Result<CheckResponse, AppError> {
-    Ok(api::check::check(State(state.clone()), Body::from(json)).await?.0)
+    let response = api::check::check(State(state.clone()), Body::from(json)).await?;
+    // The API writes its answer as text once; the page reads it back.
+    let text = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("reading the check answer: {e}")))?;
+    serde_json::from_slice(&text).map_err(|e| AppError::Internal(anyhow::anyhow!("the check answer: {e}")))
 }
 
 /// The findings grouped by severity, worst first, for the templates.

@@ -1,0 +1,124 @@
+//! A check answer serialised once. The result cache keeps this form and
+//! every response is written from it: no deep copy of the findings into
+//! the cache, none out of it on a hit, and no second serialisation. Only
+//! `stats` is written per response, since its `elapsed_us` is the time of
+//! the request being answered, not of the evaluation that filled the cache.
+
+use pitfall_sdk::model::report::{CheckResponse, CheckStats, Evidence, Finding, RuleError, Undetermined};
+use serde::Serialize;
+
+/// An answer as JSON text, all but its `stats`.
+#[derive(Debug)]
+pub struct SerializedAnswer {
+    /// The JSON object without `stats` and without its closing brace.
+    head: String,
+    stats: CheckStats,
+}
+
+/// `CheckResponse` without `stats`, borrowed: what the head holds. The
+/// round-trip test below fails if `CheckResponse` gains a field this lacks.
+#[derive(Serialize)]
+struct Head<'a> {
+    findings: &'a [Finding],
+    undetermined: &'a [Undetermined],
+    rule_errors: &'a [RuleError],
+    ruleset_revision: &'a str,
+    #[serde(skip_serializing_if = "<[Evidence]>::is_empty")]
+    enriched: &'a [Evidence],
+}
+
+impl SerializedAnswer {
+    /// Serialises `answer` (its `stats` are kept apart).
+    pub fn new(answer: &CheckResponse) -> SerializedAnswer {
+        let head = Head {
+            findings: &answer.findings,
+            undetermined: &answer.undetermined,
+            rule_errors: &answer.rule_errors,
+            ruleset_revision: &answer.ruleset_revision,
+            enriched: &answer.enriched,
+        };
+        // Serialising plain data into a String cannot fail.
+        let mut head = serde_json::to_string(&head).unwrap_or_else(|_| "{}".to_owned());
+        head.pop(); // the closing brace: `stats` goes before it
+        SerializedAnswer { head, stats: answer.stats }
+    }
+
+    /// The answer's JSON with `elapsed_us` set to this request's time.
+    pub fn json(&self, elapsed_us: u64) -> String {
+        let mut out = String::with_capacity(self.head.len() + 96);
+        self.write(elapsed_us, &mut out);
+        out
+    }
+
+    /// Appends the answer's JSON to `out`.
+    pub fn write(&self, elapsed_us: u64, out: &mut String) {
+        let stats = CheckStats { elapsed_us, ..self.stats };
+        out.push_str(&self.head);
+        out.push_str(",\"stats\":");
+        out.push_str(&serde_json::to_string(&stats).unwrap_or_else(|_| "{}".to_owned()));
+        out.push('}');
+    }
+
+    /// What it costs to keep: its text and its allocation's bookkeeping.
+    pub fn weight(&self) -> usize {
+        self.head.capacity() + std::mem::size_of::<SerializedAnswer>()
+    }
+
+    /// The ruleset revision that answered.
+    #[cfg(test)]
+    pub fn stats(&self) -> CheckStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pitfall_sdk::model::report::{EvidenceSource, Severity};
+
+    fn answer() -> CheckResponse {
+        let finding: Finding = serde_json::from_value(serde_json::json!({
+            "rule_id": "demo-rule", "rule_version": "1.0.0", "severity": "error",
+            "title": "t", "message": "m", "error_signatures": ["E \"quoted\""],
+            "evidence": [], "remedies": [], "references": []
+        }))
+        .unwrap_or_else(|e| panic!("finding: {e}"));
+        CheckResponse {
+            findings: vec![finding],
+            undetermined: vec![Undetermined { rule_id: "u".into(), missing: vec!["host.arch".into()] }],
+            rule_errors: vec![RuleError { rule_id: "e".into(), error: "trap".into() }],
+            ruleset_revision: "42".into(),
+            stats: CheckStats { rules_total: 10, rules_evaluated: 3, elapsed_us: 999 },
+            enriched: vec![Evidence {
+                path: "accelerators.0.compute_capability".into(),
+                value: serde_json::json!("8.6"),
+                source: EvidenceSource::Enriched,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_text_reads_back_as_the_answer_with_this_requests_time() {
+        let original = answer();
+        assert_eq!(original.findings[0].severity, Severity::Error);
+        let serialized = SerializedAnswer::new(&original);
+        let back: CheckResponse = serde_json::from_str(&serialized.json(7)).unwrap_or_else(|e| panic!("json: {e}"));
+        let mut expected = original.clone();
+        expected.stats.elapsed_us = 7;
+        assert_eq!(back, expected);
+        assert_eq!(serialized.stats().elapsed_us, 999, "the cached stats keep the evaluation's time");
+    }
+
+    #[test]
+    fn an_empty_answer_is_still_one_object() {
+        let mut empty = answer();
+        empty.findings.clear();
+        empty.undetermined.clear();
+        empty.rule_errors.clear();
+        empty.enriched.clear();
+        let text = SerializedAnswer::new(&empty).json(1);
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(back["stats"]["elapsed_us"], 1);
+        assert!(back.get("enriched").is_none(), "empty enrichment is left out, as before");
+    }
+}
