@@ -138,6 +138,11 @@ impl Server {
         Ok(())
     }
 
+    /// The child's process id (for a profiler to attach to).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The child's RSS now (bytes) and its peak.
     pub fn rss(&self) -> anyhow::Result<(u64, u64)> {
         rss(self.child.id())

@@ -4,6 +4,12 @@
 
 use clap::{Parser, Subcommand};
 use pitfall_server::Config;
+
+/// A check allocates and frees thousands of small values (the manifest's
+/// types, the rules' outputs, the answer), across many threads at once:
+/// glibc's allocator was a third of a loaded server's CPU (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use pitfall_server::store::Role;
 
 #[derive(Debug, Parser)]
