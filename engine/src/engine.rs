@@ -14,7 +14,7 @@ use pitfall_sdk::model::cases::{CaseResult, Evaluation, run_cases};
 use pitfall_sdk::model::report::{RawOutcome, render};
 use pitfall_sdk::model::session::{RawOutput, Session};
 use wasmtime::{
-    Config, Enabled, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig, Store, Trap,
+    Config, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig, Store, Trap,
 };
 
 use crate::abi::{EVALUATE_EXPORT, MEMORY_EXPORT};
@@ -87,12 +87,11 @@ fn wasmtime_config(limits: &Limits) -> Config {
         .table_elements(MAX_TABLE_ELEMENTS)
         .max_memory_size(limits.max_memory_bytes)
         .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-        // Reset only the pages an instance dirtied (Linux 6.7+'s
-        // PAGEMAP_SCAN; elsewhere wasmtime falls back to its memset). Without
-        // it every instance's exit memsets its whole resident memory (a rule's
-        // 64 KiB page at least), which was most of the empty-module floor and
-        // a tenth of a loaded server's CPU.
-        .pagemap_scan(Enabled::Auto)
+        // Not `pagemap_scan` (Linux 6.7+'s PAGEMAP_SCAN, resetting only the
+        // pages an instance dirtied): measured, the empty-module floor did not
+        // move and the bundled rules got slower (ratio to the floor 1.24 ->
+        // 1.52-1.59 in back-to-back runs): the ioctl costs more than the
+        // memset of a rule's one resident page.
         // Every free slot may stay warm: with the default of 100 split
         // across one shard per CPU, a thread that cycled through more
         // distinct modules than its shard keeps paid about 5x the floor per

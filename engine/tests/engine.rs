@@ -128,6 +128,31 @@ fn enriched_values_are_marked_in_evidence() {
     assert_eq!(dtype.source, EvidenceSource::Manifest);
 }
 
+#[test]
+fn a_check_fans_out_only_while_the_pool_has_threads_to_spare() {
+    let engine = engine();
+    let threads = rayon::current_num_threads();
+    let mut running = Vec::new();
+    for i in 0..threads {
+        let (guard, fan_out) = engine.check_started();
+        assert!(fan_out, "check {i} of {threads} may use the pool");
+        running.push(guard);
+    }
+    let (extra, fan_out) = engine.check_started();
+    assert!(!fan_out, "with every pool thread's worth of checks running, a check runs on its own thread");
+    drop(extra);
+    drop(running.pop());
+    assert!(engine.check_started().1, "a finished check gives its share back");
+    // Either way a check gives the same answer.
+    let set = RuleSet::new(bundled(&engine), "test");
+    let alone = set.check(&engine, fixture("g5g-gemma4-vllm0271.json"));
+    let busy = {
+        let _others: Vec<_> = (0..threads).map(|_| engine.check_started().0).collect();
+        set.check(&engine, fixture("g5g-gemma4-vllm0271.json"))
+    };
+    assert_eq!((alone.findings, alone.undetermined), (busy.findings, busy.undetermined));
+}
+
 // --- the hostile corpus (tests/hostile/, see its README.md) -------------
 
 #[path = "hostile/corpus.rs"]

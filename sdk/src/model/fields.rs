@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::OnceLock;
 
 use foldhash::fast::RandomState;
 use serde::Serialize;
@@ -111,14 +112,20 @@ fn field_of(value: &Value, source: Source) -> Field<'_> {
 /// level was most of a 200-package manifest's preparation).
 ///
 /// Below `packages.` nothing is flattened: a lookup there finds the
-/// package by its key in the tree (a key never holds a dot) and walks down
-/// from it. A machine has hundreds of packages and a check reads a few of
-/// them, and flattening every package's fields was the largest part of
-/// preparing a check (measured on a loaded server: a tenth of its CPU).
+/// package by its key in a table of its own (a key never holds a dot) and
+/// walks down from it. A machine has hundreds of packages and a check reads
+/// a few of them, and flattening every package's fields was the largest
+/// part of preparing a check (measured on a loaded server: a tenth of its
+/// CPU).
 #[derive(Debug, Clone, Default)]
 pub struct FieldMap {
     fields: HashMap<Box<[u8]>, Stored, RandomState>,
+    /// The manifest as JSON, but for its packages.
     tree: Value,
+    /// Each package's JSON (`name` normalised), by its PEP 503 key.
+    packages: HashMap<Box<str>, Value, RandomState>,
+    /// All packages as one object, built only if evidence asks for it.
+    packages_object: OnceLock<Value>,
     /// The enriched paths (for the source of a lazily found field).
     enriched: BTreeSet<String>,
 }
@@ -130,9 +137,16 @@ impl FieldMap {
     /// Flattens a normalised manifest; `enrichment` marks the enriched paths.
     pub fn new(manifest: &Manifest, enrichment: &Enrichment) -> FieldMap {
         let mut value = serde_json::to_value(manifest).unwrap_or(Value::Null);
-        // Packages are looked up by name, not position.
+        let mut map = FieldMap {
+            fields: HashMap::with_capacity_and_hasher(128, RandomState::default()),
+            tree: Value::Null,
+            packages: HashMap::default(),
+            packages_object: OnceLock::new(),
+            enriched: enrichment.paths.clone(),
+        };
+        // Packages are looked up by name, not position; the first of a name wins.
         if let Some(Value::Array(packages)) = value.as_object_mut().and_then(|o| o.remove("packages")) {
-            let mut by_name = serde_json::Map::new();
+            map.packages.reserve(packages.len());
             for mut p in packages {
                 let Some(name) = p.get("name").and_then(Value::as_str).map(package_key) else {
                     continue;
@@ -140,17 +154,12 @@ impl FieldMap {
                 if let Some(obj) = p.as_object_mut() {
                     obj.insert("name".into(), Value::String(name.clone()));
                 }
-                by_name.entry(name).or_insert(p);
+                map.packages.entry(name.into_boxed_str()).or_insert(p);
             }
-            if let Some(obj) = value.as_object_mut() {
-                obj.insert("packages".into(), Value::Object(by_name));
-            }
+            let source = if enrichment.paths.contains("packages") { Source::Enriched } else { Source::Manifest };
+            let field = Stored { kind: FieldKind::Object, text: None, number: None, len: map.packages.len(), source };
+            map.fields.insert(b"packages".as_slice().into(), field);
         }
-        let mut map = FieldMap {
-            fields: HashMap::with_capacity_and_hasher(128, RandomState::default()),
-            tree: Value::Null,
-            enriched: enrichment.paths.clone(),
-        };
         let mut path = String::with_capacity(64);
         if let Value::Object(obj) = &value {
             for (k, v) in obj {
@@ -167,16 +176,28 @@ impl FieldMap {
     /// their [`Field`]'s `text`), for evidence that points at a whole list
     /// such as `workload.head_dims`.
     pub fn composite(&self, path: &str) -> Option<&Value> {
-        match self.get(path)?.kind {
-            FieldKind::Array | FieldKind::Object => descend(&self.tree, path),
-            _ => None,
+        if !matches!(self.get(path)?.kind, FieldKind::Array | FieldKind::Object) {
+            return None;
+        }
+        if path == "packages" {
+            return Some(self.packages_object.get_or_init(|| {
+                Value::Object(self.packages.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())
+            }));
+        }
+        match path.strip_prefix(PACKAGES) {
+            Some(below) => {
+                let (key, rest) = below.split_once('.').map_or((below, None), |(k, r)| (k, Some(r)));
+                let package = self.packages.get(key)?;
+                rest.map_or(Some(package), |rest| descend(package, rest))
+            }
+            None => descend(&self.tree, path),
         }
     }
 
-    /// A field below `packages.`, found in the tree.
+    /// A field below `packages.`, found from its package.
     fn package_field(&self, path: &str, below: &str) -> Option<Field<'_>> {
         let (key, rest) = below.split_once('.').map_or((below, None), |(k, r)| (k, Some(r)));
-        let package = self.tree.get("packages")?.as_object()?.get(key)?;
+        let package = self.packages.get(key)?;
         let value = match rest {
             None => package,
             Some(rest) => descend(package, rest)?,
@@ -196,9 +217,6 @@ impl FieldMap {
             Value::Object(o) => (FieldKind::Object, None, None, o.len()),
         };
         self.fields.insert(path.as_bytes().into(), Stored { kind, text, number, len, source });
-        if path == "packages" {
-            return; // below it, found in the tree when asked for (see the type's doc)
-        }
         let base = path.len();
         match value {
             Value::Array(items) => {
@@ -241,8 +259,7 @@ impl FieldMap {
 
     /// How many fields (every level counted, those below `packages.` too).
     pub fn len(&self) -> usize {
-        let packages = self.tree.get("packages").and_then(Value::as_object);
-        self.fields.len() + packages.map_or(0, |p| p.values().map(|v| 1 + nodes_below(v)).sum())
+        self.fields.len() + self.packages.values().map(|v| 1 + nodes_below(v)).sum::<usize>()
     }
 
     /// Whether the manifest had no fields at all.
