@@ -74,7 +74,8 @@ impl SerializedAnswer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pitfall_sdk::model::report::{EvidenceSource, Severity};
+    use pitfall_sdk::model::meta::Severity;
+    use pitfall_sdk::model::report::EvidenceSource;
 
     fn answer() -> CheckResponse {
         let finding: Finding = serde_json::from_value(serde_json::json!({

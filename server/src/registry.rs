@@ -95,22 +95,29 @@ impl Registry {
         let served = self.store.served_versions().await.context("reading the approved versions")?;
         let engine = self.engine.clone();
         let known = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // Reading each new module's sections runs on every core (a start
+        // with 10,000 rules is mostly this); the set keeps the store's order.
         let rules = tokio::task::spawn_blocking(move || {
-            let mut rules = Vec::with_capacity(served.len());
-            for version in served {
-                if let Some(rule) = known.get(&version.sha256) {
-                    rules.push(rule.clone());
-                    continue;
-                }
-                match engine.load_deferred(version.module.into()) {
-                    Ok(rule) => rules.push(Arc::new(rule)),
-                    // An approved module this engine no longer accepts (an
-                    // engine upgrade tightened a limit): skip it, loudly,
-                    // rather than stop serving every other rule.
-                    Err(e) => tracing::error!(rule = %version.rule_id, version = %version.version, error = %e, "approved module does not load; not served"),
-                }
-            }
-            rules
+            use rayon::prelude::*;
+            let loaded: Vec<Option<Arc<Rule>>> = served
+                .into_par_iter()
+                .map(|version| {
+                    if let Some(rule) = known.get(&version.sha256) {
+                        return Some(rule.clone());
+                    }
+                    match engine.load_deferred(version.module.into()) {
+                        Ok(rule) => Some(Arc::new(rule)),
+                        // An approved module this engine no longer accepts (an
+                        // engine upgrade tightened a limit): skip it, loudly,
+                        // rather than stop serving every other rule.
+                        Err(e) => {
+                            tracing::error!(rule = %version.rule_id, version = %version.version, error = %e, "approved module does not load; not served");
+                            None
+                        }
+                    }
+                })
+                .collect();
+            loaded.into_iter().flatten().collect::<Vec<_>>()
         })
         .await
         .context("loading modules")?;
