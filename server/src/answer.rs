@@ -54,7 +54,12 @@ impl SerializedAnswer {
     pub fn write(&self, elapsed_us: u64, out: &mut String) {
         let stats = CheckStats { elapsed_us, ..self.stats };
         out.push_str(&self.head);
-        out.push_str(",\"stats\":");
+        // The head always holds `findings` and the rest; the check keeps
+        // the text one object even if it did not.
+        if self.head.len() > 1 {
+            out.push(',');
+        }
+        out.push_str("\"stats\":");
         out.push_str(&serde_json::to_string(&stats).unwrap_or_else(|_| "{}".to_owned()));
         out.push('}');
     }
@@ -64,7 +69,7 @@ impl SerializedAnswer {
         self.head.capacity() + std::mem::size_of::<SerializedAnswer>()
     }
 
-    /// The ruleset revision that answered.
+    /// The counts and time of the evaluation that produced the answer.
     #[cfg(test)]
     pub fn stats(&self) -> CheckStats {
         self.stats
