@@ -74,6 +74,16 @@ struct Stored {
 }
 
 impl Stored {
+    fn new(field: Field<'_>) -> Stored {
+        Stored {
+            kind: field.kind,
+            text: field.text.map(|t| t.into_owned().into_boxed_str()),
+            number: field.number,
+            len: field.len,
+            source: field.source,
+        }
+    }
+
     fn field(&self) -> Field<'_> {
         Field {
             kind: self.kind,
@@ -130,7 +140,7 @@ pub struct FieldMap {
     enriched: BTreeSet<String>,
 }
 
-/// The prefix below which fields are found in the tree, not the table.
+/// The prefix below which fields are found from their package, not the table.
 const PACKAGES: &str = "packages.";
 
 impl FieldMap {
@@ -156,7 +166,7 @@ impl FieldMap {
                 }
                 map.packages.entry(name.into_boxed_str()).or_insert(p);
             }
-            let source = if enrichment.paths.contains("packages") { Source::Enriched } else { Source::Manifest };
+            let source = map.source("packages");
             let field = Stored { kind: FieldKind::Object, text: None, number: None, len: map.packages.len(), source };
             map.fields.insert(b"packages".as_slice().into(), field);
         }
@@ -165,7 +175,7 @@ impl FieldMap {
             for (k, v) in obj {
                 path.clear();
                 path.push_str(k);
-                map.insert_value(&mut path, v, enrichment);
+                map.insert_value(&mut path, v);
             }
         }
         map.tree = value;
@@ -185,38 +195,27 @@ impl FieldMap {
             }));
         }
         match path.strip_prefix(PACKAGES) {
-            Some(below) => {
-                let (key, rest) = below.split_once('.').map_or((below, None), |(k, r)| (k, Some(r)));
-                let package = self.packages.get(key)?;
-                rest.map_or(Some(package), |rest| descend(package, rest))
-            }
+            Some(below) => self.below_packages(below),
             None => descend(&self.tree, path),
         }
     }
 
-    /// A field below `packages.`, found from its package.
-    fn package_field(&self, path: &str, below: &str) -> Option<Field<'_>> {
+    /// The value at `below` (`vllm.version`) under `packages.`: the package
+    /// by its key (a key never holds a dot), then down from it.
+    fn below_packages(&self, below: &str) -> Option<&Value> {
         let (key, rest) = below.split_once('.').map_or((below, None), |(k, r)| (k, Some(r)));
         let package = self.packages.get(key)?;
-        let value = match rest {
-            None => package,
-            Some(rest) => descend(package, rest)?,
-        };
-        let source = if self.enriched.contains(path) { Source::Enriched } else { Source::Manifest };
-        Some(field_of(value, source))
+        rest.map_or(Some(package), |rest| descend(package, rest))
     }
 
-    fn insert_value(&mut self, path: &mut String, value: &Value, enrichment: &Enrichment) {
-        let source = if enrichment.paths.contains(path.as_str()) { Source::Enriched } else { Source::Manifest };
-        let (kind, text, number, len) = match value {
-            Value::Null => (FieldKind::Null, None, None, 0),
-            Value::Bool(b) => (FieldKind::Bool, Some(if *b { "true" } else { "false" }.into()), None, 0),
-            Value::Number(n) => (FieldKind::Number, Some(n.to_string().into()), n.as_f64(), 0),
-            Value::String(s) => (FieldKind::String, Some(s.as_str().into()), None, 0),
-            Value::Array(a) => (FieldKind::Array, None, None, a.len()),
-            Value::Object(o) => (FieldKind::Object, None, None, o.len()),
-        };
-        self.fields.insert(path.as_bytes().into(), Stored { kind, text, number, len, source });
+    /// Where the value at `path` came from.
+    fn source(&self, path: &str) -> Source {
+        if self.enriched.contains(path) { Source::Enriched } else { Source::Manifest }
+    }
+
+    fn insert_value(&mut self, path: &mut String, value: &Value) {
+        let field = Stored::new(field_of(value, self.source(path)));
+        self.fields.insert(path.as_bytes().into(), field);
         let base = path.len();
         match value {
             Value::Array(items) => {
@@ -224,7 +223,7 @@ impl FieldMap {
                     path.truncate(base);
                     path.push('.');
                     path.push_str(&i.to_string());
-                    self.insert_value(path, item, enrichment);
+                    self.insert_value(path, item);
                 }
             }
             Value::Object(members) => {
@@ -232,7 +231,7 @@ impl FieldMap {
                     path.truncate(base);
                     path.push('.');
                     path.push_str(k);
-                    self.insert_value(path, v, enrichment);
+                    self.insert_value(path, v);
                 }
             }
             _ => {}
@@ -243,7 +242,7 @@ impl FieldMap {
     /// The field at `path`.
     pub fn get(&self, path: &str) -> Option<Field<'_>> {
         match path.strip_prefix(PACKAGES) {
-            Some(below) => self.package_field(path, below),
+            Some(below) => self.below_packages(below).map(|value| field_of(value, self.source(path))),
             None => self.fields.get(path.as_bytes()).map(Stored::field),
         }
     }
@@ -334,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn fields_below_packages_are_found_in_the_tree_as_if_flattened() {
+    fn fields_below_packages_are_found_from_their_package_as_if_flattened() {
         let m: Manifest = serde_json::from_str(
             r#"{"manifest_version":1,
                 "packages":[{"name":"vllm","version":"0.27.1","build":{"cuda":"12.8","flags":[1,2]},"a.b":7},
