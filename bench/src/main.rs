@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use pitfall_bench::scale::ScalePoint;
-use pitfall_bench::stats::Summary;
+use pitfall_bench::stats::{Summary, median};
 use pitfall_bench::{compare, corpus, fleet, floor, http, plot, publish, scale, startup};
 use pitfall_engine::{Engine, Limits, Rule};
 use pitfall_sdk::model::{Manifest, Prepared, manifest_from_value, parse_manifest};
@@ -490,33 +490,27 @@ fn http_phases(
             "http phase={} ok={ok} errors={errors} rps_per_round={} p50_us={:.0} p99_us={:.0} concurrency={}",
             names[phase],
             rps.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join("/"),
-            median(runs.iter().map(|r| r.latency.p50).collect()),
-            median(runs.iter().map(|r| r.latency.p99).collect()),
+            median(&runs.iter().map(|r| r.latency.p50).collect::<Vec<_>>()),
+            median(&runs.iter().map(|r| r.latency.p99).collect::<Vec<_>>()),
             load.concurrency
         ));
     }
-    let ratio = |phase: usize| -> f64 {
-        median(
-            (0..rounds)
-                .map(|i| results[phase][i].throughput() / results[0][i].throughput())
-                .collect(),
-        )
+    let over_echo = |phase: usize| -> f64 {
+        let ratios: Vec<f64> = (0..rounds)
+            .map(|i| results[phase][i].throughput() / results[0][i].throughput())
+            .collect();
+        median(&ratios)
     };
-    let throughput = [1.0, ratio(1), ratio(2)];
+    let (distinct, repeated) = (over_echo(1), over_echo(2));
     let (rss, peak) = server.rss()?;
     report.line(format!(
         "http check_distinct_over_echo={:.2} check_repeated_over_echo={:.2} (median of the rounds' ratios) target>=0.5 distinct {} repeated {} server_rss_mib={:.0} peak_rss_mib={:.0}",
-        throughput[1],
-        throughput[2],
-        verdict(throughput[1] >= 0.5),
-        verdict(throughput[2] >= 0.5),
+        distinct,
+        repeated,
+        verdict(distinct >= 0.5),
+        verdict(repeated >= 0.5),
         rss as f64 / (1 << 20) as f64,
         peak as f64 / (1 << 20) as f64,
     ));
     Ok(())
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }

@@ -81,13 +81,9 @@ impl AppState {
     }
 
     /// Waits for one of the evaluation slots (one per core).
-    pub async fn check_slot(&self) -> tokio::sync::SemaphorePermit<'_> {
-        // The semaphore is never closed, so acquiring only waits.
-        loop {
-            if let Ok(permit) = self.inner.check_slots.acquire().await {
-                return permit;
-            }
-        }
+    pub async fn check_slot(&self) -> Result<tokio::sync::SemaphorePermit<'_>, AppError> {
+        // Nothing closes the semaphore; if something ever did, say so.
+        self.inner.check_slots.acquire().await.map_err(|e| AppError::Internal(anyhow::anyhow!("evaluation slots: {e}")))
     }
 
     /// The check answer cache.

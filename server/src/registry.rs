@@ -99,9 +99,9 @@ impl Registry {
         // with 10,000 rules is mostly this); the set keeps the store's order.
         let rules = tokio::task::spawn_blocking(move || {
             use rayon::prelude::*;
-            let loaded: Vec<Option<Arc<Rule>>> = served
+            served
                 .into_par_iter()
-                .map(|version| {
+                .filter_map(|version| {
                     if let Some(rule) = known.get(&version.sha256) {
                         return Some(rule.clone());
                     }
@@ -116,8 +116,7 @@ impl Registry {
                         }
                     }
                 })
-                .collect();
-            loaded.into_iter().flatten().collect::<Vec<_>>()
+                .collect::<Vec<_>>()
         })
         .await
         .context("loading modules")?;

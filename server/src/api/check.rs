@@ -13,7 +13,7 @@ use pitfall_sdk::model::{Manifest, manifest_from_slice, manifest_from_value};
 use serde_json::Value;
 
 use crate::answer::SerializedAnswer;
-use crate::api::types::ErrorBody;
+use crate::api::types::{BatchItem, ErrorBody};
 use crate::app::{AppState, read_body};
 use crate::error::AppError;
 use crate::result_cache::manifest_digest;
@@ -76,8 +76,8 @@ pub async fn batch(State(state): State<AppState>, body: Body) -> Result<Response
         match answer {
             Ok(answer) => answer.write(elapsed_us, &mut out),
             Err(e) => {
-                let entry = serde_json::json!({ "error": ErrorBody::from(e) });
-                out.push_str(&entry.to_string());
+                let entry = BatchItem::Error { error: ErrorBody::from(e) };
+                out.push_str(&serde_json::to_string(&entry).map_err(|e| AppError::Internal(e.into()))?);
             }
         }
     }
@@ -119,7 +119,7 @@ async fn check_manifests(
     let evaluated = if work.is_empty() {
         Vec::new()
     } else {
-        let _slot = state.check_slot().await;
+        let _slot = state.check_slot().await?;
         let engine = state.registry().engine().clone();
         let rules = rules.clone();
         // Serialised on the blocking thread too: it is CPU work, and the
