@@ -1,8 +1,10 @@
 //! A check: one manifest against a rule set. The manifest is normalised,
 //! enriched and flattened once; the candidate index picks the rules whose
-//! selectors can hold; those run in parallel across cores (unless the cores
-//! are already busy with other checks), each in its own
-//! instance; each rule's result lands in exactly one list of the answer.
+//! selectors can hold; each candidate's memo (`crate::memo`) answers for
+//! it when the rule would read what it read before, and the others run in
+//! parallel across cores (unless the cores are already busy with other
+//! checks), each in its own instance; each rule's result lands in exactly
+//! one list of the answer.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -64,12 +66,21 @@ impl RuleSet {
         let (_running, fan_out) = engine.check_started();
         let prepared = Prepared::new(manifest);
         let candidates = self.candidates(&prepared);
-        let evaluate = |rule: &&Arc<Rule>| (rule.id().to_owned(), engine.evaluate(rule, &prepared));
-        let results: Vec<(String, Evaluation)> = if candidates.len() < PARALLEL_THRESHOLD || !fan_out {
-            candidates.iter().map(evaluate).collect()
-        } else {
-            candidates.par_iter().map(evaluate).collect()
+        // Replays first, on this thread: a rule whose memo knows what it
+        // read costs a few lookups, less than handing it to another core.
+        // Only the rest run in the sandbox, fanned out when worth it.
+        let mut results: Vec<(&Arc<Rule>, Option<Evaluation>)> =
+            candidates.iter().map(|rule| (*rule, engine.replay(rule, &prepared))).collect();
+        let mut misses: Vec<&mut (&Arc<Rule>, Option<Evaluation>)> =
+            results.iter_mut().filter(|(_, evaluation)| evaluation.is_none()).collect();
+        let run = |slot: &mut &mut (&Arc<Rule>, Option<Evaluation>)| {
+            slot.1 = Some(engine.evaluate_recorded(slot.0, &prepared));
         };
+        if misses.len() < PARALLEL_THRESHOLD || !fan_out {
+            misses.iter_mut().for_each(run);
+        } else {
+            misses.par_iter_mut().for_each(run);
+        }
         let mut answer = CheckResponse {
             findings: Vec::new(),
             undetermined: Vec::new(),
@@ -78,8 +89,11 @@ impl RuleSet {
             stats: CheckStats { rules_total: self.rules.len() as u32, rules_evaluated: candidates.len() as u32, elapsed_us: 0 },
             enriched: prepared.enrichment.paths.iter().filter_map(|p| evidence_for(&prepared.fields, p)).collect(),
         };
-        for (rule_id, evaluation) in results {
-            match evaluation {
+        for (rule, evaluation) in results {
+            let rule_id = rule.id().to_owned();
+            // Every slot was filled above; an empty one would be this
+            // function's bug, reported rather than dropped.
+            match evaluation.unwrap_or_else(|| Evaluation::Failed("internal: the rule was not evaluated".into())) {
                 Evaluation::Clear => {}
                 Evaluation::Matched(finding) => answer.findings.push(*finding),
                 Evaluation::Undetermined(missing) => answer.undetermined.push(Undetermined { rule_id, missing }),

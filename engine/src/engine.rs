@@ -12,7 +12,7 @@ use std::time::Instant;
 use pitfall_sdk::model::Prepared;
 use pitfall_sdk::model::cases::{CaseResult, Evaluation, run_cases};
 use pitfall_sdk::model::report::{RawOutcome, render};
-use pitfall_sdk::model::session::{RawOutput, Session};
+use pitfall_sdk::model::session::{RawOutput, Read, Session};
 use wasmtime::{
     Config, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig, Store, Trap,
 };
@@ -23,6 +23,7 @@ use crate::error::{EngineError, LoadError};
 use crate::host::{self, GrowthLimiter, HostState};
 use crate::inspect::inspect;
 use crate::limits::{EPOCH_TICK, KEEP_RESIDENT_BYTES, Limits, MAX_TABLE_ELEMENTS};
+use crate::memo::{MemoBudget, MemoStats, Outcome};
 use crate::rule::{Linked, Rule};
 
 /// Runs rule modules in the sandbox.
@@ -45,6 +46,8 @@ struct Inner {
     ticker_stop: Arc<AtomicBool>,
     /// Checks running now (see [`Engine::check_started`]).
     checks_in_flight: AtomicUsize,
+    /// The memo of evaluations' budget and counters (`crate::memo`).
+    memo: Arc<MemoBudget>,
 }
 
 impl Drop for Inner {
@@ -122,8 +125,17 @@ impl Engine {
         let cache = CompiledCache::new(cache_dir, &wasm).map_err(|e| EngineError(format!("cache dir: {e}")))?;
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(wasm.clone(), ticker_stop.clone()).map_err(|e| EngineError(e.to_string()))?;
+        let memo = Arc::new(MemoBudget::new(limits.memo_bytes));
         Ok(Engine {
-            inner: Arc::new(Inner { wasm, linker, limits, cache, ticker_stop, checks_in_flight: AtomicUsize::new(0) }),
+            inner: Arc::new(Inner {
+                wasm,
+                linker,
+                limits,
+                cache,
+                ticker_stop,
+                checks_in_flight: AtomicUsize::new(0),
+                memo,
+            }),
         })
     }
 
@@ -141,6 +153,11 @@ impl Engine {
     /// The engine's limits.
     pub fn limits(&self) -> &Limits {
         &self.inner.limits
+    }
+
+    /// How the memo of evaluations did so far.
+    pub fn memo_stats(&self) -> MemoStats {
+        self.inner.memo.stats()
     }
 
     /// Checks, compiles (or takes from the cache) and links a module.
@@ -228,17 +245,66 @@ impl Engine {
         self.run_sandboxed(rule, prepared).render(rule, prepared)
     }
 
+    /// What a check asks of each candidate: [`Engine::replay`], else
+    /// [`Engine::evaluate_recorded`].
+    pub fn evaluate_memoized(&self, rule: &Rule, prepared: &Prepared) -> Evaluation {
+        self.replay(rule, prepared).unwrap_or_else(|| self.evaluate_recorded(rule, prepared))
+    }
+
+    /// The outcome `rule`'s memo predicts for this manifest: `Some` when
+    /// the rule would read what one recorded evaluation read, and so
+    /// conclude the same (`crate::memo`). `None` with `memo_bytes` 0.
+    pub fn replay(&self, rule: &Rule, prepared: &Prepared) -> Option<Evaluation> {
+        let budget = &self.inner.memo;
+        if !budget.enabled() {
+            return None;
+        }
+        let evaluation = rule.memo.replay(&rule.info.meta, &prepared.fields);
+        budget.count(evaluation.is_some());
+        evaluation
+    }
+
+    /// [`Engine::evaluate`], recording what the rule read and concluded in
+    /// its memo for later manifests (unless the memo is off or full).
+    pub fn evaluate_recorded(&self, rule: &Rule, prepared: &Prepared) -> Evaluation {
+        let budget = &self.inner.memo;
+        if !budget.enabled() {
+            return self.evaluate(rule, prepared);
+        }
+        let (sandboxed, reads) = self.sandbox(rule, prepared, true);
+        let raw = match &sandboxed {
+            Sandboxed::Matched(raw) => Some((**raw).clone()),
+            Sandboxed::Done(_) => None,
+        };
+        let evaluation = sandboxed.render(rule, prepared);
+        if let (Some(reads), Some(outcome)) = (reads, Outcome::of(&evaluation, raw)) {
+            rule.memo.record(reads, outcome, budget);
+        }
+        evaluation
+    }
+
     /// The sandboxed part of an evaluation: a fresh instance, the rule's
     /// code and its host calls, and what it reported, before the host turns
     /// that into a finding (which needs no instance and no limits).
     pub fn run_sandboxed(&self, rule: &Rule, prepared: &Prepared) -> Sandboxed {
+        self.sandbox(rule, prepared, false).0
+    }
+
+    /// [`Engine::run_sandboxed`], and when `record`, the paths the rule
+    /// read with what it saw (`None` if it failed or read too many).
+    fn sandbox(&self, rule: &Rule, prepared: &Prepared, record: bool) -> (Sandboxed, Option<Vec<Read>>) {
         let limits = &self.inner.limits;
         let linked = match self.linked(rule) {
             Ok(linked) => linked,
-            Err(e) => return Sandboxed::Done(Evaluation::Failed(format!("could not load: {e}"))),
+            Err(e) => return (Sandboxed::Done(Evaluation::Failed(format!("could not load: {e}"))), None),
+        };
+        let session = if record {
+            Session::recording(prepared.fields.clone(), limits.max_output_bytes)
+        } else {
+            Session::new(prepared.fields.clone(), limits.max_output_bytes)
         };
         let state = HostState {
-            session: Session::new(prepared.fields.clone(), limits.max_output_bytes),
+            session,
             memory: None,
             limiter: GrowthLimiter {
                 max_memory_bytes: limits.max_memory_bytes,
@@ -250,7 +316,10 @@ impl Engine {
         let mut store = Store::new(&self.inner.wasm, state);
         store.limiter(|state| &mut state.limiter);
         match self.run(linked, &mut store) {
-            Ok(sandboxed) => sandboxed,
+            Ok(sandboxed) => {
+                let reads = store.data_mut().session.take_reads();
+                (sandboxed, reads)
+            }
             Err(e) => {
                 let mut text = describe_failure(&e, limits);
                 // A trap right after memory (or a table) ran out is the
@@ -263,7 +332,7 @@ impl Engine {
                 if limiter.refused_memory {
                     text = format!("out of memory (limit {} MiB): {text}", limits.max_memory_bytes >> 20);
                 }
-                Sandboxed::Done(Evaluation::Failed(text))
+                (Sandboxed::Done(Evaluation::Failed(text)), None)
             }
         }
     }

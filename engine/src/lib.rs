@@ -21,6 +21,7 @@ pub mod index;
 mod interval;
 pub mod inspect;
 pub mod limits;
+pub mod memo;
 pub mod rule;
 
 pub use check::RuleSet;
@@ -28,4 +29,5 @@ pub use engine::{CheckGuard, Engine, Sandboxed};
 pub use error::{EngineError, LoadError};
 pub use inspect::ModuleInfo;
 pub use limits::Limits;
+pub use memo::MemoStats;
 pub use rule::Rule;

@@ -68,6 +68,13 @@ pub const DEFAULT_MAX_INSTANCES: u32 = 256;
 /// instead of `madvise`, which halves instantiation time for small rules.
 pub const KEEP_RESIDENT_BYTES: usize = 256 << 10;
 
+/// Bytes the memo of evaluations may hold across all rules
+/// (`crate::memo`): at the bench's 10,000 rules and a fleet of distinct
+/// machines it settles near a few MiB; 32 MiB keeps a registry many times
+/// that size from growing without bound. 0 turns the memo off, so every
+/// candidate of every check runs in the sandbox.
+pub const DEFAULT_MEMO_BYTES: usize = 32 << 20;
+
 /// The only import module a rule may use.
 pub const HOST_MODULE: &str = "pitfall";
 
@@ -90,6 +97,8 @@ pub struct Limits {
     pub compile_timeout: Duration,
     /// See [`DEFAULT_MAX_INSTANCES`].
     pub max_instances: u32,
+    /// See [`DEFAULT_MEMO_BYTES`].
+    pub memo_bytes: usize,
 }
 
 impl Default for Limits {
@@ -103,6 +112,7 @@ impl Default for Limits {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             compile_timeout: DEFAULT_COMPILE_TIMEOUT,
             max_instances: DEFAULT_MAX_INSTANCES,
+            memo_bytes: DEFAULT_MEMO_BYTES,
         }
     }
 }

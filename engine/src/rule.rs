@@ -14,6 +14,7 @@ use wasmtime::{InstancePre, ModuleExport};
 use crate::error::LoadError;
 use crate::host::HostState;
 use crate::inspect::ModuleInfo;
+use crate::memo::Memo;
 
 /// A rule ready to evaluate.
 pub struct Rule {
@@ -30,6 +31,8 @@ pub struct Rule {
     pub(crate) linked: OnceLock<Result<Linked, String>>,
     /// The bytes, until linked (a deferred rule compiles from them).
     pub(crate) bytes: Mutex<Option<Arc<[u8]>>>,
+    /// Its evaluations by what it read (`crate::memo`).
+    pub(crate) memo: Memo,
 }
 
 /// A module pre-linked against the host, with its two exports resolved.
@@ -58,7 +61,7 @@ impl Rule {
             .map(|s| Selector::parse(s))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| LoadError::Metadata(format!("applies_to: {e}")))?;
-        Ok(Rule { info, sha256, size, selectors, linked: OnceLock::new(), bytes: Mutex::new(None) })
+        Ok(Rule { info, sha256, size, selectors, linked: OnceLock::new(), bytes: Mutex::new(None), memo: Memo::default() })
     }
 
     /// Whether the module is compiled and linked (or failed to be).

@@ -3,9 +3,10 @@
 //! rule sees the same answers in `cargo test` as in the registry.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::fields::{FieldKind, FieldMap};
+use super::fields::{Field, FieldKind, FieldMap};
 
 /// Status codes of `field_str` and `field_len` (negative results).
 pub mod status {
@@ -61,18 +62,98 @@ pub enum OutputError {
     },
 }
 
+/// What a rule can observe of one field through the host calls: its
+/// kind, text, number and length (not its source, which only the host's
+/// rendering of evidence sees). Two manifests whose fields at the paths a
+/// rule read are observed alike give that rule the same answers to every
+/// call, so it returns the same output: the engine's memo of evaluations
+/// rests on this.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    kind: FieldKind,
+    text: Option<Box<str>>,
+    /// The number's bits: equal bits, equal answers (NaN included).
+    number: Option<u64>,
+    len: usize,
+}
+
+impl Observed {
+    /// What a lookup that found `field` (or nothing) lets a rule see.
+    pub fn of(field: Option<&Field<'_>>) -> Observed {
+        match field {
+            None => Observed { kind: FieldKind::Missing, text: None, number: None, len: 0 },
+            Some(f) => Observed {
+                kind: f.kind,
+                text: f.text.as_deref().map(Box::from),
+                number: f.number.map(f64::to_bits),
+                len: f.len,
+            },
+        }
+    }
+
+    /// Whether a rule would see `field` exactly as this.
+    pub fn matches(&self, field: Option<&Field<'_>>) -> bool {
+        match field {
+            None => self.kind == FieldKind::Missing,
+            Some(f) => {
+                f.kind == self.kind
+                    && f.len == self.len
+                    && f.number.map(f64::to_bits) == self.number
+                    && f.text.as_deref() == self.text.as_deref()
+            }
+        }
+    }
+
+    /// Bytes this observation holds (for memory budgets).
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Observed>() + self.text.as_ref().map_or(0, |t| t.len())
+    }
+}
+
+/// One path a rule read, first read only, with what it saw there.
+pub type Read = (Box<[u8]>, Observed);
+
+/// Distinct paths a recording session keeps; a rule that reads more is
+/// not recorded (its trace would cost more to replay than it saves).
+pub const MAX_RECORDED_READS: usize = 64;
+
+/// The reads of a recording session, in the order the rule made them.
+#[derive(Debug, Default)]
+struct ReadLog {
+    reads: Vec<Read>,
+    /// More distinct paths than [`MAX_RECORDED_READS`] were read.
+    overflowed: bool,
+}
+
 /// One evaluation's view of the manifest and its output so far.
 #[derive(Debug)]
 pub struct Session {
     fields: Arc<FieldMap>,
     output: RawOutput,
     output_limit: usize,
+    /// Set when recording: lookups take `&self` (the host calls borrow the
+    /// field's text from the session while they copy it), hence the cell.
+    log: Option<RefCell<ReadLog>>,
 }
 
 impl Session {
     /// A session over `fields` whose output may not exceed `output_limit` bytes.
     pub fn new(fields: Arc<FieldMap>, output_limit: usize) -> Session {
-        Session { fields, output: RawOutput::default(), output_limit }
+        Session { fields, output: RawOutput::default(), output_limit, log: None }
+    }
+
+    /// A session that also records every distinct path the rule reads and
+    /// what it saw there ([`Session::take_reads`]).
+    pub fn recording(fields: Arc<FieldMap>, output_limit: usize) -> Session {
+        Session { log: Some(RefCell::default()), ..Session::new(fields, output_limit) }
+    }
+
+    /// The recorded reads, first read of each path, in order; `None` when
+    /// not recording or when the rule read more than [`MAX_RECORDED_READS`]
+    /// distinct paths.
+    pub fn take_reads(&mut self) -> Option<Vec<Read>> {
+        let log = self.log.take()?.into_inner();
+        (!log.overflowed).then_some(log.reads)
     }
 
     /// `field_kind`: the kind of the field at `path` (0 when missing).
@@ -142,8 +223,21 @@ impl Session {
         std::mem::take(&mut self.output)
     }
 
-    fn lookup(&self, path: &[u8]) -> Option<super::fields::Field<'_>> {
-        self.fields.get_bytes(path)
+    fn lookup(&self, path: &[u8]) -> Option<Field<'_>> {
+        let field = self.fields.get_bytes(path);
+        if let Some(log) = &self.log {
+            let mut log = log.borrow_mut();
+            // A path read again reads the same value: only the first counts.
+            if !log.overflowed && !log.reads.iter().any(|(p, _)| **p == *path) {
+                if log.reads.len() == MAX_RECORDED_READS {
+                    log.overflowed = true;
+                    log.reads = Vec::new();
+                } else {
+                    log.reads.push((path.into(), Observed::of(field.as_ref())));
+                }
+            }
+        }
+        field
     }
 
     fn text(&mut self, bytes: &[u8], what: &'static str) -> Result<String, OutputError> {
@@ -157,5 +251,59 @@ impl Session {
             return Err(OutputError::TooLarge { limit: self.output_limit });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Prepared;
+
+    fn session(recording: bool) -> Session {
+        let m = crate::model::parse_manifest(
+            br#"{"manifest_version":1,"host":{"arch":"x86_64"},"packages":[{"name":"vllm","version":"0.27.1"}]}"#,
+        )
+        .expect("parses");
+        let p = Prepared::new(m);
+        if recording { Session::recording(p.fields.clone(), 1024) } else { Session::new(p.fields.clone(), 1024) }
+    }
+
+    #[test]
+    fn a_recording_session_keeps_each_paths_first_read_in_order() {
+        let mut s = session(true);
+        assert_eq!(s.field_str(b"packages.vllm.version").as_deref(), Ok("0.27.1"));
+        assert_eq!(s.field_kind(b"host.arch"), FieldKind::String as i32);
+        assert_eq!(s.field_len(b"packages.vllm.version"), status::WRONG_KIND);
+        assert!(s.field_num(b"drivers.cuda").is_nan());
+        let reads = s.take_reads().expect("recorded");
+        let paths: Vec<&[u8]> = reads.iter().map(|(p, _)| &**p).collect();
+        assert_eq!(paths, [&b"packages.vllm.version"[..], b"host.arch", b"drivers.cuda"]);
+        assert!(reads[2].1.matches(None), "a missing field is observed as missing");
+        assert!(!reads[0].1.matches(None));
+        assert!(session(false).take_reads().is_none(), "a plain session records nothing");
+    }
+
+    #[test]
+    fn a_field_is_observed_alike_only_when_every_call_would_answer_alike() {
+        let s = session(false);
+        let version = s.fields.get("packages.vllm.version");
+        let seen = Observed::of(version.as_ref());
+        assert!(seen.matches(version.as_ref()));
+        let mut other = version.clone().expect("present");
+        other.text = Some(Cow::Borrowed("0.27.2"));
+        assert!(!seen.matches(Some(&other)));
+        let mut numeric = version.expect("present");
+        numeric.number = Some(0.27);
+        assert!(!seen.matches(Some(&numeric)), "a number where there was none");
+    }
+
+    #[test]
+    fn a_rule_that_reads_too_many_paths_is_not_recorded() {
+        let s = session(true);
+        for i in 0..=MAX_RECORDED_READS {
+            s.field_kind(format!("env.V{i}").as_bytes());
+        }
+        let mut s = s;
+        assert!(s.take_reads().is_none());
     }
 }

@@ -1,0 +1,277 @@
+//! The memo of evaluations: what a rule concluded, keyed by what it read.
+//!
+//! A rule is a pure function of the answers its host calls get (a fresh
+//! instance each time; no clock, no randomness, no threads; NaNs
+//! canonicalised; fuel and memory limits the same every time). Its first
+//! read is the same on every manifest, and each read after that depends
+//! only on what the earlier ones saw. So one rule's evaluations form a
+//! decision tree: a node is the path read next, a branch is what was seen
+//! there ([`Observed`]), a leaf the outcome. Replaying the tree on a new
+//! manifest costs one field lookup per read; if every read sees what a
+//! recorded evaluation saw, the rule would conclude the same and need not
+//! run. A fleet's machines differ in their hostnames, models, general
+//! packages and versions, but a rule about vLLM on pre-Ampere GPUs reads a
+//! vLLM version and a compute capability: a handful of distinct traces.
+//!
+//! Only clean outcomes are kept (clear, undetermined, matched and
+//! rendered). A failure is never replayed: a deadline depends on the
+//! machine's load, and a trap is rare enough to run again. A matched
+//! rule's finding also quotes evidence, which the host reads when it
+//! renders (with the field's source, which the rule cannot see): a replay
+//! reuses the rendered finding only when every evidence value is the same
+//! again, and renders afresh from the recorded output otherwise.
+//!
+//! Bounded twice: a rule keeps at most [`MAX_LEAVES_PER_RULE`] outcomes
+//! (a full tree is dropped and regrown, so it follows the fleet), and all
+//! trees together at most the engine's `memo_bytes`.
+
+use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use pitfall_sdk::model::cases::Evaluation;
+use pitfall_sdk::model::fields::FieldMap;
+use pitfall_sdk::model::meta::RuleMeta;
+use pitfall_sdk::model::report::{Evidence, Finding, evidence_for, render};
+use pitfall_sdk::model::session::{Observed, RawOutput, Read};
+
+/// Outcomes one rule keeps before its tree is dropped and regrown.
+pub const MAX_LEAVES_PER_RULE: usize = 64;
+
+/// The engine-wide byte budget of all rules' trees, and what they hold now.
+#[derive(Debug)]
+pub(crate) struct MemoBudget {
+    limit: usize,
+    used: AtomicUsize,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+/// How the memo did so far (for metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MemoStats {
+    /// Evaluations answered from the memo.
+    pub hits: u64,
+    /// Evaluations that ran in the sandbox (with the memo on).
+    pub misses: u64,
+    /// Bytes the trees hold.
+    pub bytes: usize,
+}
+
+impl MemoBudget {
+    pub(crate) fn new(limit: usize) -> MemoBudget {
+        MemoBudget { limit, used: AtomicUsize::new(0), hits: AtomicU64::new(0), misses: AtomicU64::new(0) }
+    }
+
+    pub(crate) fn enabled(&self) -> bool {
+        self.limit > 0
+    }
+
+    pub(crate) fn stats(&self) -> MemoStats {
+        MemoStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            bytes: self.used.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn count(&self, hit: bool) {
+        let counter = if hit { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Takes `bytes` from the budget if they fit.
+    fn reserve(&self, bytes: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(bytes).filter(|&total| total <= self.limit)
+            })
+            .is_ok()
+    }
+
+    fn release(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
+/// What one evaluation concluded, as the memo keeps it.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Clear,
+    Undetermined(Vec<String>),
+    Matched {
+        /// What the rule reported, to render afresh when evidence differs.
+        raw: RawOutput,
+        /// The evidence the finding quotes, as rendered then.
+        evidence: Vec<Evidence>,
+        finding: Finding,
+    },
+}
+
+impl Outcome {
+    /// The outcome of an evaluation, if it is one the memo keeps.
+    pub(crate) fn of(evaluation: &Evaluation, raw: Option<RawOutput>) -> Option<Outcome> {
+        match (evaluation, raw) {
+            (Evaluation::Clear, _) => Some(Outcome::Clear),
+            (Evaluation::Undetermined(missing), _) => Some(Outcome::Undetermined(missing.clone())),
+            (Evaluation::Matched(finding), Some(raw)) => {
+                Some(Outcome::Matched { raw, evidence: finding.evidence.clone(), finding: (**finding).clone() })
+            }
+            _ => None,
+        }
+    }
+
+    fn evaluation(&self, meta: &RuleMeta, fields: &FieldMap) -> Evaluation {
+        match self {
+            Outcome::Clear => Evaluation::Clear,
+            Outcome::Undetermined(missing) => Evaluation::Undetermined(missing.clone()),
+            Outcome::Matched { raw, evidence, finding } => {
+                let same = raw.evidence.len() == evidence.len()
+                    && raw.evidence.iter().zip(evidence).all(|(path, e)| evidence_for(fields, path).as_ref() == Some(e));
+                if same {
+                    return Evaluation::Matched(Box::new(finding.clone()));
+                }
+                match render(meta, raw, fields) {
+                    Ok(finding) => Evaluation::Matched(Box::new(finding)),
+                    Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
+                }
+            }
+        }
+    }
+
+    /// Roughly the heap this outcome holds: its strings, once.
+    fn heap_bytes(&self) -> usize {
+        let base = std::mem::size_of::<Outcome>();
+        match self {
+            Outcome::Clear => base,
+            Outcome::Undetermined(missing) => base + missing.iter().map(|m| m.len() + 24).sum::<usize>(),
+            Outcome::Matched { raw, finding, .. } => {
+                let raw_bytes = raw.bytes + 24 * (raw.evidence.len() + raw.missing.len() + 2 * raw.params.len());
+                // The finding twice over: its evidence is kept on its own too.
+                let mut counter = ByteCounter(0);
+                let _ = serde_json::to_writer(&mut counter, finding);
+                base + raw_bytes + 2 * counter.0
+            }
+        }
+    }
+}
+
+/// Counts what is written to it.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+enum Node {
+    /// The rule reads `path` next; what it saw decides the branch.
+    Read { path: Box<[u8]>, branches: Vec<(Observed, Node)> },
+    /// The rule concluded.
+    Leaf(Outcome),
+}
+
+#[derive(Debug, Default)]
+struct Tree {
+    root: Option<Node>,
+    leaves: usize,
+    bytes: usize,
+}
+
+/// One rule's memo.
+#[derive(Debug, Default)]
+pub(crate) struct Memo {
+    tree: RwLock<Tree>,
+    /// The budget its bytes were taken from, given back when it drops (a
+    /// rule leaving the served set).
+    budget: OnceLock<Arc<MemoBudget>>,
+}
+
+impl Drop for Memo {
+    fn drop(&mut self) {
+        if let Some(budget) = self.budget.get() {
+            let tree = self.tree.get_mut().unwrap_or_else(|p| p.into_inner());
+            budget.release(tree.bytes);
+        }
+    }
+}
+
+impl Memo {
+    /// The evaluation a recorded run predicts for these fields, if the
+    /// rule would read what one recorded run read.
+    pub(crate) fn replay(&self, meta: &RuleMeta, fields: &FieldMap) -> Option<Evaluation> {
+        let tree = self.tree.read().unwrap_or_else(|p| p.into_inner());
+        let mut node = tree.root.as_ref()?;
+        loop {
+            match node {
+                Node::Leaf(outcome) => return Some(outcome.evaluation(meta, fields)),
+                Node::Read { path, branches } => {
+                    let field = fields.get_bytes(path);
+                    node = &branches.iter().find(|(seen, _)| seen.matches(field.as_ref()))?.1;
+                }
+            }
+        }
+    }
+
+    /// Records that reading `reads` led to `outcome`, within `budget`.
+    pub(crate) fn record(&self, reads: Vec<Read>, outcome: Outcome, budget: &Arc<MemoBudget>) {
+        // A rule is evaluated by one engine, so the budget is always the same.
+        let budget = self.budget.get_or_init(|| Arc::clone(budget));
+        let bytes = outcome.heap_bytes()
+            + reads.iter().map(|(path, seen)| path.len() + seen.heap_bytes() + std::mem::size_of::<Node>()).sum::<usize>();
+        let mut tree = self.tree.write().unwrap_or_else(|p| p.into_inner());
+        if tree.leaves >= MAX_LEAVES_PER_RULE {
+            budget.release(std::mem::take(&mut *tree).bytes);
+        }
+        if !budget.reserve(bytes) {
+            return;
+        }
+        if insert(&mut tree.root, reads, outcome) {
+            tree.leaves += 1;
+            tree.bytes += bytes;
+        } else {
+            budget.release(bytes);
+        }
+    }
+}
+
+/// Adds one trace to the tree; false if it was already there (another
+/// thread recorded it first) or does not fit the tree. The latter would
+/// mean the rule read a different path after the same observations, which
+/// determinism rules out; the trace is then simply not kept.
+fn insert(root: &mut Option<Node>, reads: Vec<Read>, outcome: Outcome) -> bool {
+    let mut reads = reads.into_iter();
+    let mut node = match root {
+        None => {
+            *root = Some(chain(reads, outcome));
+            return true;
+        }
+        Some(node) => node,
+    };
+    loop {
+        let (Some((read_path, seen)), Node::Read { path, branches }) = (reads.next(), node) else {
+            return false;
+        };
+        if *path != read_path {
+            return false;
+        }
+        match branches.iter().position(|(s, _)| *s == seen) {
+            Some(i) => node = &mut branches[i].1,
+            None => {
+                branches.push((seen, chain(reads, outcome)));
+                return true;
+            }
+        }
+    }
+}
+
+/// The nodes for the rest of a trace, ending in its leaf.
+fn chain(reads: std::vec::IntoIter<Read>, outcome: Outcome) -> Node {
+    reads.rev().fold(Node::Leaf(outcome), |node, (path, seen)| Node::Read { path, branches: vec![(seen, node)] })
+}

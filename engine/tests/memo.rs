@@ -1,0 +1,179 @@
+//! The memo of evaluations (src/memo.rs) against the sandbox: every answer
+//! a check gives with the memo is the answer it gives with the memo off,
+//! on the fixtures and on every bundled rule's embedded case manifests,
+//! checked in an order where each manifest meets trees grown on others.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[path = "hostile/corpus.rs"]
+mod corpus;
+
+use pitfall_engine::{Engine, Limits, Rule, RuleSet};
+use pitfall_sdk::model::report::{CheckResponse, EvidenceSource};
+use pitfall_sdk::model::{Manifest, manifest_from_value, parse_manifest};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("engine/ has a parent").to_path_buf()
+}
+
+fn engine(memo_bytes: usize) -> Engine {
+    Engine::new(Limits { memo_bytes, ..Limits::default() }).expect("engine starts")
+}
+
+/// The bundled rules and the WAT example of sdk/ABI.md (which branches:
+/// what it reads next depends on what it saw), loaded into `engine`.
+fn rules(engine: &Engine) -> Vec<Arc<Rule>> {
+    let example = std::fs::read_to_string(repo_root().join("sdk/examples/wat-vllm-cc-floor.wat")).expect("example");
+    let example = wat::parse_str(&example).expect("example parses");
+    pitfall_bundled_rules::MODULES
+        .iter()
+        .map(|m| m.wasm.to_vec())
+        .chain([example])
+        .map(|wasm| Arc::new(engine.load(&wasm).expect("loads")))
+        .collect()
+}
+
+/// The fixtures, every embedded case manifest, and the T4G pair whose
+/// compute capability the rules read alike but whose evidence differs in
+/// source (sent by the client, or filled in from the hardware table).
+fn manifests(rules: &[Arc<Rule>]) -> Vec<(String, Manifest)> {
+    let fixtures = repo_root().join("../shared/fixtures/manifests");
+    let mut out: Vec<(String, Manifest)> = ["g5g-gemma4-vllm0271.json", "a6000-llama70b-single.json", "h100x8-llama70b-healthy.json"]
+        .iter()
+        .map(|name| {
+            let bytes = std::fs::read(fixtures.join(name)).expect("fixture");
+            (name.to_string(), parse_manifest(&bytes).expect("fixture parses"))
+        })
+        .collect();
+    for rule in rules {
+        for case in &rule.info.tests {
+            if let Some(manifest) = &case.manifest {
+                let m = manifest_from_value(manifest.clone()).expect("case manifest parses");
+                out.push((format!("{} / {}", rule.id(), case.name), m));
+            }
+        }
+    }
+    for (name, gpu) in [
+        ("T4G, capability sent", r#"{"vendor":"nvidia","model":"NVIDIA T4G","compute_capability":"7.5"}"#),
+        ("T4G, capability enriched", r#"{"vendor":"nvidia","model":"NVIDIA T4G"}"#),
+    ] {
+        let text = format!(
+            r#"{{"manifest_version":1,"accelerators":[{gpu}],"packages":[{{"name":"vllm","version":"0.27.1"}}],"workload":{{"dtype":"bfloat16"}}}}"#
+        );
+        out.push((name.to_owned(), parse_manifest(text.as_bytes()).expect("valid")));
+    }
+    out
+}
+
+/// An answer without its timing.
+fn timeless(mut answer: CheckResponse) -> CheckResponse {
+    answer.stats.elapsed_us = 0;
+    answer
+}
+
+#[test]
+fn memoized_checks_answer_as_the_sandbox_does() {
+    let (memo, sandbox) = (engine(Limits::default().memo_bytes), engine(0));
+    let (memo_rules, sandbox_rules) = (rules(&memo), rules(&sandbox));
+    let memo_set = RuleSet::new(memo_rules.clone(), "r");
+    let sandbox_set = RuleSet::new(sandbox_rules, "r");
+    let cases = manifests(&memo_rules);
+    assert!(cases.len() > 60, "only {} manifests", cases.len());
+    let expected: Vec<CheckResponse> = cases.iter().map(|(_, m)| timeless(sandbox_set.check(&sandbox, m.clone()))).collect();
+    assert!(expected.iter().map(|a| a.findings.len()).sum::<usize>() > 20, "the comparison needs findings");
+
+    // Forward: each manifest replays the trees the earlier ones grew.
+    for ((name, m), want) in cases.iter().zip(&expected) {
+        assert_eq!(&timeless(memo_set.check(&memo, m.clone())), want, "{name} (first pass)");
+    }
+    let after_first = memo.memo_stats();
+    assert!(after_first.hits > 0, "no manifest shared a trace with another: {after_first:?}");
+    // Backward: every trace is known now, so nothing runs in the sandbox.
+    for ((name, m), want) in cases.iter().zip(&expected).rev() {
+        assert_eq!(&timeless(memo_set.check(&memo, m.clone())), want, "{name} (second pass)");
+    }
+    let after_second = memo.memo_stats();
+    assert_eq!(after_second.misses, after_first.misses, "the second pass ran rules in the sandbox");
+    assert!(after_second.hits > after_first.hits);
+    assert_eq!(sandbox.memo_stats(), Default::default(), "memo_bytes 0 keeps nothing and counts nothing");
+
+    // The T4G pair: the same trace, evidence of a different source.
+    let source = |name: &str| {
+        let (_, m) = cases.iter().find(|(n, _)| n == name).expect("case");
+        let answer = memo_set.check(&memo, m.clone());
+        let finding = answer.findings.into_iter().find(|f| f.rule_id == "vllm-bf16-needs-sm80").expect("bf16 finding");
+        finding.evidence.into_iter().find(|e| e.path == "accelerators.0.compute_capability").expect("cc").source
+    };
+    assert_eq!(source("T4G, capability sent"), EvidenceSource::Manifest);
+    assert_eq!(source("T4G, capability enriched"), EvidenceSource::Enriched);
+}
+
+#[test]
+fn failures_are_never_replayed() {
+    let engine = engine(Limits::default().memo_bytes);
+    let wasm = corpus::load_module(&corpus::corpus_dir().join("trap-unreachable.wat")).wasm;
+    let set = RuleSet::new(vec![Arc::new(engine.load(&wasm).expect("loads"))], "r");
+    let (_, manifest) = manifests(&[]).into_iter().next().expect("a fixture");
+    for _ in 0..3 {
+        let answer = set.check(&engine, manifest.clone());
+        assert_eq!(answer.rule_errors.len(), 1, "{answer:?}");
+    }
+    let stats = engine.memo_stats();
+    assert_eq!((stats.hits, stats.misses, stats.bytes), (0, 3, 0));
+}
+
+/// A rule that reads `env.MACHINE` (a different value on every machine)
+/// and concludes clear: its every evaluation is a new trace. In the hostile
+/// corpus's format, whose loader adds valid metadata.
+const READS_THE_MACHINE: &str = r#";; expect: clean
+;; threat: none; a rule whose every evaluation is a new trace
+(module
+  (import "pitfall" "field_str" (func $field_str (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "env.MACHINE")
+  (func (export "pitfall_evaluate") (result i32)
+    (drop (call $field_str (i32.const 16) (i32.const 11) (i32.const 64) (i32.const 64)))
+    (i32.const 0)))
+"#;
+
+fn reads_the_machine() -> Vec<u8> {
+    let path = std::env::temp_dir().join(format!("pitfall-memo-reads-the-machine-{}.wat", std::process::id()));
+    std::fs::write(&path, READS_THE_MACHINE).expect("writes");
+    let wasm = corpus::load_module(&path).wasm;
+    let _ = std::fs::remove_file(&path);
+    wasm
+}
+
+fn machine(i: usize) -> Manifest {
+    parse_manifest(format!(r#"{{"manifest_version":1,"env":{{"MACHINE":"machine-{i:04}"}}}}"#).as_bytes()).expect("valid")
+}
+
+#[test]
+fn a_rules_tree_is_regrown_when_full_and_the_budget_holds_and_is_given_back() {
+    let wasm = reads_the_machine();
+    let engine = engine(Limits::default().memo_bytes);
+    let set = RuleSet::new(vec![Arc::new(engine.load(&wasm).expect("loads"))], "r");
+    let mut peak = 0;
+    for i in 0..pitfall_engine::memo::MAX_LEAVES_PER_RULE {
+        set.check(&engine, machine(i));
+        peak = engine.memo_stats().bytes;
+    }
+    assert!(peak > 0);
+    set.check(&engine, machine(10_000));
+    let regrown = engine.memo_stats().bytes;
+    assert!(regrown < peak / 8, "a full tree was kept: {regrown} bytes after {peak}");
+    set.check(&engine, machine(10_000));
+    assert_eq!(engine.memo_stats().hits, 1, "the regrown tree answers");
+    drop(set);
+    assert_eq!(engine.memo_stats().bytes, 0, "a dropped rule gives its bytes back");
+
+    // A budget of a few traces: it is never exceeded.
+    let small = self::engine(2048);
+    let set = RuleSet::new(vec![Arc::new(small.load(&wasm).expect("loads"))], "r");
+    for i in 0..40 {
+        set.check(&small, machine(i));
+        assert!(small.memo_stats().bytes <= 2048, "{:?}", small.memo_stats());
+    }
+    assert!(small.memo_stats().bytes > 0);
+}
