@@ -139,6 +139,16 @@ fn scale_line(p: &ScalePoint) -> String {
         p.findings_median,
         p.linked,
         p.load.as_secs_f64(),
+    ) + &format!(
+        "\ncheck_memo rules={} unseen_machines p50_us={:.1} p99_us={:.1} cpu_p50_us={:.1} cpu_p99_us={:.1} hit_rate={:.3} memo_mib={:.1} over_sandboxed_p50={:.2}",
+        p.rules_total,
+        p.memo_check.p50,
+        p.memo_check.p99,
+        p.memo_check_cpu.p50,
+        p.memo_check_cpu.p99,
+        p.memo_hit_rate,
+        p.memo_bytes as f64 / (1 << 20) as f64,
+        p.memo_check.p50 / p.check.p50,
     )
 }
 
@@ -187,11 +197,13 @@ fn main() -> anyhow::Result<()> {
     for &size in &sizes {
         let specs = corpus::specs(size, SEED);
         let fleet = machines(args.fleet, size, SEED + 1)?;
+        let unseen = machines(args.fleet, size, SEED + 2)?;
         let point = scale::measure(
             &engine,
             &bundled,
             &specs,
             &fleet,
+            &unseen,
             if args.quick { 5 } else { 10 },
         );
         if size == 10_000 {
@@ -503,6 +515,15 @@ fn http_phases(
     };
     let (distinct, repeated) = (over_echo(1), over_echo(2));
     let (rss, peak) = server.rss()?;
+    let hits = server.metric("pitfall_rule_memo_hits_total")?;
+    let misses = server.metric("pitfall_rule_memo_misses_total")?;
+    report.line(format!(
+        "http rule_memo hit_rate={:.3} evaluations={:.0} memo_mib={:.1} result_cache_mib={:.1}",
+        hits / (hits + misses).max(1.0),
+        hits + misses,
+        server.metric("pitfall_rule_memo_bytes")? / (1 << 20) as f64,
+        server.metric("pitfall_result_cache_bytes")? / (1 << 20) as f64,
+    ));
     report.line(format!(
         "http check_distinct_over_echo={:.2} check_repeated_over_echo={:.2} (median of the rounds' ratios) target>=0.5 distinct {} repeated {} server_rss_mib={:.0} peak_rss_mib={:.0}",
         distinct,

@@ -45,6 +45,15 @@ pub struct ScalePoint {
     pub findings_median: f64,
     /// Rules compiled by the end (those the fleet made candidates).
     pub linked: usize,
+    /// Checks as served, with the memo of evaluations, of machines the
+    /// registry has not seen, after it checked the fleet once.
+    pub memo_check: Summary,
+    /// Those checks on one thread, in CPU time.
+    pub memo_check_cpu: Summary,
+    /// Of their candidates, the share the memo answered.
+    pub memo_hit_rate: f64,
+    /// Bytes the memo held at the end.
+    pub memo_bytes: usize,
 }
 
 /// Loads the corpus as deferred rules, generating each module on the way
@@ -69,6 +78,7 @@ pub fn measure(
     bundled: &[Arc<Rule>],
     specs: &[RuleSpec],
     fleet: &[Manifest],
+    unseen: &[Manifest],
     rounds: usize,
 ) -> ScalePoint {
     let start = Instant::now();
@@ -79,7 +89,7 @@ pub fn measure(
     let time = |m: &Manifest| {
         let m = m.clone();
         let start = Instant::now();
-        let answer = black_box(set.check(engine, m));
+        let answer = black_box(set.check_sandboxed(engine, m));
         (start.elapsed(), answer)
     };
     let mut first = Vec::with_capacity(fleet.len());
@@ -107,7 +117,7 @@ pub fn measure(
             let owned = m.clone();
             cpu.push(one_thread.install(|| {
                 let start = thread_cpu_time();
-                black_box(set.check(engine, owned));
+                black_box(set.check_sandboxed(engine, owned));
                 thread_cpu_time().saturating_sub(start)
             }));
             // The copy is made outside the timed part, as for the checks.
@@ -120,7 +130,43 @@ pub fn measure(
             lookups.push(start.elapsed());
         }
     }
+    // As served: the memo learns from the fleet once, then machines it has
+    // not seen are checked, each once (a second time would replay all).
+    for m in fleet {
+        black_box(set.check(engine, m.clone()));
+    }
+    // Their new candidates compiled first, as the server's warm-up does;
+    // a sandboxed check records nothing.
+    for m in unseen {
+        black_box(set.check_sandboxed(engine, m.clone()));
+    }
+    let before = engine.memo_stats();
+    let (half, rest) = unseen.split_at(unseen.len() / 2);
+    let mut memo_checks = Vec::with_capacity(half.len());
+    for m in half {
+        let owned = m.clone();
+        let start = Instant::now();
+        black_box(set.check(engine, owned));
+        memo_checks.push(start.elapsed());
+    }
+    let memo_cpu: Vec<Duration> = rest
+        .iter()
+        .map(|m| {
+            let owned = m.clone();
+            one_thread.install(|| {
+                let start = thread_cpu_time();
+                black_box(set.check(engine, owned));
+                thread_cpu_time().saturating_sub(start)
+            })
+        })
+        .collect();
+    let after = engine.memo_stats();
+    let (hits, misses) = (after.hits - before.hits, after.misses - before.misses);
     ScalePoint {
+        memo_check: Summary::of(&memo_checks),
+        memo_check_cpu: Summary::of(&memo_cpu),
+        memo_hit_rate: hits as f64 / (hits + misses).max(1) as f64,
+        memo_bytes: after.bytes,
         synthetic: specs.len(),
         rules_total: set.rules().len(),
         load,

@@ -126,6 +126,16 @@ pub fn start(exe: &Path, data_dir: &Path, cache: bool) -> anyhow::Result<Server>
 }
 
 impl Server {
+    /// The value of an unlabelled metric in the server's `/metrics`.
+    pub fn metric(&self, name: &str) -> anyhow::Result<f64> {
+        let text = get_body(self.addr, "/metrics")?;
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+            .with_context(|| format!("no metric {name}"))?;
+        Ok(line.trim().parse()?)
+    }
+
     /// Closes the child's stdin and waits for it to exit.
     pub fn stop(mut self) -> anyhow::Result<()> {
         drop(self.child.stdin.take());
@@ -189,6 +199,18 @@ pub fn rss(pid: u32) -> anyhow::Result<(u64, u64)> {
         Ok(kib * 1024)
     };
     Ok((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// A GET's body (blocking; loopback only, one request, `connection: close`).
+fn get_body(addr: SocketAddr, path: &str) -> anyhow::Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(s, "GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")?;
+    let mut text = String::new();
+    s.take(16 << 20).read_to_string(&mut text)?;
+    let (_, body) = text.split_once("\r\n\r\n").context("no body")?;
+    Ok(body.to_owned())
 }
 
 /// A GET's status (blocking; loopback only, one request).

@@ -62,6 +62,17 @@ impl RuleSet {
 
     /// Checks a manifest (as the client sent it).
     pub fn check(&self, engine: &Engine, manifest: Manifest) -> CheckResponse {
+        self.check_with(engine, manifest, true)
+    }
+
+    /// [`RuleSet::check`] with every candidate run in the sandbox, whatever
+    /// its memo knows (and recording nothing): the answer the memo must
+    /// equal, and what a check costs without it.
+    pub fn check_sandboxed(&self, engine: &Engine, manifest: Manifest) -> CheckResponse {
+        self.check_with(engine, manifest, false)
+    }
+
+    fn check_with(&self, engine: &Engine, manifest: Manifest, memo: bool) -> CheckResponse {
         let start = Instant::now();
         let (_running, fan_out) = engine.check_started();
         let prepared = Prepared::new(manifest);
@@ -70,11 +81,11 @@ impl RuleSet {
         // read costs a few lookups, less than handing it to another core.
         // Only the rest run in the sandbox, fanned out when worth it.
         let mut results: Vec<(&Arc<Rule>, Option<Evaluation>)> =
-            candidates.iter().map(|rule| (*rule, engine.replay(rule, &prepared))).collect();
+            candidates.iter().map(|rule| (*rule, memo.then(|| engine.replay(rule, &prepared)).flatten())).collect();
         let mut misses: Vec<&mut (&Arc<Rule>, Option<Evaluation>)> =
             results.iter_mut().filter(|(_, evaluation)| evaluation.is_none()).collect();
         let run = |slot: &mut &mut (&Arc<Rule>, Option<Evaluation>)| {
-            slot.1 = Some(engine.evaluate_recorded(slot.0, &prepared));
+            slot.1 = Some(if memo { engine.evaluate_recorded(slot.0, &prepared) } else { engine.evaluate(slot.0, &prepared) });
         };
         if misses.len() < PARALLEL_THRESHOLD || !fan_out {
             misses.iter_mut().for_each(run);

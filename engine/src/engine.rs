@@ -147,7 +147,7 @@ impl Engine {
     /// jobs, wake-ups, another core's caches).
     pub fn check_started(&self) -> (CheckGuard<'_>, bool) {
         let running = self.inner.checks_in_flight.fetch_add(1, Ordering::Relaxed);
-        (CheckGuard(&self.inner.checks_in_flight), running < rayon::current_num_threads())
+        (CheckGuard(&self.inner.checks_in_flight), running * 2 < rayon::current_num_threads())
     }
 
     /// The engine's limits.

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use pitfall_sdk::model::cases::Evaluation;
 use pitfall_sdk::model::fields::FieldMap;
 use pitfall_sdk::model::meta::RuleMeta;
-use pitfall_sdk::model::report::{Evidence, Finding, evidence_for, render};
+use pitfall_sdk::model::report::{Finding, evidence_holds, render};
 use pitfall_sdk::model::session::{Observed, RawOutput, Read};
 
 /// Outcomes one rule keeps before its tree is dropped and regrown.
@@ -101,8 +101,7 @@ pub(crate) enum Outcome {
     Matched {
         /// What the rule reported, to render afresh when evidence differs.
         raw: RawOutput,
-        /// The evidence the finding quotes, as rendered then.
-        evidence: Vec<Evidence>,
+        /// The finding as rendered then, evidence included.
         finding: Finding,
     },
 }
@@ -113,9 +112,7 @@ impl Outcome {
         match (evaluation, raw) {
             (Evaluation::Clear, _) => Some(Outcome::Clear),
             (Evaluation::Undetermined(missing), _) => Some(Outcome::Undetermined(missing.clone())),
-            (Evaluation::Matched(finding), Some(raw)) => {
-                Some(Outcome::Matched { raw, evidence: finding.evidence.clone(), finding: (**finding).clone() })
-            }
+            (Evaluation::Matched(finding), Some(raw)) => Some(Outcome::Matched { raw, finding: (**finding).clone() }),
             _ => None,
         }
     }
@@ -124,10 +121,8 @@ impl Outcome {
         match self {
             Outcome::Clear => Evaluation::Clear,
             Outcome::Undetermined(missing) => Evaluation::Undetermined(missing.clone()),
-            Outcome::Matched { raw, evidence, finding } => {
-                let same = raw.evidence.len() == evidence.len()
-                    && raw.evidence.iter().zip(evidence).all(|(path, e)| evidence_for(fields, path).as_ref() == Some(e));
-                if same {
+            Outcome::Matched { raw, finding } => {
+                if finding.evidence.iter().all(|e| evidence_holds(fields, e)) {
                     return Evaluation::Matched(Box::new(finding.clone()));
                 }
                 match render(meta, raw, fields) {
@@ -146,10 +141,10 @@ impl Outcome {
             Outcome::Undetermined(missing) => base + missing.iter().map(|m| m.len() + 24).sum::<usize>(),
             Outcome::Matched { raw, finding, .. } => {
                 let raw_bytes = raw.bytes + 24 * (raw.evidence.len() + raw.missing.len() + 2 * raw.params.len());
-                // The finding twice over: its evidence is kept on its own too.
+                // Its JSON text's length: near enough its strings' heap.
                 let mut counter = ByteCounter(0);
                 let _ = serde_json::to_writer(&mut counter, finding);
-                base + raw_bytes + 2 * counter.0
+                base + raw_bytes + counter.0
             }
         }
     }

@@ -99,6 +99,8 @@ pub const DEFAULT_RESULT_CACHE_ENTRIES: usize = 10_000;
 /// 20-40 KiB, so a count alone let 10,000 distinct machines' answers take
 /// hundreds of MiB (measured: 120-170 MiB over a 10,000-rule server's own).
 pub const DEFAULT_RESULT_CACHE_BYTES: usize = 64 << 20;
+/// Bytes the engine's memo of evaluations keeps (pitfall_engine::limits::DEFAULT_MEMO_BYTES).
+pub const DEFAULT_RULE_MEMO_BYTES: usize = pitfall_engine::limits::DEFAULT_MEMO_BYTES;
 
 /// Bounds on what one request may ask of the server.
 #[derive(Debug, Clone, clap::Args)]
@@ -122,6 +124,12 @@ pub struct ServerLimits {
     /// Bytes of answer text the result cache keeps, at most (oldest out first).
     #[arg(long, env = "PITFALL_RESULT_CACHE_BYTES", default_value_t = DEFAULT_RESULT_CACHE_BYTES)]
     pub result_cache_bytes: usize,
+    /// Bytes the memo of evaluations keeps: each rule's outcomes by what it
+    /// read, so a manifest new to the cache runs in the sandbox only the
+    /// rules that read something no machine showed them before. 0 turns
+    /// it off (every candidate of every check runs in the sandbox).
+    #[arg(long, env = "PITFALL_RULE_MEMO_BYTES", default_value_t = DEFAULT_RULE_MEMO_BYTES)]
+    pub rule_memo_bytes: usize,
     /// Longest a client may take to send a request's head, in milliseconds;
     /// then the connection is closed.
     #[arg(long, env = "PITFALL_HEADER_TIMEOUT_MS", default_value_t = DEFAULT_HEADER_TIMEOUT_MS)]
@@ -169,6 +177,7 @@ impl Default for ServerLimits {
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             result_cache_entries: DEFAULT_RESULT_CACHE_ENTRIES,
             result_cache_bytes: DEFAULT_RESULT_CACHE_BYTES,
+            rule_memo_bytes: DEFAULT_RULE_MEMO_BYTES,
             header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
             body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,

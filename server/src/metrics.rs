@@ -54,7 +54,7 @@ impl Metrics {
     }
 
     /// The text exposition, with the gauges the caller knows.
-    pub fn render(&self, gauges: &[(&str, &str, f64)]) -> String {
+    pub fn render(&self, gauges: &[(&str, &str, f64)], counted_elsewhere: &[(&str, &str, u64)]) -> String {
         let mut out = String::new();
         for (name, help, value) in gauges {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}");
@@ -64,8 +64,9 @@ impl Metrics {
             ("pitfall_check_cache_hits_total", "Checks answered from the result cache.", &self.check_cache_hits),
             ("pitfall_rule_errors_total", "Rule errors reported in check answers.", &self.rule_errors),
         ];
-        for (name, help, counter) in counters {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", counter.load(Ordering::Relaxed));
+        let counters = counters.iter().map(|(name, help, c)| (*name, *help, c.load(Ordering::Relaxed)));
+        for (name, help, value) in counters.chain(counted_elsewhere.iter().copied()) {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}");
         }
         out.push_str("# HELP pitfall_publishes_total Publish attempts by outcome.\n# TYPE pitfall_publishes_total counter\n");
         for (outcome, n) in self.publishes.lock().unwrap_or_else(|p| p.into_inner()).iter() {

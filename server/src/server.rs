@@ -17,7 +17,8 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
     let store = connect(config).await?;
-    let engine = Engine::with_cache_dir(Limits::default(), config.data_dir.join("compiled"))
+    let limits = Limits { memo_bytes: config.limits.rule_memo_bytes, ..Limits::default() };
+    let engine = Engine::with_cache_dir(limits, config.data_dir.join("compiled"))
         .context("starting the rule engine")?;
     if config.seed_bundled {
         let inserted = seed_bundled(&store, &engine).await?;

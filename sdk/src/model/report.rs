@@ -136,6 +136,33 @@ pub fn evidence_for(fields: &FieldMap, path: &str) -> Option<Evidence> {
     Some(Evidence { path: path.to_owned(), value, source })
 }
 
+/// Whether [`evidence_for`] would give `evidence` again on `fields`:
+/// the same comparison, without building the value (a replayed finding's
+/// evidence is checked on every manifest it is replayed on).
+pub fn evidence_holds(fields: &FieldMap, evidence: &Evidence) -> bool {
+    let Some(field) = fields.get(&evidence.path) else {
+        return false;
+    };
+    let source = match field.source {
+        Source::Manifest => EvidenceSource::Manifest,
+        Source::Enriched => EvidenceSource::Enriched,
+    };
+    if source != evidence.source {
+        return false;
+    }
+    let value = &evidence.value;
+    match (fields.composite(&evidence.path), field.kind, field.text.as_deref()) {
+        (Some(v), _, _) => v == value,
+        (None, FieldKind::Number, Some(t)) => match t.parse::<serde_json::Number>() {
+            Ok(n) => matches!(value, Value::Number(m) if *m == n),
+            Err(_) => value.is_null(),
+        },
+        (None, FieldKind::Bool, Some(t)) => *value == Value::Bool(t == "true"),
+        (None, _, Some(t)) => value.as_str() == Some(t),
+        (None, _, None) => value.is_null(),
+    }
+}
+
 /// Turns a matched rule's raw output into a finding.
 pub fn render(meta: &RuleMeta, raw: &RawOutput, fields: &FieldMap) -> Result<Finding, RenderError> {
     let params = Params(&raw.params);
@@ -263,6 +290,45 @@ mod tests {
         assert_eq!(p.substitute_action(&up), Ok(Action::UpgradePackage { package: "vllm".into(), to: "0.28".into() }));
         let flag = Action::AddFlag { tool: "vllm".into(), flag: "--tensor-parallel-size".into(), value: Some("{tp}".into()) };
         assert!(p.substitute_action(&flag).is_ok());
+    }
+
+    #[test]
+    fn evidence_holds_exactly_where_evidence_for_gives_it_again() {
+        use crate::model::{Prepared, parse_manifest};
+        let prepared = |text: &str| Prepared::new(parse_manifest(text.as_bytes()).expect("valid"));
+        let a = prepared(
+            r#"{"manifest_version":1,"accelerators":[{"vendor":"nvidia","model":"NVIDIA T4G","memory_mib":15360}],
+                "host":{"arch":"aarch64","memory_mib":65536},"workload":{"head_dims":[256,512],"dtype":"bfloat16"},
+                "env":{"FLAG":"1"},"packages":[{"name":"vllm","version":"0.27.1"}]}"#,
+        );
+        let paths = [
+            "accelerators.0.compute_capability",
+            "accelerators.0.memory_mib",
+            "host.memory_mib",
+            "workload.head_dims",
+            "workload.head_dims.1",
+            "workload.dtype",
+            "env.FLAG",
+            "packages.vllm",
+            "packages.vllm.version",
+            "accelerators",
+        ];
+        for path in paths {
+            let e = evidence_for(&a.fields, path).unwrap_or_else(|| panic!("{path}"));
+            assert!(evidence_holds(&a.fields, &e), "{path}: {e:?}");
+        }
+        // Another machine: each value changed, or the same value from another source.
+        let b = prepared(
+            r#"{"manifest_version":1,"accelerators":[{"vendor":"nvidia","model":"NVIDIA T4G","compute_capability":"7.5","memory_mib":15361}],
+                "host":{"arch":"aarch64","memory_mib":131072},"workload":{"head_dims":[256,256],"dtype":"float16"},
+                "env":{"FLAG":"2"},"packages":[{"name":"vllm","version":"0.27.2"}]}"#,
+        );
+        for path in paths {
+            let e = evidence_for(&a.fields, path).expect("present");
+            let again = evidence_for(&b.fields, path);
+            assert_eq!(evidence_holds(&b.fields, &e), again.as_ref() == Some(&e), "{path}: {again:?}");
+            assert!(!evidence_holds(&b.fields, &e), "{path} should differ on the second machine");
+        }
     }
 
     #[test]

@@ -54,14 +54,20 @@ pub async fn limits(State(state): State<AppState>) -> Json<LimitsView> {
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let rules = state.registry().rules();
     let revision = rules.revision().parse::<f64>().unwrap_or(0.0);
+    let memo = state.registry().engine().memo_stats();
     let gauges = [
         ("pitfall_ruleset_revision", "The ruleset revision served.", revision),
         ("pitfall_rules_served", "Rules in the served set.", rules.rules().len() as f64),
         ("pitfall_result_cache_entries", "Check answers cached.", state.cache().len() as f64),
         ("pitfall_result_cache_bytes", "Bytes of check answers cached.", state.cache().bytes() as f64),
         ("pitfall_store_up", "Whether the store answered the last refresh (1) or not (0).", f64::from(u8::from(state.registry().store_ok()))),
+        ("pitfall_rule_memo_bytes", "Bytes the memo of evaluations holds.", memo.bytes as f64),
     ];
-    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics().render(&gauges))
+    let counters = [
+        ("pitfall_rule_memo_hits_total", "Rule evaluations answered from the memo (what the rule read was seen before).", memo.hits),
+        ("pitfall_rule_memo_misses_total", "Rule evaluations run in the sandbox with the memo on.", memo.misses),
+    ];
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics().render(&gauges, &counters))
 }
 
 /// `GET /v1/openapi.json`.
