@@ -141,10 +141,13 @@ impl Engine {
 
     /// Counts a check as running until the guard drops, and says whether
     /// it should fan its candidates out over the thread pool: only while
-    /// fewer checks run than the pool has threads. A server answering many
-    /// checks at once keeps its cores busy with whole checks, and handing
-    /// every check's candidates around the pool then only costs (stolen
-    /// jobs, wake-ups, another core's caches).
+    /// the pool has two threads for each check running besides this one. A
+    /// server answering many checks at once keeps its cores busy with whole
+    /// checks, and handing every check's candidates around the pool then
+    /// only costs (stolen jobs, wake-ups, another core's caches): on two
+    /// cores under load, fanning out whenever fewer checks ran than threads
+    /// served 3,100-3,700 distinct checks a second, this 3,600-3,750 (one
+    /// bench run each, back to back).
     pub fn check_started(&self) -> (CheckGuard<'_>, bool) {
         let running = self.inner.checks_in_flight.fetch_add(1, Ordering::Relaxed);
         (CheckGuard(&self.inner.checks_in_flight), running * 2 < rayon::current_num_threads())

@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use pitfall_sdk::model::cases::Evaluation;
 use pitfall_sdk::model::fields::FieldMap;
-use pitfall_sdk::model::meta::RuleMeta;
-use pitfall_sdk::model::report::{Finding, evidence_holds, render};
+use pitfall_sdk::model::meta::{Remedy, RuleMeta};
+use pitfall_sdk::model::report::{Evidence, Finding, evidence_holds, render};
 use pitfall_sdk::model::session::{Observed, RawOutput, Read};
 
 /// Outcomes one rule keeps before its tree is dropped and regrown.
@@ -101,8 +101,12 @@ pub(crate) enum Outcome {
     Matched {
         /// What the rule reported, to render afresh when evidence differs.
         raw: RawOutput,
-        /// The finding as rendered then, evidence included.
-        finding: Finding,
+        /// The parts of the finding rendered for this trace; the rest (id,
+        /// title, error signatures, references) is the rule's metadata,
+        /// the same for every trace, and not kept again per leaf.
+        message: String,
+        remedies: Vec<Remedy>,
+        evidence: Vec<Evidence>,
     },
 }
 
@@ -112,7 +116,12 @@ impl Outcome {
         match (evaluation, raw) {
             (Evaluation::Clear, _) => Some(Outcome::Clear),
             (Evaluation::Undetermined(missing), _) => Some(Outcome::Undetermined(missing.clone())),
-            (Evaluation::Matched(finding), Some(raw)) => Some(Outcome::Matched { raw, finding: (**finding).clone() }),
+            (Evaluation::Matched(finding), Some(raw)) => Some(Outcome::Matched {
+                raw,
+                message: finding.message.clone(),
+                remedies: finding.remedies.clone(),
+                evidence: finding.evidence.clone(),
+            }),
             _ => None,
         }
     }
@@ -121,9 +130,10 @@ impl Outcome {
         match self {
             Outcome::Clear => Evaluation::Clear,
             Outcome::Undetermined(missing) => Evaluation::Undetermined(missing.clone()),
-            Outcome::Matched { raw, finding } => {
-                if finding.evidence.iter().all(|e| evidence_holds(fields, e)) {
-                    return Evaluation::Matched(Box::new(finding.clone()));
+            Outcome::Matched { raw, message, remedies, evidence } => {
+                if evidence.iter().all(|e| evidence_holds(fields, e)) {
+                    let finding = Finding::of(meta, message.clone(), remedies.clone(), evidence.clone());
+                    return Evaluation::Matched(Box::new(finding));
                 }
                 match render(meta, raw, fields) {
                     Ok(finding) => Evaluation::Matched(Box::new(finding)),
@@ -139,12 +149,12 @@ impl Outcome {
         match self {
             Outcome::Clear => base,
             Outcome::Undetermined(missing) => base + missing.iter().map(|m| m.len() + 24).sum::<usize>(),
-            Outcome::Matched { raw, finding, .. } => {
+            Outcome::Matched { raw, message, remedies, evidence } => {
                 let raw_bytes = raw.bytes + 24 * (raw.evidence.len() + raw.missing.len() + 2 * raw.params.len());
-                // Its JSON text's length: near enough its strings' heap.
+                // Their JSON text's length: near enough their heap.
                 let mut counter = ByteCounter(0);
-                let _ = serde_json::to_writer(&mut counter, finding);
-                base + raw_bytes + counter.0
+                let _ = serde_json::to_writer(&mut counter, &(remedies, evidence));
+                base + raw_bytes + message.len() + counter.0
             }
         }
     }

@@ -98,7 +98,9 @@ pub const DEFAULT_RESULT_CACHE_ENTRIES: usize = 10_000;
 /// And at most this much answer text: an answer of twenty findings is
 /// 20-40 KiB, so a count alone let 10,000 distinct machines' answers take
 /// hundreds of MiB (measured: 120-170 MiB over a 10,000-rule server's own).
-pub const DEFAULT_RESULT_CACHE_BYTES: usize = 64 << 20;
+/// 32 MiB, and as much again for the memo of evaluations: the 64 MiB the
+/// result cache alone had before the memo, which makes a miss here cheap.
+pub const DEFAULT_RESULT_CACHE_BYTES: usize = 32 << 20;
 /// Bytes the engine's memo of evaluations keeps (pitfall_engine::limits::DEFAULT_MEMO_BYTES).
 pub const DEFAULT_RULE_MEMO_BYTES: usize = pitfall_engine::limits::DEFAULT_MEMO_BYTES;
 

@@ -195,17 +195,25 @@ pub fn render(meta: &RuleMeta, raw: &RawOutput, fields: &FieldMap) -> Result<Fin
             })
         })
         .collect::<Result<Vec<_>, RenderError>>()?;
-    Ok(Finding {
-        rule_id: meta.id.clone(),
-        rule_version: meta.version.clone(),
-        severity: meta.severity,
-        title: meta.title.clone(),
-        message: params.substitute(&meta.message)?,
-        error_signatures: meta.error_signatures.clone(),
-        remedies,
-        evidence,
-        references: meta.references.clone(),
-    })
+    Ok(Finding::of(meta, params.substitute(&meta.message)?, remedies, evidence))
+}
+
+impl Finding {
+    /// A finding of the rule `meta` describes: its rendered message,
+    /// remedies and evidence, and the rest as the metadata has it.
+    pub fn of(meta: &RuleMeta, message: String, remedies: Vec<Remedy>, evidence: Vec<Evidence>) -> Finding {
+        Finding {
+            rule_id: meta.id.clone(),
+            rule_version: meta.version.clone(),
+            severity: meta.severity,
+            title: meta.title.clone(),
+            message,
+            error_signatures: meta.error_signatures.clone(),
+            remedies,
+            evidence,
+            references: meta.references.clone(),
+        }
+    }
 }
 
 struct Params<'a>(&'a [(String, String)]);

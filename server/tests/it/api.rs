@@ -461,6 +461,25 @@ async fn health_readiness_and_metrics() {
     for needle in ["pitfall_checks_total 1", "pitfall_rules_served ", "route=\"/v1/check\",status=\"200\""] {
         assert!(metrics.contains(needle), "{needle} missing from\n{metrics}");
     }
+    // The memo of evaluations: the first check ran its candidates in the
+    // sandbox; the same machine under another name (new to the result
+    // cache) has them answered from what they read.
+    let metric = |text: &str, name: &str| -> f64 {
+        let line = text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')).unwrap_or_else(|| panic!("{name} missing"));
+        line.trim().parse().expect("a number")
+    };
+    let misses = metric(&metrics, "pitfall_rule_memo_misses_total");
+    assert!(misses > 0.0 && metric(&metrics, "pitfall_rule_memo_hits_total") == 0.0, "{metrics}");
+    assert!(metric(&metrics, "pitfall_rule_memo_bytes") > 0.0);
+    let mut renamed: Value = serde_json::from_slice(&fixture("g5g-gemma4-vllm0271.json")).expect("json");
+    renamed["host"]["hostname"] = json!("another-g5g");
+    let first = h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
+    let again = h.check(renamed.to_string().as_bytes()).await;
+    assert_eq!(first["findings"], again["findings"]);
+    let (_, metrics) = h.call_raw(Method::GET, "/metrics", None, "").await;
+    let metrics = String::from_utf8(metrics).expect("utf-8");
+    assert_eq!(metric(&metrics, "pitfall_rule_memo_misses_total"), misses, "the renamed machine ran rules again");
+    assert_eq!(metric(&metrics, "pitfall_rule_memo_hits_total"), misses);
     // Readiness follows the store: closed, not ready; checks still answered.
     h.store.close().await;
     let (status, ready) = h.call(Method::GET, "/readyz", None, "").await;
