@@ -304,7 +304,7 @@ mod probe {
             let m = mem(&mut c)?;
             let (d, s) = m.data_and_store_mut(&mut c);
             let text = match s.session.field_str(bytes(d, p, n)?) {
-                Ok(t) => t.to_owned(),
+                Ok(t) => t.into_owned(),
                 Err(status) => return Ok(status),
             };
             if text.len() <= cap as u32 as usize {

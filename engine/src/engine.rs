@@ -248,15 +248,11 @@ impl Engine {
         self.run_sandboxed(rule, prepared).render(rule, prepared)
     }
 
-    /// What a check asks of each candidate: [`Engine::replay`], else
-    /// [`Engine::evaluate_recorded`].
-    pub fn evaluate_memoized(&self, rule: &Rule, prepared: &Prepared) -> Evaluation {
-        self.replay(rule, prepared).unwrap_or_else(|| self.evaluate_recorded(rule, prepared))
-    }
-
     /// The outcome `rule`'s memo predicts for this manifest: `Some` when
     /// the rule would read what one recorded evaluation read, and so
-    /// conclude the same (`crate::memo`). `None` with `memo_bytes` 0.
+    /// conclude the same (`crate::memo`; a check asks this first, then
+    /// [`Engine::evaluate_recorded`]). `None` with `memo_bytes` 0. Counts
+    /// a hit or a miss.
     pub fn replay(&self, rule: &Rule, prepared: &Prepared) -> Option<Evaluation> {
         let budget = &self.inner.memo;
         if !budget.enabled() {

@@ -169,7 +169,7 @@ impl LazyPackage {
 impl FieldMap {
     /// Flattens a normalised manifest; `enrichment` marks the enriched paths.
     pub fn new(manifest: &Manifest, enrichment: &Enrichment) -> FieldMap {
-        let mut value = serde_json::to_value(without_packages(manifest)).unwrap_or(Value::Null);
+        let value = serde_json::to_value(without_packages(manifest)).unwrap_or(Value::Null);
         let mut map = FieldMap {
             fields: HashMap::with_capacity_and_hasher(128, RandomState::default()),
             tree: Value::Null,
