@@ -101,14 +101,14 @@ impl RuleSet {
             enriched: prepared.enrichment.paths.iter().filter_map(|p| evidence_for(&prepared.fields, p)).collect(),
         };
         for (rule, evaluation) in results {
-            let rule_id = rule.id().to_owned();
+            let rule_id = || rule.id().to_owned();
             // Every slot was filled above; an empty one would be this
             // function's bug, reported rather than dropped.
             match evaluation.unwrap_or_else(|| Evaluation::Failed("internal: the rule was not evaluated".into())) {
                 Evaluation::Clear => {}
                 Evaluation::Matched(finding) => answer.findings.push(*finding),
-                Evaluation::Undetermined(missing) => answer.undetermined.push(Undetermined { rule_id, missing }),
-                Evaluation::Failed(error) => answer.rule_errors.push(RuleError { rule_id, error }),
+                Evaluation::Undetermined(missing) => answer.undetermined.push(Undetermined { rule_id: rule_id(), missing }),
+                Evaluation::Failed(error) => answer.rule_errors.push(RuleError { rule_id: rule_id(), error }),
             }
         }
         // Worst first, then by id: a stable order clients can diff.

@@ -11,6 +11,8 @@ use std::time::Instant;
 
 use pitfall_sdk::model::Prepared;
 use pitfall_sdk::model::cases::{CaseResult, Evaluation, run_cases};
+use pitfall_sdk::model::fields::FieldMap;
+use pitfall_sdk::model::meta::RuleMeta;
 use pitfall_sdk::model::report::{RawOutcome, render};
 use pitfall_sdk::model::session::{RawOutput, Read, Session};
 use wasmtime::{
@@ -271,11 +273,12 @@ impl Engine {
             return self.evaluate(rule, prepared);
         }
         let (sandboxed, reads) = self.sandbox(rule, prepared, true);
-        let raw = match &sandboxed {
-            Sandboxed::Matched(raw) => Some((**raw).clone()),
-            Sandboxed::Done(_) => None,
+        // The matched output is kept for the memo, which renders from it
+        // again when a later manifest's evidence differs.
+        let (evaluation, raw) = match sandboxed {
+            Sandboxed::Done(evaluation) => (evaluation, None),
+            Sandboxed::Matched(raw) => (rendered(&rule.info.meta, &raw, &prepared.fields), Some(*raw)),
         };
-        let evaluation = sandboxed.render(rule, prepared);
         if let (Some(reads), Some(outcome)) = (reads, Outcome::of(&evaluation, raw)) {
             rule.memo.record(reads, outcome, budget);
         }
@@ -391,16 +394,21 @@ impl Sandboxed {
     /// The evaluation: a matched rule's finding rendered from its metadata
     /// and the manifest's values (placeholders, remedies, evidence).
     pub fn render(self, rule: &Rule, prepared: &Prepared) -> Evaluation {
-        let raw = match self {
-            Sandboxed::Done(evaluation) => return evaluation,
-            Sandboxed::Matched(raw) => raw,
-        };
-        match render(&rule.info.meta, &raw, &prepared.fields) {
-            Ok(finding) => Evaluation::Matched(Box::new(finding)),
-            // The rule ran but its output is malformed: its own error,
-            // not the host's (the inner of the two failure levels).
-            Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
+        match self {
+            Sandboxed::Done(evaluation) => evaluation,
+            Sandboxed::Matched(raw) => rendered(&rule.info.meta, &raw, &prepared.fields),
         }
+    }
+}
+
+/// A matched rule's output rendered into its finding (also what the memo
+/// does when a recorded output's evidence differs on a new manifest).
+pub(crate) fn rendered(meta: &RuleMeta, raw: &RawOutput, fields: &FieldMap) -> Evaluation {
+    match render(meta, raw, fields) {
+        Ok(finding) => Evaluation::Matched(Box::new(finding)),
+        // The rule ran but its output is malformed: its own error,
+        // not the host's (the inner of the two failure levels).
+        Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
     }
 }
 

@@ -31,8 +31,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use pitfall_sdk::model::cases::Evaluation;
 use pitfall_sdk::model::fields::FieldMap;
 use pitfall_sdk::model::meta::{Remedy, RuleMeta};
-use pitfall_sdk::model::report::{Evidence, Finding, evidence_holds, render};
+use pitfall_sdk::model::report::{Evidence, Finding, evidence_holds};
 use pitfall_sdk::model::session::{Observed, RawOutput, Read};
+
+use crate::engine::rendered;
 
 /// Outcomes one rule keeps before its tree is dropped and regrown.
 pub const MAX_LEAVES_PER_RULE: usize = 64;
@@ -135,10 +137,7 @@ impl Outcome {
                     let finding = Finding::of(meta, message.clone(), remedies.clone(), evidence.clone());
                     return Evaluation::Matched(Box::new(finding));
                 }
-                match render(meta, raw, fields) {
-                    Ok(finding) => Evaluation::Matched(Box::new(finding)),
-                    Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
-                }
+                rendered(meta, raw, fields)
             }
         }
     }

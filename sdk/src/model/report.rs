@@ -78,6 +78,15 @@ pub enum EvidenceSource {
     Enriched,
 }
 
+impl From<Source> for EvidenceSource {
+    fn from(source: Source) -> EvidenceSource {
+        match source {
+            Source::Manifest => EvidenceSource::Manifest,
+            Source::Enriched => EvidenceSource::Enriched,
+        }
+    }
+}
+
 /// A rule that could not decide.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Undetermined {
@@ -129,11 +138,7 @@ pub fn evidence_for(fields: &FieldMap, path: &str) -> Option<Evidence> {
         (None, _, Some(t)) => Value::String(t.to_owned()),
         (None, _, None) => Value::Null,
     };
-    let source = match field.source {
-        Source::Manifest => EvidenceSource::Manifest,
-        Source::Enriched => EvidenceSource::Enriched,
-    };
-    Some(Evidence { path: path.to_owned(), value, source })
+    Some(Evidence { path: path.to_owned(), value, source: field.source.into() })
 }
 
 /// Whether [`evidence_for`] would give `evidence` again on `fields`:
@@ -143,11 +148,7 @@ pub fn evidence_holds(fields: &FieldMap, evidence: &Evidence) -> bool {
     let Some(field) = fields.get(&evidence.path) else {
         return false;
     };
-    let source = match field.source {
-        Source::Manifest => EvidenceSource::Manifest,
-        Source::Enriched => EvidenceSource::Enriched,
-    };
-    if source != evidence.source {
+    if EvidenceSource::from(field.source) != evidence.source {
         return false;
     }
     let value = &evidence.value;
