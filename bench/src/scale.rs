@@ -86,40 +86,46 @@ pub fn measure(
     rules.extend(load(engine, specs));
     let set = RuleSet::new(rules, format!("bench-{}", specs.len()));
     let load = start.elapsed();
-    let time = |m: &Manifest| {
+    // Every candidate in the sandbox (the targets), or as served (the memo).
+    let check = |memo: bool, m: Manifest| if memo { set.check(engine, m) } else { set.check_sandboxed(engine, m) };
+    // The copy of the manifest is made outside the timed part.
+    let time = |memo: bool, m: &Manifest| {
         let m = m.clone();
         let start = Instant::now();
-        let answer = black_box(set.check_sandboxed(engine, m));
+        let answer = black_box(check(memo, m));
         (start.elapsed(), answer)
     };
-    let mut first = Vec::with_capacity(fleet.len());
-    let mut candidates = Vec::with_capacity(fleet.len());
-    let mut findings = Vec::with_capacity(fleet.len());
-    for m in fleet {
-        let (t, answer) = time(m);
-        first.push(t);
-        candidates.push(answer.stats.rules_evaluated as usize);
-        findings.push(answer.findings.len() as f64);
-    }
     // One worker: a check's parallel part runs on this pool's only thread,
     // so that thread's CPU time is the whole check.
     let one_thread = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
         .expect("a one-thread pool");
+    let cpu_time = |memo: bool, m: &Manifest| {
+        let m = m.clone();
+        one_thread.install(|| {
+            let start = thread_cpu_time();
+            black_box(check(memo, m));
+            thread_cpu_time().saturating_sub(start)
+        })
+    };
+    let mut first = Vec::with_capacity(fleet.len());
+    let mut candidates = Vec::with_capacity(fleet.len());
+    let mut findings = Vec::with_capacity(fleet.len());
+    for m in fleet {
+        let (t, answer) = time(false, m);
+        first.push(t);
+        candidates.push(answer.stats.rules_evaluated as usize);
+        findings.push(answer.findings.len() as f64);
+    }
     let mut cpu = Vec::with_capacity(fleet.len() * rounds);
     let mut checks = Vec::with_capacity(fleet.len() * rounds);
     let mut lookups = Vec::with_capacity(fleet.len() * rounds);
     let mut prepares = Vec::with_capacity(fleet.len() * rounds);
     for _ in 0..rounds {
         for m in fleet {
-            checks.push(time(m).0);
-            let owned = m.clone();
-            cpu.push(one_thread.install(|| {
-                let start = thread_cpu_time();
-                black_box(set.check_sandboxed(engine, owned));
-                thread_cpu_time().saturating_sub(start)
-            }));
+            checks.push(time(false, m).0);
+            cpu.push(cpu_time(false, m));
             // The copy is made outside the timed part, as for the checks.
             let owned = m.clone();
             let start = Instant::now();
@@ -133,33 +139,17 @@ pub fn measure(
     // As served: the memo learns from the fleet once, then machines it has
     // not seen are checked, each once (a second time would replay all).
     for m in fleet {
-        black_box(set.check(engine, m.clone()));
+        black_box(check(true, m.clone()));
     }
     // Their new candidates compiled first, as the server's warm-up does;
     // a sandboxed check records nothing.
     for m in unseen {
-        black_box(set.check_sandboxed(engine, m.clone()));
+        black_box(check(false, m.clone()));
     }
     let before = engine.memo_stats();
     let (half, rest) = unseen.split_at(unseen.len() / 2);
-    let mut memo_checks = Vec::with_capacity(half.len());
-    for m in half {
-        let owned = m.clone();
-        let start = Instant::now();
-        black_box(set.check(engine, owned));
-        memo_checks.push(start.elapsed());
-    }
-    let memo_cpu: Vec<Duration> = rest
-        .iter()
-        .map(|m| {
-            let owned = m.clone();
-            one_thread.install(|| {
-                let start = thread_cpu_time();
-                black_box(set.check(engine, owned));
-                thread_cpu_time().saturating_sub(start)
-            })
-        })
-        .collect();
+    let memo_checks: Vec<Duration> = half.iter().map(|m| time(true, m).0).collect();
+    let memo_cpu: Vec<Duration> = rest.iter().map(|m| cpu_time(true, m)).collect();
     let after = engine.memo_stats();
     let (hits, misses) = (after.hits - before.hits, after.misses - before.misses);
     ScalePoint {
