@@ -201,29 +201,31 @@ pub fn rss(pid: u32) -> anyhow::Result<(u64, u64)> {
     Ok((field("VmRSS:")?, field("VmHWM:")?))
 }
 
-/// A GET's body (blocking; loopback only, one request, `connection: close`).
-fn get_body(addr: SocketAddr, path: &str) -> anyhow::Result<String> {
-    use std::io::{Read, Write};
+/// A GET sent (blocking; loopback only, one request, `connection: close`),
+/// its answer still to read.
+fn send_get(addr: SocketAddr, path: &str) -> anyhow::Result<std::net::TcpStream> {
+    use std::io::Write;
     let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     write!(s, "GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")?;
+    Ok(s)
+}
+
+/// A GET's body.
+fn get_body(addr: SocketAddr, path: &str) -> anyhow::Result<String> {
+    use std::io::Read;
     let mut text = String::new();
-    s.take(16 << 20).read_to_string(&mut text)?;
+    send_get(addr, path)?.take(16 << 20).read_to_string(&mut text)?;
     let (_, body) = text.split_once("\r\n\r\n").context("no body")?;
     Ok(body.to_owned())
 }
 
-/// A GET's status (blocking; loopback only, one request).
+/// A GET's status, read from the answer's first bytes only (the start-up
+/// poll does not wait for the rest).
 fn get_status(addr: SocketAddr, path: &str) -> anyhow::Result<u16> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n"
-    )?;
+    use std::io::Read;
     let mut head = [0u8; 16];
-    s.read_exact(&mut head)?;
+    send_get(addr, path)?.read_exact(&mut head)?;
     let text = std::str::from_utf8(&head)?;
     Ok(text.split(' ').nth(1).context("status")?.parse()?)
 }
