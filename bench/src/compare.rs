@@ -1,6 +1,8 @@
 //! The same rule logic three ways, per call: in our engine (a fresh
 //! instance per evaluation), compiled into the host (`native`), and, with
-//! the `extism` feature, hosted by Extism. One rule of each template, each
+//! the `extism` feature, hosted by Extism twice: one plug-in instance
+//! reused across calls (Extism's default) and a fresh plug-in per call
+//! (the isolation our engine gives each evaluation). One rule of each template, each
 //! on its own `affected` (matched) and `unaffected` (clear) case manifests;
 //! the three are interleaved round by round and each figure is the median
 //! of single calls, so the ratios compare like with like.
@@ -33,9 +35,33 @@ pub struct Row {
     pub engine_us: f64,
     /// Compiled into the host, µs.
     pub native_us: f64,
-    /// Extism, µs (with the feature).
+    /// Extism, one instance reused across calls, µs (with the feature).
     pub extism_us: Option<f64>,
+    /// Extism, a fresh plug-in per call, µs (with the feature).
+    pub extism_fresh_us: Option<f64>,
 }
+
+/// The Extism hosts of a comparison (none without the feature).
+#[derive(Default)]
+pub struct Peers<'a> {
+    /// One plug-in instance per rule, reused across calls.
+    pub reused: Option<&'a mut dyn Host>,
+    /// A fresh plug-in per call.
+    pub fresh: Option<&'a mut dyn Host>,
+}
+
+impl std::fmt::Debug for Peers<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peers")
+            .field("reused", &self.reused.is_some())
+            .field("fresh", &self.fresh.is_some())
+            .finish()
+    }
+}
+
+/// A fresh Extism plug-in costs tens of times a reused one's call: it runs
+/// this fraction of the calls, enough for a stable median.
+const FRESH_CALL_SHARE: usize = 8;
 
 /// The first rule of each template in `specs`.
 pub fn pick(specs: &[RuleSpec]) -> Vec<RuleSpec> {
@@ -74,7 +100,7 @@ fn outcome(e: &Evaluation) -> &'static str {
 pub fn measure(
     engine: &Engine,
     rules: &[RuleSpec],
-    mut extism: Option<&mut dyn Host>,
+    mut peers: Peers<'_>,
     calls: usize,
     rounds: usize,
 ) -> anyhow::Result<Vec<Row>> {
@@ -92,7 +118,10 @@ pub fn measure(
                 "native differs on {}",
                 spec.id()
             );
-            if let Some(host) = extism.as_deref_mut() {
+            for host in [peers.reused.as_deref_mut(), peers.fresh.as_deref_mut()]
+                .into_iter()
+                .flatten()
+            {
                 let got = host.evaluate(i, &prepared);
                 anyhow::ensure!(
                     outcome(&got) == expected,
@@ -100,7 +129,7 @@ pub fn measure(
                     spec.id()
                 );
             }
-            let (mut e, mut n, mut x) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut e, mut n, mut x, mut f) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for _ in 0..rounds.max(1) {
                 time(&mut e, per_round, || {
                     engine.evaluate(&loaded, black_box(&prepared))
@@ -108,8 +137,12 @@ pub fn measure(
                 time(&mut n, per_round, || {
                     native.evaluate(black_box(&prepared), limit)
                 });
-                if let Some(host) = extism.as_deref_mut() {
+                if let Some(host) = peers.reused.as_deref_mut() {
                     time(&mut x, per_round, || host.evaluate(i, black_box(&prepared)));
+                }
+                if let Some(host) = peers.fresh.as_deref_mut() {
+                    let n = (per_round / FRESH_CALL_SHARE).max(1);
+                    time(&mut f, n, || host.evaluate(i, black_box(&prepared)));
                 }
             }
             rows.push(Row {
@@ -118,6 +151,7 @@ pub fn measure(
                 engine_us: us(&e),
                 native_us: us(&n),
                 extism_us: (!x.is_empty()).then(|| us(&x)),
+                extism_fresh_us: (!f.is_empty()).then(|| us(&f)),
             });
         }
     }
@@ -152,7 +186,7 @@ mod tests {
         let specs = crate::corpus::specs(60, 11);
         let rules = pick(&specs);
         assert_eq!(rules.len(), 3);
-        let rows = measure(&engine, &rules, None, 4, 2).expect("agree");
+        let rows = measure(&engine, &rules, Peers::default(), 4, 2).expect("agree");
         assert_eq!(rows.len(), 6);
         assert!(
             rows.iter().any(|r| r.outcome == "matched")

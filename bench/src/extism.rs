@@ -7,10 +7,13 @@
 //! plug-in's answer is turned into the same raw output and rendered by the
 //! same `render` as the engine does, so both do the same work per call.
 //!
-//! Extism's default is kept: a plug-in instance is reused across calls
-//! (our engine instantiates afresh for each evaluation).
+//! Two ways, side by side: [`ExtismHost`] keeps Extism's default, one
+//! plug-in instance reused across calls; [`ExtismFreshHost`] builds a
+//! plug-in from a compiled one for every call, the isolation our engine
+//! gives every evaluation (nothing a call leaves in memory reaches the
+//! next manifest), at Extism's price for it.
 
-use extism::{Manifest, Plugin, PluginBuilder, UserData, Wasm, host_fn};
+use extism::{CompiledPlugin, Manifest, Plugin, PluginBuilder, UserData, Wasm, host_fn};
 use pitfall_sdk::model::Prepared;
 use pitfall_sdk::model::cases::Evaluation;
 use pitfall_sdk::model::meta::RuleMeta;
@@ -55,88 +58,139 @@ impl std::fmt::Debug for ExtismHost {
     }
 }
 
+/// The plug-in builder of one compared rule: its parameters in the config,
+/// `field` answering from the session in `current`.
+fn builder(spec: &RuleSpec, current: &UserData<Current>) -> PluginBuilder<'static> {
+    let template = match spec.template {
+        Template::VersionRange => "0",
+        Template::VersionAndCapability => "1",
+        Template::GpuFamily => "2",
+    };
+    let bound = |b: Option<usize>| b.map_or_else(|| "-1".to_owned(), |i| encoded(i).to_string());
+    let manifest = Manifest::new([Wasm::data(PLUGIN)])
+        .with_config_key("template", template)
+        .with_config_key("package", package_name(spec.package))
+        .with_config_key("lower", bound(spec.lower))
+        .with_config_key("upper", bound(spec.upper))
+        .with_config_key("floor", format!("{:.1}", spec.capability_floor))
+        .with_config_key("family_lo", format!("{:.1}", spec.family.0))
+        .with_config_key("family_hi", format!("{:.1}", spec.family.1))
+        .with_config_key("flag", format!("SYNTH_FLAG_{:02}", spec.flag));
+    PluginBuilder::new(manifest).with_wasi(false).with_function(
+        "field",
+        [extism::PTR],
+        [extism::PTR],
+        current.clone(),
+        field,
+    )
+}
+
 impl ExtismHost {
     /// One plug-in per rule.
     pub fn new(rules: &[RuleSpec]) -> anyhow::Result<ExtismHost> {
         let current: UserData<Current> = UserData::new(None);
         let mut plugins = Vec::new();
         for spec in rules {
-            let template = match spec.template {
-                Template::VersionRange => "0",
-                Template::VersionAndCapability => "1",
-                Template::GpuFamily => "2",
-            };
-            let bound =
-                |b: Option<usize>| b.map_or_else(|| "-1".to_owned(), |i| encoded(i).to_string());
-            let manifest = Manifest::new([Wasm::data(PLUGIN)])
-                .with_config_key("template", template)
-                .with_config_key("package", package_name(spec.package))
-                .with_config_key("lower", bound(spec.lower))
-                .with_config_key("upper", bound(spec.upper))
-                .with_config_key("floor", format!("{:.1}", spec.capability_floor))
-                .with_config_key("family_lo", format!("{:.1}", spec.family.0))
-                .with_config_key("family_hi", format!("{:.1}", spec.family.1))
-                .with_config_key("flag", format!("SYNTH_FLAG_{:02}", spec.flag));
-            let plugin = PluginBuilder::new(manifest)
-                .with_wasi(false)
-                .with_function(
-                    "field",
-                    [extism::PTR],
-                    [extism::PTR],
-                    current.clone(),
-                    field,
-                )
-                .build()?;
             let meta: RuleMeta = serde_json::from_value(crate::corpus::meta(spec))?;
-            plugins.push((plugin, meta));
+            plugins.push((builder(spec, &current).build()?, meta));
         }
         Ok(ExtismHost { plugins, current })
     }
 }
 
+/// Extism with a fresh plug-in instance per call, from one compiled
+/// plug-in per rule (`Plugin::new_from_compiled`: a new store and
+/// instance, as our engine makes per evaluation).
+pub struct ExtismFreshHost {
+    compiled: Vec<(CompiledPlugin, RuleMeta)>,
+    current: UserData<Current>,
+}
+
+impl std::fmt::Debug for ExtismFreshHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtismFreshHost")
+            .field("compiled", &self.compiled.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExtismFreshHost {
+    /// One compiled plug-in per rule.
+    pub fn new(rules: &[RuleSpec]) -> anyhow::Result<ExtismFreshHost> {
+        let current: UserData<Current> = UserData::new(None);
+        let mut compiled = Vec::new();
+        for spec in rules {
+            let meta: RuleMeta = serde_json::from_value(crate::corpus::meta(spec))?;
+            compiled.push((CompiledPlugin::new(builder(spec, &current))?, meta));
+        }
+        Ok(ExtismFreshHost { compiled, current })
+    }
+}
+
+impl crate::compare::Host for ExtismFreshHost {
+    fn evaluate(&mut self, i: usize, prepared: &Prepared) -> Evaluation {
+        let (compiled, meta) = &self.compiled[i];
+        match Plugin::new_from_compiled(compiled) {
+            Ok(mut plugin) => call(&mut plugin, meta, &self.current, prepared),
+            Err(e) => Evaluation::Failed(format!("{e:#}")),
+        }
+    }
+}
+
 impl crate::compare::Host for ExtismHost {
     fn evaluate(&mut self, i: usize, prepared: &Prepared) -> Evaluation {
-        let limit = pitfall_engine::Limits::default().max_output_bytes;
-        let Ok(current) = self.current.get() else {
-            return Evaluation::Failed("user data".into());
-        };
-        if let Ok(mut c) = current.lock() {
-            *c = Some(Session::new(prepared.fields.clone(), limit));
-        }
         let (plugin, meta) = &mut self.plugins[i];
-        let answer: Result<String, _> = plugin.call("evaluate", "");
-        let Some(mut session) = current.lock().ok().and_then(|mut c| c.take()) else {
-            return Evaluation::Failed("no session".into());
-        };
-        let answer = match answer {
-            Ok(a) => a,
-            Err(e) => return Evaluation::Failed(format!("{e:#}")),
-        };
-        let mut words = answer.split(' ');
-        match words.next() {
-            Some("0") => Evaluation::Clear,
-            Some("2") => {
-                let _ = session.missing(words.next().unwrap_or("").as_bytes());
-                Evaluation::Undetermined(session.take_output().missing)
-            }
-            Some("1") => {
-                let version = words.next().unwrap_or("");
-                let cc = words.next().unwrap_or("-");
-                // The first path a template rule reads is its package's version.
-                let version_path = meta.reads.first().cloned().unwrap_or_default();
-                let _ = session.evidence(version_path.as_bytes());
-                let _ = session.param(b"version", version.as_bytes());
-                if cc != "-" {
-                    let _ = session.evidence(b"accelerators.0.compute_capability");
-                    let _ = session.param(b"cc", cc.as_bytes());
-                }
-                let _ = session.remedy(0);
-                match render(meta, &session.take_output(), &prepared.fields) {
-                    Ok(f) => Evaluation::Matched(Box::new(f)),
-                    Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
-                }
-            }
-            _ => Evaluation::Failed(format!("malformed answer {answer:?}")),
+        call(plugin, meta, &self.current, prepared)
+    }
+}
+
+/// One call of `plugin` on `prepared`, its answer rendered as our engine
+/// renders a rule's output.
+fn call(
+    plugin: &mut Plugin,
+    meta: &RuleMeta,
+    current: &UserData<Current>,
+    prepared: &Prepared,
+) -> Evaluation {
+    let limit = pitfall_engine::Limits::default().max_output_bytes;
+    let Ok(current) = current.get() else {
+        return Evaluation::Failed("user data".into());
+    };
+    if let Ok(mut c) = current.lock() {
+        *c = Some(Session::new(prepared.fields.clone(), limit));
+    }
+    let answer: Result<String, _> = plugin.call("evaluate", "");
+    let Some(mut session) = current.lock().ok().and_then(|mut c| c.take()) else {
+        return Evaluation::Failed("no session".into());
+    };
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e) => return Evaluation::Failed(format!("{e:#}")),
+    };
+    let mut words = answer.split(' ');
+    match words.next() {
+        Some("0") => Evaluation::Clear,
+        Some("2") => {
+            let _ = session.missing(words.next().unwrap_or("").as_bytes());
+            Evaluation::Undetermined(session.take_output().missing)
         }
+        Some("1") => {
+            let version = words.next().unwrap_or("");
+            let cc = words.next().unwrap_or("-");
+            // The first path a template rule reads is its package's version.
+            let version_path = meta.reads.first().cloned().unwrap_or_default();
+            let _ = session.evidence(version_path.as_bytes());
+            let _ = session.param(b"version", version.as_bytes());
+            if cc != "-" {
+                let _ = session.evidence(b"accelerators.0.compute_capability");
+                let _ = session.param(b"cc", cc.as_bytes());
+            }
+            let _ = session.remedy(0);
+            match render(meta, &session.take_output(), &prepared.fields) {
+                Ok(f) => Evaluation::Matched(Box::new(f)),
+                Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
+            }
+        }
+        _ => Evaluation::Failed(format!("malformed answer {answer:?}")),
     }
 }

@@ -308,23 +308,28 @@ fn compare_hosts(
 ) -> anyhow::Result<()> {
     let rules = compare::pick(specs);
     #[cfg(feature = "extism")]
-    let mut host = pitfall_bench::extism::ExtismHost::new(&rules)?;
+    let (mut reused, mut fresh) = (
+        pitfall_bench::extism::ExtismHost::new(&rules)?,
+        pitfall_bench::extism::ExtismFreshHost::new(&rules)?,
+    );
     #[cfg(feature = "extism")]
-    let extism: Option<&mut dyn compare::Host> = Some(&mut host);
+    let peers = compare::Peers {
+        reused: Some(&mut reused),
+        fresh: Some(&mut fresh),
+    };
     #[cfg(not(feature = "extism"))]
-    let extism: Option<&mut dyn compare::Host> = None;
-    let rows = compare::measure(engine, &rules, extism, 4000, 20)?;
+    let peers = compare::Peers::default();
+    let rows = compare::measure(engine, &rules, peers, 4000, 20)?;
     for r in &rows {
-        let extism = r.extism_us.map_or_else(
-            || "extism_us=- (build with --features extism)".to_owned(),
-            |x| {
-                format!(
-                    "extism_us={x:.2} extism_over_engine={:.2} target>=3 {}",
-                    x / r.engine_us,
-                    verdict(x / r.engine_us >= 3.0)
-                )
-            },
-        );
+        let extism = match (r.extism_us, r.extism_fresh_us) {
+            (Some(x), Some(f)) => format!(
+                "extism_us={x:.2} extism_over_engine={:.2} target>=3 {} extism_fresh_us={f:.1} extism_fresh_over_engine={:.1}",
+                x / r.engine_us,
+                verdict(x / r.engine_us >= 3.0),
+                f / r.engine_us,
+            ),
+            _ => "extism_us=- (build with --features extism)".to_owned(),
+        };
         report.line(format!(
             "per_call rule={} outcome={} engine_us={:.2} native_us={:.3} sandbox_price={:.1}x {extism}",
             r.rule,

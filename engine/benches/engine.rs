@@ -401,10 +401,8 @@ fn summary(f: &Fixture) {
 
     // 2. Modules in turn, as in a check, which never runs the same module
     // twice in a row: all rules cycled on one thread, and as many distinct
-    // empty modules cycled. Each cycle starts with one untimed pass so that
-    // every module has a pooling slot affine to it (a thread's shard of the
-    // pool keeps about 50 warm slots; without affinity every instantiation
-    // maps a fresh memory image and costs several times more).
+    // empty modules cycled. Each cycle starts with one untimed pass, so
+    // every module's code has been run once.
     let distinct_floors: Vec<Rule> = (0..f.rules.len())
         .map(|i| {
             let wasm = synthetic_module(
@@ -613,11 +611,10 @@ fn summary(f: &Fixture) {
         );
     }
 
-    // 4. Last, as it disturbs slot affinity: the empty modules and the rules
-    // cycled together, more distinct modules than one thread's shard of the
-    // pool keeps warm slots for (wasmtime's `max_unused_warm_slots`, default
-    // 100, split across one shard per CPU). This is what a thread of a check
-    // meets once the registry holds more rules than that.
+    // 4. The empty modules and the rules cycled together: twice as many
+    // distinct modules in turn, as a thread of a check meets in a large
+    // registry (no pooling slot is kept for a module, so this measures how
+    // the modules' code and metadata fare in the caches).
     let mixed: Vec<&Rule> = distinct_floors.iter().chain(f.rules.iter().map(|r| &**r)).collect();
     let mut mixed_samples = cycle(&mixed);
     let rules_part = mixed_samples.split_off(distinct_floors.len());

@@ -97,13 +97,20 @@ fn wasmtime_config(limits: &Limits) -> Config {
         // move and the bundled rules got slower (ratio to the floor 1.24 ->
         // 1.52-1.59 in back-to-back runs): the ioctl costs more than the
         // memset of a rule's one resident page.
-        // Every free slot may stay warm: with the default of 100 split
-        // across one shard per CPU, a thread that cycled through more
-        // distinct modules than its shard keeps paid about 5x the floor per
-        // instantiation (measured while copy-on-write images were still on;
-        // not re-measured since). The slots are bounded by `max_instances`
-        // anyway.
-        .max_unused_warm_slots(limits.max_instances)
+        // No slot is kept for the module that last held it. With
+        // copy-on-write images off, such affinity saves nothing, and it
+        // costs the CPU's caches: a check runs dozens of modules, each
+        // once, and with every free slot kept for its module (the bound
+        // was `max_instances` until round 5) each instantiation took that
+        // module's own slot or a never-used one, memory last touched one
+        // check or more ago, so the memset and the copy of data segments
+        // missed the caches. With none kept, an instantiation takes the
+        // least recently freed of the slots its thread's shard has used,
+        // as many as ever ran there at once (a few: one check per core,
+        // one evaluation per thread), which stay in the caches. A
+        // 10,000-rule check's CPU time went 1,608 -> 981-1,015 us on round
+        // 5's machine (BENCHMARKS.md).
+        .max_unused_warm_slots(0)
         .table_keep_resident(4096);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     config
