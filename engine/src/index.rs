@@ -15,6 +15,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::RandomState;
+
 use pitfall_sdk::model::selector::{ManifestFacts, Selector};
 use pitfall_sdk::version::{Specifier, Version};
 
@@ -54,7 +56,10 @@ impl Ranged {
             return;
         }
         match value {
-            Some(v) => self.ranged.stab(&v.without_local(), out),
+            // Ranges bound public versions; a local label (`+cu121`) only
+            // costs a copy when there is one.
+            Some(v) if v.local().is_some() => self.ranged.stab(&v.without_local(), out),
+            Some(v) => self.ranged.stab(v, out),
             None => out.extend_from_slice(self.ranged.all()),
         }
     }
@@ -67,7 +72,9 @@ impl Ranged {
 /// Positions of rules (into the rule set) by key.
 #[derive(Debug, Default, Clone)]
 pub struct CandidateIndex {
-    packages: HashMap<String, Ranged>,
+    /// Looked up once per package of every manifest checked: foldhash,
+    /// seeded per index, not SipHash.
+    packages: HashMap<String, Ranged, RandomState>,
     capability: Ranged,
     engines: HashMap<String, Vec<u32>>,
     vendors: HashMap<String, Vec<u32>>,

@@ -491,6 +491,19 @@ pub fn package_key(name: &str) -> String {
     out
 }
 
+/// [`package_key`], borrowing `name` when it already is its own key, as
+/// nearly every name a Python environment lists is (`torch`,
+/// `flash-attn`): the host derives a key for each of a manifest's
+/// hundreds of packages per check.
+pub fn package_key_cow(name: &str) -> alloc::borrow::Cow<'_, str> {
+    let bytes = name.as_bytes();
+    let is_key = !bytes.first().is_some_and(|&b| b == b'-')
+        && !bytes.last().is_some_and(|&b| b == b'-')
+        && bytes.iter().all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !bytes.windows(2).any(|w| w == b"--");
+    if is_key { alloc::borrow::Cow::Borrowed(name) } else { alloc::borrow::Cow::Owned(package_key(name)) }
+}
+
 /// Appends [`package_key`]`(name)` to `out`. Works on bytes, written
 /// straight into `out`'s spare capacity: every byte it changes or drops is
 /// ASCII, so multi-byte characters pass through whole (as
@@ -559,6 +572,21 @@ mod tests {
             "-lead", "trail_", "..", "", " ", "Ünïcode_Näme", "a\u{300}-B", "x.\u{1F600}.Y", "UPPER",
         ] {
             assert_eq!(package_key(name), package_key_by_chars(name), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn package_key_cow_borrows_exactly_the_names_that_are_keys() {
+        for name in [
+            "vllm", "flash-attn", "a1-b2-c3", "x", "", "Flash_Attn", "zope.interface", "-lead", "trail-", "a--b",
+            " torch", "UPPER", "Ünïcode", "a_b", "a.b", "\u{a0}torch",
+        ] {
+            let cow = package_key_cow(name);
+            assert_eq!(cow, package_key(name), "{name:?}");
+            // Borrowed exactly for ASCII names that are their own key (a
+            // non-ASCII name is left to `package_key`, which is right too).
+            let borrowed = matches!(cow, alloc::borrow::Cow::Borrowed(_));
+            assert_eq!(borrowed, name.is_ascii() && package_key(name) == name, "{name:?} borrowed={borrowed}");
         }
     }
 

@@ -71,7 +71,7 @@ pub fn normalize(manifest: &mut Manifest) -> Enrichment {
 
 /// PEP 503 package-name normalisation (one implementation, shared with
 /// the rule-side view so host and rules key packages alike).
-pub use crate::view::package_key;
+pub use crate::view::{package_key, package_key_cow};
 
 /// A compute capability in the `major.minor` spelling, from the spellings
 /// tools print: `7.5`, `8` (major only), `75` (nvcc/vLLM style: last digit is

@@ -10,6 +10,7 @@
 //! accelerator without a known compute capability, keeps the rule a
 //! candidate, so the rule runs and can answer `undetermined`.
 
+use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::fmt;
@@ -17,7 +18,7 @@ use std::fmt;
 use foldhash::fast::RandomState;
 
 use super::Manifest;
-use super::normalize::package_key;
+use super::normalize::{package_key, package_key_cow};
 use crate::version::{Specifier, Version};
 
 /// One selector.
@@ -173,7 +174,12 @@ impl Selector {
 /// first asks for it: most of a machine's packages concern no rule.
 #[derive(Debug, Clone, Default)]
 pub struct ManifestFacts<'m> {
-    packages: HashMap<String, Vec<PackageVersion<'m>>, RandomState>,
+    /// Each package key's span of `versions`.
+    packages: HashMap<Cow<'m, str>, (u32, u32), RandomState>,
+    /// Every package's version, grouped by key, in manifest order within
+    /// a key: one allocation for all of them, where a list per key was one
+    /// per package.
+    versions: Vec<PackageVersion<'m>>,
     /// Each accelerator's capability (`None`: unknown after enrichment).
     capabilities: Vec<Option<Version>>,
     /// The accelerators' vendors, sorted, without repeats.
@@ -203,13 +209,36 @@ impl PackageVersion<'_> {
 impl<'m> ManifestFacts<'m> {
     /// Derives the facts of a normalised manifest.
     pub fn new(m: &'m Manifest) -> ManifestFacts<'m> {
-        let mut packages: HashMap<String, Vec<PackageVersion<'m>>, RandomState> =
+        // Each package's key numbered in order of first listing, then the
+        // versions placed by key (a counting sort, stable within a key).
+        let mut packages: HashMap<Cow<'m, str>, (u32, u32), RandomState> =
             HashMap::with_capacity_and_hasher(m.packages.len(), RandomState::default());
+        let mut group_of = Vec::with_capacity(m.packages.len());
         for p in &m.packages {
-            packages
-                .entry(package_key(&p.name))
-                .or_default()
-                .push(PackageVersion { text: p.version.as_deref(), parsed: OnceCell::new() });
+            let next = packages.len() as u32;
+            let (group, count) = packages.entry(package_key_cow(&p.name)).or_insert((next, 0));
+            *count += 1;
+            group_of.push(*group);
+        }
+        // Per group its count, then its start; each key's span its start
+        // and end.
+        let mut starts = vec![0u32; packages.len()];
+        for (group, count) in packages.values() {
+            starts[*group as usize] = *count;
+        }
+        let mut at = 0;
+        for start in &mut starts {
+            (*start, at) = (at, at + *start);
+        }
+        for (group, count) in packages.values_mut() {
+            *group = starts[*group as usize];
+            *count += *group;
+        }
+        let mut versions = vec![PackageVersion { text: None, parsed: OnceCell::new() }; m.packages.len()];
+        for (p, group) in m.packages.iter().zip(group_of) {
+            let slot = &mut starts[group as usize];
+            versions[*slot as usize].text = p.version.as_deref();
+            *slot += 1;
         }
         let mut vendors: Vec<&str> = m
             .accelerators
@@ -220,6 +249,7 @@ impl<'m> ManifestFacts<'m> {
         vendors.dedup();
         ManifestFacts {
             packages,
+            versions,
             capabilities: m
                 .accelerators
                 .iter()
@@ -234,12 +264,12 @@ impl<'m> ManifestFacts<'m> {
 
     /// The packages: each key with the versions it is listed with.
     pub fn packages(&self) -> impl Iterator<Item = (&str, &[PackageVersion<'m>])> {
-        self.packages.iter().map(|(k, v)| (k.as_str(), v.as_slice()))
+        self.packages.iter().map(|(k, &(start, end))| (k.as_ref(), &self.versions[start as usize..end as usize]))
     }
 
     /// The versions a package (by PEP 503 key) is listed with, if listed.
     pub fn package_versions(&self, key: &str) -> Option<&[PackageVersion<'m>]> {
-        self.packages.get(key).map(Vec::as_slice)
+        self.packages.get(key).map(|&(start, end)| &self.versions[start as usize..end as usize])
     }
 
     /// Each accelerator's compute capability, `None` where unknown.
@@ -340,6 +370,37 @@ mod tests {
                 .starts_with("selector \"package:vllm<<1\": version range:"),
             "{e}"
         );
+    }
+
+    /// Spellings of one name are one key, whose versions keep the order
+    /// the manifest lists them in; every key is listed once.
+    #[test]
+    fn facts_group_versions_by_package_key() {
+        let m = prepared(serde_json::json!({"manifest_version": 1, "packages": [
+            {"name": "Flash_Attn", "version": "2.5.0"},
+            {"name": "torch", "version": "2.4.0"},
+            {"name": "flash-attn", "version": "2.7.1"},
+            {"name": "numpy"},
+            {"name": "flash.attn", "version": "main"},
+        ]}));
+        let facts = ManifestFacts::new(&m);
+        let texts = |key: &str| -> Vec<Option<String>> {
+            facts
+                .package_versions(key)
+                .unwrap_or_else(|| panic!("{key} is listed"))
+                .iter()
+                .map(|v| v.get().map(|v| v.as_str().to_owned()))
+                .collect()
+        };
+        assert_eq!(texts("flash-attn"), [Some("2.5.0".into()), Some("2.7.1".into()), None]);
+        assert_eq!(texts("torch"), [Some("2.4.0".into())]);
+        assert_eq!(texts("numpy"), [None]);
+        assert!(facts.package_versions("Flash_Attn").is_none(), "looked up by key only");
+        let mut keys: Vec<&str> = facts.packages().map(|(k, _)| k).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["flash-attn", "numpy", "torch"]);
+        assert!(sel("package:flash-attn>=2.7").holds_in(&facts));
+        assert!(!sel("package:torch<2.4").holds_in(&facts));
     }
 
     #[test]
