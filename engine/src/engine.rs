@@ -73,6 +73,12 @@ fn wasmtime_config(limits: &Limits) -> Config {
         .wasm_multi_memory(false)
         .wasm_memory64(false)
         .cranelift_opt_level(OptLevel::Speed)
+        // No `.eh_frame` for rule code: only native unwinders (a panic
+        // crossing wasm frames, which the host calls' `catch_unwind`
+        // rules out, or a profiler) read it, and registering it is per
+        // module, at every compile and every load of 10,000 rules. Traps
+        // and their wasm backtraces do not use it.
+        .native_unwind_info(false)
         // Rules are small; we compile many at once on our own threads.
         .parallel_compilation(false)
         // No copy-on-write memory images: each would be a memfd per module
