@@ -74,8 +74,9 @@ fn wasmtime_config(limits: &Limits) -> Config {
         .wasm_memory64(false)
         .cranelift_opt_level(OptLevel::Speed)
         // No `.eh_frame` for rule code: only native unwinders (a panic
-        // crossing wasm frames, which the host calls' `catch_unwind`
-        // rules out, or a profiler) read it, and registering it is per
+        // crossing wasm frames, which wasmtime rules out by catching a host
+        // function's panic at the call and raising it again outside wasm,
+        // or a profiler) read it, and registering it is per
         // module, at every compile and every load of 10,000 rules. Traps
         // and their wasm backtraces do not use it.
         .native_unwind_info(false)
