@@ -174,8 +174,10 @@ impl Selector {
 /// first asks for it: most of a machine's packages concern no rule.
 #[derive(Debug, Clone, Default)]
 pub struct ManifestFacts<'m> {
-    /// Each package key's span of `versions`.
-    packages: HashMap<Cow<'m, str>, (u32, u32), RandomState>,
+    /// Each package key's group, numbered in order of first listing.
+    groups: HashMap<Cow<'m, str>, u32, RandomState>,
+    /// Each group's range of `versions`.
+    spans: Vec<(u32, u32)>,
     /// Every package's version, grouped by key, in manifest order within
     /// a key: one allocation for all of them, where a list per key was one
     /// per package.
@@ -211,32 +213,32 @@ impl<'m> ManifestFacts<'m> {
     pub fn new(m: &'m Manifest) -> ManifestFacts<'m> {
         // Each package's key numbered in order of first listing, then the
         // versions placed by key (a counting sort, stable within a key).
-        let mut packages: HashMap<Cow<'m, str>, (u32, u32), RandomState> =
+        let mut groups: HashMap<Cow<'m, str>, u32, RandomState> =
             HashMap::with_capacity_and_hasher(m.packages.len(), RandomState::default());
-        let mut group_of = Vec::with_capacity(m.packages.len());
-        for p in &m.packages {
-            let next = packages.len() as u32;
-            let (group, count) = packages.entry(package_key_cow(&p.name)).or_insert((next, 0));
-            *count += 1;
-            group_of.push(*group);
-        }
-        // Per group its count, then its start; each key's span its start
-        // and end.
-        let mut starts = vec![0u32; packages.len()];
-        for (group, count) in packages.values() {
-            starts[*group as usize] = *count;
+        let group_of: Vec<u32> = m
+            .packages
+            .iter()
+            .map(|p| {
+                let next = groups.len() as u32;
+                *groups.entry(package_key_cow(&p.name)).or_insert(next)
+            })
+            .collect();
+        let mut counts = vec![0u32; groups.len()];
+        for &group in &group_of {
+            counts[group as usize] += 1;
         }
         let mut at = 0;
-        for start in &mut starts {
-            (*start, at) = (at, at + *start);
-        }
-        for (group, count) in packages.values_mut() {
-            *group = starts[*group as usize];
-            *count += *group;
-        }
+        let spans: Vec<(u32, u32)> = counts
+            .iter()
+            .map(|count| {
+                at += count;
+                (at - count, at)
+            })
+            .collect();
+        let mut next: Vec<u32> = spans.iter().map(|&(start, _)| start).collect();
         let mut versions = vec![PackageVersion { text: None, parsed: OnceCell::new() }; m.packages.len()];
         for (p, group) in m.packages.iter().zip(group_of) {
-            let slot = &mut starts[group as usize];
+            let slot = &mut next[group as usize];
             versions[*slot as usize].text = p.version.as_deref();
             *slot += 1;
         }
@@ -248,7 +250,8 @@ impl<'m> ManifestFacts<'m> {
         vendors.sort_unstable();
         vendors.dedup();
         ManifestFacts {
-            packages,
+            groups,
+            spans,
             versions,
             capabilities: m
                 .accelerators
@@ -264,12 +267,17 @@ impl<'m> ManifestFacts<'m> {
 
     /// The packages: each key with the versions it is listed with.
     pub fn packages(&self) -> impl Iterator<Item = (&str, &[PackageVersion<'m>])> {
-        self.packages.iter().map(|(k, &(start, end))| (k.as_ref(), &self.versions[start as usize..end as usize]))
+        self.groups.iter().map(|(k, &group)| (k.as_ref(), self.versions_of(group)))
     }
 
     /// The versions a package (by PEP 503 key) is listed with, if listed.
     pub fn package_versions(&self, key: &str) -> Option<&[PackageVersion<'m>]> {
-        self.packages.get(key).map(|&(start, end)| &self.versions[start as usize..end as usize])
+        self.groups.get(key).map(|&group| self.versions_of(group))
+    }
+
+    fn versions_of(&self, group: u32) -> &[PackageVersion<'m>] {
+        let (start, end) = self.spans[group as usize];
+        &self.versions[start as usize..end as usize]
     }
 
     /// Each accelerator's compute capability, `None` where unknown.
