@@ -7,11 +7,11 @@
 //! plug-in's answer is turned into the same raw output and rendered by the
 //! same `render` as the engine does, so both do the same work per call.
 //!
-//! Two ways, side by side: [`ExtismHost`] keeps Extism's default, one
-//! plug-in instance reused across calls; [`ExtismFreshHost`] builds a
-//! plug-in from a compiled one for every call, the isolation our engine
-//! gives every evaluation (nothing a call leaves in memory reaches the
-//! next manifest), at Extism's price for it.
+//! Two ways, side by side ([`Isolation`]): Extism's default, one plug-in
+//! instance reused across calls; and a plug-in built from a compiled one
+//! for every call, the isolation our engine gives every evaluation
+//! (nothing a call leaves in memory reaches the next manifest), at
+//! Extism's price for it.
 
 use extism::{CompiledPlugin, Manifest, Plugin, PluginBuilder, UserData, Wasm, host_fn};
 use pitfall_sdk::model::Prepared;
@@ -44,20 +44,6 @@ host_fn!(field(current: Current; path: String) -> String {
     })
 });
 
-/// Extism plug-ins for the compared rules.
-pub struct ExtismHost {
-    plugins: Vec<(Plugin, RuleMeta)>,
-    current: UserData<Current>,
-}
-
-impl std::fmt::Debug for ExtismHost {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExtismHost")
-            .field("plugins", &self.plugins.len())
-            .finish_non_exhaustive()
-    }
-}
-
 /// The plug-in builder of one compared rule: its parameters in the config,
 /// `field` answering from the session in `current`.
 fn builder(spec: &RuleSpec, current: &UserData<Current>) -> PluginBuilder<'static> {
@@ -85,62 +71,65 @@ fn builder(spec: &RuleSpec, current: &UserData<Current>) -> PluginBuilder<'stati
     )
 }
 
+/// How the plug-ins are used across calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// One plug-in instance per rule, reused across calls (Extism's default).
+    Reused,
+    /// A fresh plug-in per call from one compiled plug-in per rule
+    /// (`Plugin::new_from_compiled`: a new store and instance, as our
+    /// engine makes per evaluation).
+    FreshPerCall,
+}
+
+/// One compared rule's plug-in, as its [`Isolation`] keeps it.
+enum Loaded {
+    Reused(Plugin),
+    FreshPerCall(CompiledPlugin),
+}
+
+/// Extism plug-ins for the compared rules.
+pub struct ExtismHost {
+    plugins: Vec<(Loaded, RuleMeta)>,
+    current: UserData<Current>,
+}
+
+impl std::fmt::Debug for ExtismHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtismHost")
+            .field("plugins", &self.plugins.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl ExtismHost {
-    /// One plug-in per rule.
-    pub fn new(rules: &[RuleSpec]) -> anyhow::Result<ExtismHost> {
+    /// One plug-in (or compiled plug-in) per rule.
+    pub fn new(rules: &[RuleSpec], isolation: Isolation) -> anyhow::Result<ExtismHost> {
         let current: UserData<Current> = UserData::new(None);
         let mut plugins = Vec::new();
         for spec in rules {
             let meta: RuleMeta = serde_json::from_value(crate::corpus::meta(spec))?;
-            plugins.push((builder(spec, &current).build()?, meta));
+            let builder = builder(spec, &current);
+            let loaded = match isolation {
+                Isolation::Reused => Loaded::Reused(builder.build()?),
+                Isolation::FreshPerCall => Loaded::FreshPerCall(CompiledPlugin::new(builder)?),
+            };
+            plugins.push((loaded, meta));
         }
         Ok(ExtismHost { plugins, current })
     }
 }
 
-/// Extism with a fresh plug-in instance per call, from one compiled
-/// plug-in per rule (`Plugin::new_from_compiled`: a new store and
-/// instance, as our engine makes per evaluation).
-pub struct ExtismFreshHost {
-    compiled: Vec<(CompiledPlugin, RuleMeta)>,
-    current: UserData<Current>,
-}
-
-impl std::fmt::Debug for ExtismFreshHost {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExtismFreshHost")
-            .field("compiled", &self.compiled.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl ExtismFreshHost {
-    /// One compiled plug-in per rule.
-    pub fn new(rules: &[RuleSpec]) -> anyhow::Result<ExtismFreshHost> {
-        let current: UserData<Current> = UserData::new(None);
-        let mut compiled = Vec::new();
-        for spec in rules {
-            let meta: RuleMeta = serde_json::from_value(crate::corpus::meta(spec))?;
-            compiled.push((CompiledPlugin::new(builder(spec, &current))?, meta));
-        }
-        Ok(ExtismFreshHost { compiled, current })
-    }
-}
-
-impl crate::compare::Host for ExtismFreshHost {
-    fn evaluate(&mut self, i: usize, prepared: &Prepared) -> Evaluation {
-        let (compiled, meta) = &self.compiled[i];
-        match Plugin::new_from_compiled(compiled) {
-            Ok(mut plugin) => call(&mut plugin, meta, &self.current, prepared),
-            Err(e) => Evaluation::Failed(format!("{e:#}")),
-        }
-    }
-}
-
 impl crate::compare::Host for ExtismHost {
     fn evaluate(&mut self, i: usize, prepared: &Prepared) -> Evaluation {
-        let (plugin, meta) = &mut self.plugins[i];
-        call(plugin, meta, &self.current, prepared)
+        let (loaded, meta) = &mut self.plugins[i];
+        match loaded {
+            Loaded::Reused(plugin) => call(plugin, meta, &self.current, prepared),
+            Loaded::FreshPerCall(compiled) => match Plugin::new_from_compiled(compiled) {
+                Ok(mut plugin) => call(&mut plugin, meta, &self.current, prepared),
+                Err(e) => Evaluation::Failed(format!("{e:#}")),
+            },
+        }
     }
 }
 

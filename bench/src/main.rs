@@ -308,10 +308,13 @@ fn compare_hosts(
 ) -> anyhow::Result<()> {
     let rules = compare::pick(specs);
     #[cfg(feature = "extism")]
-    let (mut reused, mut fresh) = (
-        pitfall_bench::extism::ExtismHost::new(&rules)?,
-        pitfall_bench::extism::ExtismFreshHost::new(&rules)?,
-    );
+    let (mut reused, mut fresh) = {
+        use pitfall_bench::extism::{ExtismHost, Isolation};
+        (
+            ExtismHost::new(&rules, Isolation::Reused)?,
+            ExtismHost::new(&rules, Isolation::FreshPerCall)?,
+        )
+    };
     #[cfg(feature = "extism")]
     let peers = compare::Peers {
         reused: Some(&mut reused),

@@ -497,8 +497,8 @@ pub fn package_key(name: &str) -> String {
 /// hundreds of packages per check.
 pub fn package_key_cow(name: &str) -> alloc::borrow::Cow<'_, str> {
     let bytes = name.as_bytes();
-    let is_key = !bytes.first().is_some_and(|&b| b == b'-')
-        && !bytes.last().is_some_and(|&b| b == b'-')
+    let is_key = bytes.first().is_none_or(|&b| b != b'-')
+        && bytes.last().is_none_or(|&b| b != b'-')
         && bytes.iter().all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !bytes.windows(2).any(|w| w == b"--");
     if is_key { alloc::borrow::Cow::Borrowed(name) } else { alloc::borrow::Cow::Owned(package_key(name)) }
