@@ -1,5 +1,6 @@
 //! The same rule logic three ways, per call: in our engine (a fresh
-//! instance per evaluation), compiled into the host (`native`), and, with
+//! instance per evaluation, as a check runs them through one evaluator,
+//! and alone in a fresh store), compiled into the host (`native`), and, with
 //! the `extism` feature, hosted by Extism twice: one plug-in instance
 //! reused across calls (Extism's default) and a fresh plug-in per call
 //! (the isolation our engine gives each evaluation). One rule of each template, each
@@ -10,7 +11,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use pitfall_engine::{Engine, Limits};
+use pitfall_engine::{Engine, Evaluator, Limits};
 use pitfall_sdk::model::cases::Evaluation;
 use pitfall_sdk::model::{Prepared, manifest_from_value};
 
@@ -31,8 +32,13 @@ pub struct Row {
     pub rule: String,
     /// `matched` or `clear`.
     pub outcome: &'static str,
-    /// Our engine, µs.
+    /// Our engine as a check runs its candidates: calls through one
+    /// evaluator, each in a fresh instance, one store per
+    /// [`Evaluator::INSTANCES_PER_STORE`] calls (its creation and drop
+    /// included: the median over batches of a batch's time per call), µs.
     pub engine_us: f64,
+    /// Our engine, one call alone: a fresh instance in a fresh store, µs.
+    pub engine_one_shot_us: f64,
     /// Compiled into the host, µs.
     pub native_us: f64,
     /// Extism, one instance reused across calls, µs (with the feature).
@@ -129,9 +135,20 @@ pub fn measure(
                     spec.id()
                 );
             }
-            let (mut e, mut n, mut x, mut f) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let (mut e, mut o, mut n, mut x, mut f) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let batch = Evaluator::INSTANCES_PER_STORE as usize;
             for _ in 0..rounds.max(1) {
-                time(&mut e, per_round, || {
+                for _ in 0..(per_round / batch).max(1) {
+                    let start = Instant::now();
+                    let mut evaluator = engine.evaluator();
+                    for _ in 0..batch {
+                        black_box(evaluator.evaluate(&loaded, black_box(&prepared)));
+                    }
+                    drop(evaluator);
+                    e.push(start.elapsed() / batch as u32);
+                }
+                time(&mut o, per_round, || {
                     engine.evaluate(&loaded, black_box(&prepared))
                 });
                 time(&mut n, per_round, || {
@@ -149,6 +166,7 @@ pub fn measure(
                 rule: spec.id(),
                 outcome: expected,
                 engine_us: us(&e),
+                engine_one_shot_us: us(&o),
                 native_us: us(&n),
                 extism_us: (!x.is_empty()).then(|| us(&x)),
                 extism_fresh_us: (!f.is_empty()).then(|| us(&f)),

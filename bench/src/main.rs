@@ -326,18 +326,20 @@ fn compare_hosts(
     for r in &rows {
         let extism = match (r.extism_us, r.extism_fresh_us) {
             (Some(x), Some(f)) => format!(
-                "extism_us={x:.2} extism_over_engine={:.2} target>=3 {} extism_fresh_us={f:.1} extism_fresh_over_engine={:.1}",
+                "extism_us={x:.2} extism_over_engine={:.2} target>=3 {} extism_over_engine_one_shot={:.2} extism_fresh_us={f:.1} extism_fresh_over_engine={:.1}",
                 x / r.engine_us,
                 verdict(x / r.engine_us >= 3.0),
+                x / r.engine_one_shot_us,
                 f / r.engine_us,
             ),
             _ => "extism_us=- (build with --features extism)".to_owned(),
         };
         report.line(format!(
-            "per_call rule={} outcome={} engine_us={:.2} native_us={:.3} sandbox_price={:.1}x {extism}",
+            "per_call rule={} outcome={} engine_us={:.2} engine_one_shot_us={:.2} native_us={:.3} sandbox_price={:.1}x {extism}",
             r.rule,
             r.outcome,
             r.engine_us,
+            r.engine_one_shot_us,
             r.native_us,
             r.engine_us / r.native_us
         ));

@@ -15,7 +15,7 @@ use pitfall_sdk::model::selector::ManifestFacts;
 use pitfall_sdk::model::{Manifest, Prepared};
 use rayon::prelude::*;
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Evaluator};
 use crate::index::CandidateIndex;
 use crate::rule::Rule;
 
@@ -84,13 +84,20 @@ impl RuleSet {
             candidates.iter().map(|rule| (*rule, memo.then(|| engine.replay(rule, &prepared)).flatten())).collect();
         let mut misses: Vec<&mut (&Arc<Rule>, Option<Evaluation>)> =
             results.iter_mut().filter(|(_, evaluation)| evaluation.is_none()).collect();
-        let run = |slot: &mut &mut (&Arc<Rule>, Option<Evaluation>)| {
-            slot.1 = Some(if memo { engine.evaluate_recorded(slot.0, &prepared) } else { engine.evaluate(slot.0, &prepared) });
+        // One evaluator per thread's share of the misses: each candidate in
+        // a fresh instance, the store's upkeep shared (`Evaluator`).
+        let run = |evaluator: &mut Evaluator<'_>, slot: &mut &mut (&Arc<Rule>, Option<Evaluation>)| {
+            slot.1 = Some(if memo {
+                evaluator.evaluate_recorded(slot.0, &prepared)
+            } else {
+                evaluator.evaluate(slot.0, &prepared)
+            });
         };
         if misses.len() < PARALLEL_THRESHOLD || !fan_out {
-            misses.iter_mut().for_each(run);
+            let mut evaluator = engine.evaluator();
+            misses.iter_mut().for_each(|slot| run(&mut evaluator, slot));
         } else {
-            misses.par_iter_mut().for_each(run);
+            misses.par_iter_mut().for_each_init(|| engine.evaluator(), run);
         }
         let mut answer = CheckResponse {
             findings: Vec::new(),

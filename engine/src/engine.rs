@@ -16,7 +16,7 @@ use pitfall_sdk::model::meta::RuleMeta;
 use pitfall_sdk::model::report::{RawOutcome, render};
 use pitfall_sdk::model::session::{RawOutput, Read, Session};
 use wasmtime::{
-    Config, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig, Store, Trap,
+    Config, Instance, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig, Store, Trap,
 };
 
 use crate::abi::{EVALUATE_EXPORT, MEMORY_EXPORT};
@@ -257,17 +257,23 @@ impl Engine {
         }
     }
 
-    /// Evaluates `rule` on a prepared manifest in a fresh instance, and
-    /// renders its finding when it matched: [`Engine::run_sandboxed`] then
-    /// [`Sandboxed::render`].
+    /// Evaluations that share one wasmtime store, each still in a fresh
+    /// instance of its own ([`Evaluator`]): what a check uses for its
+    /// candidates, and a rule's tests for its cases.
+    pub fn evaluator(&self) -> Evaluator<'_> {
+        Evaluator { engine: self, store: None, instances: 0 }
+    }
+
+    /// Evaluates `rule` on a prepared manifest in a fresh instance of a
+    /// fresh store, and renders its finding when it matched.
     pub fn evaluate(&self, rule: &Rule, prepared: &Prepared) -> Evaluation {
-        self.run_sandboxed(rule, prepared).render(rule, prepared)
+        self.evaluator().evaluate(rule, prepared)
     }
 
     /// The outcome `rule`'s memo predicts for this manifest: `Some` when
     /// the rule would read what one recorded evaluation read, and so
     /// conclude the same (`crate::memo`; a check asks this first, then
-    /// [`Engine::evaluate_recorded`]). `None` with `memo_bytes` 0. Counts
+    /// [`Evaluator::evaluate_recorded`]). `None` with `memo_bytes` 0. Counts
     /// a hit or a miss.
     pub fn replay(&self, rule: &Rule, prepared: &Prepared) -> Option<Evaluation> {
         let budget = &self.inner.memo;
@@ -279,48 +285,16 @@ impl Engine {
         evaluation
     }
 
-    /// [`Engine::evaluate`], recording what the rule read and concluded in
-    /// its memo for later manifests (unless the memo is off or full).
-    pub fn evaluate_recorded(&self, rule: &Rule, prepared: &Prepared) -> Evaluation {
-        let budget = &self.inner.memo;
-        if !budget.enabled() {
-            return self.evaluate(rule, prepared);
-        }
-        let (sandboxed, reads) = self.sandbox(rule, prepared, true);
-        // The matched output is kept for the memo, which renders from it
-        // again when a later manifest's evidence differs.
-        let (evaluation, raw) = match sandboxed {
-            Sandboxed::Done(evaluation) => (evaluation, None),
-            Sandboxed::Matched(raw) => (rendered(&rule.info.meta, &raw, &prepared.fields), Some(*raw)),
-        };
-        if let (Some(reads), Some(outcome)) = (reads, Outcome::of(&evaluation, raw)) {
-            rule.memo.record(reads, outcome, budget);
-        }
-        evaluation
-    }
-
-    /// The sandboxed part of an evaluation: a fresh instance, the rule's
-    /// code and its host calls, and what it reported, before the host turns
-    /// that into a finding (which needs no instance and no limits).
+    /// The sandboxed part of one evaluation, in a fresh store
+    /// ([`Evaluator::run_sandboxed`]).
     pub fn run_sandboxed(&self, rule: &Rule, prepared: &Prepared) -> Sandboxed {
-        self.sandbox(rule, prepared, false).0
+        self.evaluator().run_sandboxed(rule, prepared)
     }
 
-    /// [`Engine::run_sandboxed`], and when `record`, the paths the rule
-    /// read with what it saw (`None` if it failed or read too many).
-    fn sandbox(&self, rule: &Rule, prepared: &Prepared, record: bool) -> (Sandboxed, Option<Vec<Read>>) {
+    fn new_store(&self) -> Store<HostState> {
         let limits = &self.inner.limits;
-        let linked = match self.linked(rule) {
-            Ok(linked) => linked,
-            Err(e) => return (Sandboxed::Done(Evaluation::Failed(format!("could not load: {e}"))), None),
-        };
-        let session = if record {
-            Session::recording(prepared.fields.clone(), limits.max_output_bytes)
-        } else {
-            Session::new(prepared.fields.clone(), limits.max_output_bytes)
-        };
         let state = HostState {
-            session,
+            session: Session::new(Arc::default(), 0),
             memory: None,
             limiter: GrowthLimiter {
                 max_memory_bytes: limits.max_memory_bytes,
@@ -331,35 +305,13 @@ impl Engine {
         };
         let mut store = Store::new(&self.inner.wasm, state);
         store.limiter(|state| &mut state.limiter);
-        match self.run(linked, &mut store) {
-            Ok(sandboxed) => {
-                let reads = store.data_mut().session.take_reads();
-                (sandboxed, reads)
-            }
-            Err(e) => {
-                let mut text = describe_failure(&e, limits);
-                // A trap right after memory (or a table) ran out is the
-                // allocator giving up (Rust aborts): name the cause, not
-                // just the symptom.
-                let limiter = &store.data().limiter;
-                if limiter.refused_table {
-                    text = format!("table growth refused (limit {MAX_TABLE_ELEMENTS} elements): {text}");
-                }
-                if limiter.refused_memory {
-                    text = format!("out of memory (limit {} MiB): {text}", limits.max_memory_bytes >> 20);
-                }
-                (Sandboxed::Done(Evaluation::Failed(text)), None)
-            }
-        }
+        store.epoch_deadline_trap();
+        store
     }
 
-    fn run(&self, linked: &Linked, store: &mut Store<HostState>) -> wasmtime::Result<Sandboxed> {
-        let limits = &self.inner.limits;
+    /// Calls a fresh instance's `pitfall_evaluate` and reads what it reported.
+    fn call(&self, linked: &Linked, store: &mut Store<HostState>, instance: Instance) -> wasmtime::Result<Sandboxed> {
         let mut store = store;
-        store.set_fuel(limits.fuel)?;
-        store.set_epoch_deadline(limits.deadline_ticks());
-        store.epoch_deadline_trap();
-        let instance = linked.pre.instantiate(&mut store)?;
         let memory = instance
             .get_module_export(&mut store, &linked.memory_export)
             .and_then(|e| e.into_memory())
@@ -384,7 +336,8 @@ impl Engine {
 
     /// Runs the rule's embedded test cases in this engine.
     pub fn run_tests(&self, rule: &Rule) -> Vec<CaseResult> {
-        run_cases(&rule.selectors, &rule.info.tests, &mut |prepared| self.evaluate(rule, prepared))
+        let mut evaluator = self.evaluator();
+        run_cases(&rule.selectors, &rule.info.tests, &mut |prepared| evaluator.evaluate(rule, prepared))
     }
 
     /// Times one evaluation (for benchmarks and publish-time cost reports).
@@ -395,7 +348,161 @@ impl Engine {
     }
 }
 
-/// What [`Engine::run_sandboxed`] gives.
+/// A run of evaluations in one wasmtime store.
+///
+/// Every evaluation still gets a fresh instance: its own linear memory,
+/// globals and table, in a slot zeroed since its last use. Nothing an
+/// instance wrote is reachable from the next: a rule imports nothing but
+/// the host functions, and those reach only the running instance's memory
+/// and the session of the evaluation under way, both replaced before each
+/// instantiation. What the evaluations share is the store's bookkeeping:
+/// creating and dropping a store, and registering a module with it, were
+/// a third of the empty-module floor (BENCHMARKS.md).
+///
+/// The store is dropped, releasing its instances' slots, after
+/// [`Evaluator::INSTANCES_PER_STORE`] instances, after a failed evaluation (a trap leaves
+/// nothing worth keeping), and after an instance grew its memory past the
+/// resident part of a slot (so an evaluator pins at most one large
+/// memory). When the pool has no free slot while this store holds some, it
+/// releases them and tries once more.
+pub struct Evaluator<'e> {
+    engine: &'e Engine,
+    store: Option<Store<HostState>>,
+    instances: u32,
+}
+
+impl std::fmt::Debug for Evaluator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Evaluator").field("instances", &self.instances).finish_non_exhaustive()
+    }
+}
+
+impl Evaluator<'_> {
+    /// Instances one evaluator's store holds before it is dropped and a new
+    /// one made. Each instance keeps its pooled slot until its store drops,
+    /// so this bounds the slots an evaluator pins; a server runs a few
+    /// evaluators at once (one per check or candidate shard on each core)
+    /// against a pool of [`Limits::max_instances`] slots.
+    pub const INSTANCES_PER_STORE: u32 = 4;
+
+    /// Evaluates `rule` on a prepared manifest in a fresh instance, and
+    /// renders its finding when it matched: [`Evaluator::run_sandboxed`] then
+    /// [`Sandboxed::render`].
+    pub fn evaluate(&mut self, rule: &Rule, prepared: &Prepared) -> Evaluation {
+        self.run_sandboxed(rule, prepared).render(rule, prepared)
+    }
+
+    /// [`Evaluator::evaluate`], recording what the rule read and concluded
+    /// in its memo for later manifests (unless the memo is off or full).
+    pub fn evaluate_recorded(&mut self, rule: &Rule, prepared: &Prepared) -> Evaluation {
+        let engine = self.engine;
+        let budget = &engine.inner.memo;
+        if !budget.enabled() {
+            return self.evaluate(rule, prepared);
+        }
+        let (sandboxed, reads) = self.sandbox(rule, prepared, true);
+        // The matched output is kept for the memo, which renders from it
+        // again when a later manifest's evidence differs.
+        let (evaluation, raw) = match sandboxed {
+            Sandboxed::Done(evaluation) => (evaluation, None),
+            Sandboxed::Matched(raw) => (rendered(&rule.info.meta, &raw, &prepared.fields), Some(*raw)),
+        };
+        if let (Some(reads), Some(outcome)) = (reads, Outcome::of(&evaluation, raw)) {
+            rule.memo.record(reads, outcome, budget);
+        }
+        evaluation
+    }
+
+    /// The sandboxed part of an evaluation: a fresh instance, the rule's
+    /// code and its host calls, and what it reported, before the host turns
+    /// that into a finding (which needs no instance and no limits).
+    pub fn run_sandboxed(&mut self, rule: &Rule, prepared: &Prepared) -> Sandboxed {
+        self.sandbox(rule, prepared, false).0
+    }
+
+    /// [`Evaluator::run_sandboxed`], and when `record`, the paths the rule
+    /// read with what it saw (`None` if it failed or read too many).
+    fn sandbox(&mut self, rule: &Rule, prepared: &Prepared, record: bool) -> (Sandboxed, Option<Vec<Read>>) {
+        let engine = self.engine;
+        let limits = &engine.inner.limits;
+        let linked = match engine.linked(rule) {
+            Ok(linked) => linked,
+            Err(e) => return (Sandboxed::Done(Evaluation::Failed(format!("could not load: {e}"))), None),
+        };
+        let (store, result) = self.instantiate_and_call(linked, prepared, record);
+        match result {
+            Ok(sandboxed) => {
+                let reads = store.data_mut().session.take_reads();
+                let grown = store.data().memory.is_some_and(|m| m.data_size(&*store) > KEEP_RESIDENT_BYTES);
+                if grown || self.instances >= Self::INSTANCES_PER_STORE {
+                    self.retire();
+                }
+                (sandboxed, reads)
+            }
+            Err(e) => {
+                let mut text = describe_failure(&e, limits);
+                // A trap right after memory (or a table) ran out is the
+                // allocator giving up (Rust aborts): name the cause, not
+                // just the symptom.
+                let limiter = &store.data().limiter;
+                if limiter.refused_table {
+                    text = format!("table growth refused (limit {MAX_TABLE_ELEMENTS} elements): {text}");
+                }
+                if limiter.refused_memory {
+                    text = format!("out of memory (limit {} MiB): {text}", limits.max_memory_bytes >> 20);
+                }
+                self.retire();
+                (Sandboxed::Done(Evaluation::Failed(text)), None)
+            }
+        }
+    }
+
+    /// A fresh instance of `linked` in this evaluator's store (made if
+    /// needed), with the evaluation's session, fuel and deadline, then its
+    /// call. Gives the store back for what the caller reads from it.
+    fn instantiate_and_call(
+        &mut self,
+        linked: &Linked,
+        prepared: &Prepared,
+        record: bool,
+    ) -> (&mut Store<HostState>, wasmtime::Result<Sandboxed>) {
+        let engine = self.engine;
+        let limits = &engine.inner.limits;
+        let instance = loop {
+            let store = self.store.get_or_insert_with(|| engine.new_store());
+            let state = store.data_mut();
+            state.session = if record {
+                Session::recording(prepared.fields.clone(), limits.max_output_bytes)
+            } else {
+                Session::new(prepared.fields.clone(), limits.max_output_bytes)
+            };
+            state.memory = None;
+            state.limiter.refused_memory = false;
+            state.limiter.refused_table = false;
+            let ready = store.set_fuel(limits.fuel).map(|()| store.set_epoch_deadline(limits.deadline_ticks()));
+            match ready.and_then(|()| linked.pre.instantiate(&mut *store)) {
+                Ok(instance) => {
+                    self.instances += 1;
+                    break instance;
+                }
+                // The slots this store holds may be what the pool lacks.
+                Err(_) if self.instances > 0 => self.retire(),
+                Err(e) => return (self.store.get_or_insert_with(|| engine.new_store()), Err(e)),
+            }
+        };
+        let store = self.store.get_or_insert_with(|| engine.new_store());
+        let result = engine.call(linked, store, instance);
+        (store, result)
+    }
+
+    /// Drops the store, so its instances' slots go back to the pool.
+    fn retire(&mut self) {
+        self.store = None;
+        self.instances = 0;
+    }
+}
+
+/// What [`Evaluator::run_sandboxed`] gives.
 #[derive(Debug)]
 pub enum Sandboxed {
     /// Clear, undetermined or failed: nothing left to do.

@@ -25,7 +25,7 @@ pub mod memo;
 pub mod rule;
 
 pub use check::RuleSet;
-pub use engine::{CheckGuard, Engine, Sandboxed};
+pub use engine::{CheckGuard, Engine, Evaluator, Sandboxed};
 pub use error::{EngineError, LoadError};
 pub use inspect::ModuleInfo;
 pub use limits::Limits;

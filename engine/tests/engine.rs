@@ -291,6 +291,31 @@ fn hostile_state_never_carries_over_between_evaluations() {
     }
 }
 
+/// A check's evaluations share a store (`Evaluator`), each still in a fresh
+/// instance: the stateful module stays clear through one evaluator too,
+/// also when the pool has fewer slots than the evaluator would keep (the
+/// store then gives its slots back and instantiates again), so nothing
+/// relies on a store's instances being few.
+#[test]
+fn hostile_state_never_carries_over_within_one_evaluator() {
+    let m = corpus::load_module(&corpus::corpus_dir().join("mutable-global-state.wat"));
+    let prepared = pitfall_sdk::model::Prepared::new(fixture("g5g-gemma4-vllm0271.json"));
+    for max_instances in [Limits::default().max_instances, 2] {
+        let engine = Engine::new(Limits { max_instances, ..Limits::default() }).expect("engine");
+        let rule = engine.load(&m.wasm).expect("loads");
+        assert!(pitfall_engine::Evaluator::INSTANCES_PER_STORE > 2, "the small pool must be smaller than a store");
+        let mut evaluator = engine.evaluator();
+        for i in 0..20 {
+            let e = evaluator.evaluate(&rule, &prepared);
+            assert_eq!(
+                e,
+                pitfall_sdk::model::cases::Evaluation::Clear,
+                "pool of {max_instances}, evaluation {i}: state carried over"
+            );
+        }
+    }
+}
+
 #[test]
 fn oversized_modules_are_refused_before_parsing() {
     let engine = engine();
