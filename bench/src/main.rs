@@ -153,6 +153,9 @@ fn scale_line(p: &ScalePoint) -> String {
 }
 
 fn main() -> anyhow::Result<()> {
+    // As the server does: the child below is the server, and the engine's
+    // figures are taken under the same allocator settings.
+    pitfall_server::allocator::no_transparent_huge_pages();
     let mut args = Args::parse();
     if let Some(Command::ServeChild { config }) = args.command.take() {
         let runtime = tokio::runtime::Runtime::new()?;

@@ -5,6 +5,7 @@
 //! everything about running rules goes through the engine, and what is
 //! served is exactly the approved versions in the store.
 
+pub mod allocator;
 pub mod answer;
 pub mod api;
 mod app;

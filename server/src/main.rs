@@ -52,6 +52,7 @@ enum Admin {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    pitfall_server::allocator::no_transparent_huge_pages();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
