@@ -71,6 +71,10 @@ pub struct Server {
     pub addr: SocketAddr,
     /// Spawn to `/readyz` answering 200.
     pub cold_start: Duration,
+    /// Spawn to every rule served (`pitfall_rules_served` at the expected
+    /// count): later than the cold start when the bundled seed lands after
+    /// readiness (a registry that already held rules).
+    pub all_served: Duration,
     /// Spawn to every rule linked.
     pub warm: Duration,
     /// Resident set after the warm-up, bytes.
@@ -81,8 +85,9 @@ pub struct Server {
 }
 
 /// Starts the child over `data_dir`, without its compiled-code cache if
-/// `cache` is false, and waits until it is ready and warm.
-pub fn start(exe: &Path, data_dir: &Path, cache: bool) -> anyhow::Result<Server> {
+/// `cache` is false, and waits until it is ready, serves `rules` rules and
+/// is warm.
+pub fn start(exe: &Path, data_dir: &Path, cache: bool, rules: usize) -> anyhow::Result<Server> {
     if !cache {
         let compiled = data_dir.join("compiled");
         if compiled.exists() {
@@ -111,6 +116,18 @@ pub fn start(exe: &Path, data_dir: &Path, cache: bool) -> anyhow::Result<Server>
         }
         std::thread::sleep(Duration::from_millis(2));
     };
+    let all_served = loop {
+        let served = get_body(addr, "/metrics").ok().and_then(|text| {
+            text.lines().find_map(|l| l.strip_prefix("pitfall_rules_served ")?.trim().parse::<f64>().ok())
+        });
+        if served.is_some_and(|n| n as usize >= rules) {
+            break started.elapsed();
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            bail!("the server did not serve {rules} rules within 120 s (serves {served:?})");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
     read_value(&mut stdout, "warm_ms")?;
     let warm = started.elapsed();
     let (rss_bytes, peak_rss_bytes) = rss(child.id())?;
@@ -118,6 +135,7 @@ pub fn start(exe: &Path, data_dir: &Path, cache: bool) -> anyhow::Result<Server>
         child,
         addr,
         cold_start,
+        all_served,
         warm,
         rss_bytes,
         peak_rss_bytes,

@@ -1,5 +1,6 @@
-//! Start-up: open the store (running migrations), seed the bundled rules,
-//! load what is approved, and serve until interrupted.
+//! Start-up: open the store (running migrations), seed the bundled rules
+//! (before serving on an empty registry, beside it otherwise), load what is
+//! approved, and serve until interrupted.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,11 +21,37 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     let limits = Limits { memo_bytes: config.limits.rule_memo_bytes, ..Limits::default() };
     let engine = Engine::with_cache_dir(limits, config.data_dir.join("compiled"))
         .context("starting the rule engine")?;
-    if config.seed_bundled {
+    if !config.seed_bundled {
+        return Ok(Arc::new(Registry::open(store, engine).await?));
+    }
+    // A registry that never held a rule waits for the bundled ones, so its
+    // first answers are not empty. One that holds rules serves them at
+    // once and takes bundled versions it lacks (a first start over an
+    // existing database, an upgrade that brings new ones) as its next
+    // revision, as it would a publish: compiling and testing them (about
+    // 70 ms each on a slow core) no longer holds up readiness.
+    if !store.holds_versions().await.context("reading the registry")? {
         let inserted = seed_bundled(&store, &engine).await?;
         tracing::info!(inserted, "bundled rules seeded");
+        return Ok(Arc::new(Registry::open(store, engine).await?));
     }
-    Ok(Arc::new(Registry::open(store, engine).await?))
+    let registry = Arc::new(Registry::open(store, engine).await?);
+    let seeding = Arc::clone(&registry);
+    tokio::spawn(async move {
+        match seed_bundled(seeding.store(), seeding.engine()).await {
+            Ok(0) => {}
+            Ok(inserted) => {
+                tracing::info!(inserted, "bundled rules seeded");
+                if let Err(e) = seeding.refresh().await {
+                    tracing::warn!(error = format!("{e:#}"), "serving the seeded rules waits for the next poll");
+                }
+            }
+            // A bundled rule that fails the pipeline is this build's bug;
+            // the stored rules go on being served.
+            Err(e) => tracing::error!(error = format!("{e:#}"), "seeding the bundled rules failed"),
+        }
+    });
+    Ok(registry)
 }
 
 async fn connect(config: &Config) -> anyhow::Result<Store> {
