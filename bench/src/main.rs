@@ -442,7 +442,12 @@ fn http_only(args: &Args, report: &mut Report) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let server = startup::start(&exe, &dir, true, SERVER_RULES + pitfall_bundled_rules::MODULES.len())?;
+    let server = startup::start(
+        &exe,
+        &dir,
+        true,
+        SERVER_RULES + pitfall_bundled_rules::MODULES.len(),
+    )?;
     report.line(format!(
         "startup restart_with_cache cold_start_ms={:.0} warm_ms={:.0} rss_mib={:.0} pid={}",
         server.cold_start.as_secs_f64() * 1e3,
