@@ -13,5 +13,6 @@ mod live;
 mod processes;
 mod schemathesis;
 mod soak;
+mod startup;
 mod store;
 mod web;
