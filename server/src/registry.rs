@@ -179,21 +179,28 @@ impl Registry {
     }
 }
 
-/// Stores the bundled rules as approved versions (idempotently: a version
-/// already stored is left alone). Each new one goes through the publish
-/// pipeline first, so a bundled rule meets the bar a contributed one does.
-pub async fn seed_bundled(store: &Store, engine: &Engine) -> anyhow::Result<usize> {
-    seed_modules(store, engine, pitfall_bundled_rules::MODULES.to_vec()).await
-}
-
-/// Seeds these modules (all bundled ones, or a subset in tests). Only the
+/// Stores these modules (the bundled rules, or a subset in tests) as
+/// approved versions, idempotently: a version already stored is left
+/// alone. Each new one goes through the publish pipeline first, so a
+/// bundled rule meets the bar a contributed one does. Only the
 /// modules whose exact (id, version, sha256) the store lacks are assessed:
 /// id and version are read with `inspect` (no compile), so a restart with
 /// everything stored compiles and tests nothing.
 pub async fn seed_modules(store: &Store, engine: &Engine, modules: Vec<BundledModule>) -> anyhow::Result<usize> {
+    let fresh = unstored_modules(store, engine, modules).await?;
+    seed_unstored(store, engine, fresh).await
+}
+
+/// The modules whose exact (id, version, sha256) the store lacks (read
+/// with `inspect`, no compile): what [`seed_unstored`] would assess.
+pub async fn unstored_modules(
+    store: &Store,
+    engine: &Engine,
+    modules: Vec<BundledModule>,
+) -> anyhow::Result<Vec<BundledModule>> {
     let stored = store.version_digests().await.context("reading the stored versions")?;
     let limits = engine.limits().clone();
-    let fresh = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         modules
             .into_iter()
             .map(|m| {
@@ -206,7 +213,12 @@ pub async fn seed_modules(store: &Store, engine: &Engine, modules: Vec<BundledMo
             .collect::<anyhow::Result<Vec<_>>>()
     })
     .await
-    .context("seeding task")??;
+    .context("seeding task")?
+}
+
+/// Assesses `fresh` (modules the store lacks, from [`unstored_modules`])
+/// through the publish pipeline and stores them approved.
+pub async fn seed_unstored(store: &Store, engine: &Engine, fresh: Vec<BundledModule>) -> anyhow::Result<usize> {
     if fresh.is_empty() {
         return Ok(0);
     }

@@ -10,7 +10,7 @@ use pitfall_engine::{Engine, Limits};
 
 use crate::app::{AppState, app};
 use crate::config::Config;
-use crate::registry::{Registry, seed_bundled};
+use crate::registry::{Registry, seed_unstored, unstored_modules};
 use crate::store::{Actor, Role, Store};
 
 /// Opens the registry a config names: data dir, store, engine, seed.
@@ -30,16 +30,19 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     // existing database, an upgrade that brings new ones) as its next
     // revision, as it would a publish: compiling and testing them (about
     // 70 ms each on a slow core) no longer holds up readiness.
-    if !store.holds_versions().await.context("reading the registry")? {
-        let inserted = seed_bundled(&store, &engine).await?;
+    // Which bundled versions the store lacks is cheap to tell (no compile),
+    // so a restart that has them all says so before it serves.
+    let unstored = unstored_modules(&store, &engine, pitfall_bundled_rules::MODULES.to_vec()).await?;
+    if unstored.is_empty() || !store.holds_versions().await.context("reading the registry")? {
+        let inserted = seed_unstored(&store, &engine, unstored).await?;
         tracing::info!(inserted, "bundled rules seeded");
         return Ok(Arc::new(Registry::open(store, engine).await?));
     }
     let registry = Arc::new(Registry::open(store, engine).await?);
     let seeding = Arc::clone(&registry);
+    tracing::info!(unstored = unstored.len(), "seeding the bundled rules the registry lacks, while serving");
     tokio::spawn(async move {
-        match seed_bundled(seeding.store(), seeding.engine()).await {
-            Ok(0) => {}
+        match seed_unstored(seeding.store(), seeding.engine(), unstored).await {
             Ok(inserted) => {
                 tracing::info!(inserted, "bundled rules seeded");
                 if let Err(e) = seeding.refresh().await {
