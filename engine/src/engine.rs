@@ -355,9 +355,10 @@ impl Engine {
 /// instance wrote is reachable from the next: a rule imports nothing but
 /// the host functions, and those reach only the running instance's memory
 /// and the session of the evaluation under way, both replaced before each
-/// instantiation. What the evaluations share is the store's bookkeeping:
-/// creating and dropping a store, and registering a module with it, were
-/// a third of the empty-module floor (BENCHMARKS.md).
+/// instantiation. What the evaluations share is the store's bookkeeping
+/// (creating and dropping it, registering a module with it): measured, a
+/// call through an evaluator costs 0-10 % less than one alone
+/// (BENCHMARKS.md, round 6).
 ///
 /// The store is dropped, releasing its instances' slots, after
 /// [`Evaluator::INSTANCES_PER_STORE`] instances, after a failed evaluation (a trap leaves
