@@ -187,20 +187,27 @@ impl Registry {
 /// id and version are read with `inspect` (no compile), so a restart with
 /// everything stored compiles and tests nothing.
 pub async fn seed_modules(store: &Store, engine: &Engine, modules: Vec<BundledModule>) -> anyhow::Result<usize> {
-    let fresh = unstored_modules(store, engine, modules).await?;
-    seed_unstored(store, engine, fresh).await
+    let plan = plan_seed(store, engine, modules).await?;
+    seed_unstored(store, engine, plan.unstored).await
 }
 
-/// The modules whose exact (id, version, sha256) the store lacks (read
-/// with `inspect`, no compile): what [`seed_unstored`] would assess.
-pub async fn unstored_modules(
-    store: &Store,
-    engine: &Engine,
-    modules: Vec<BundledModule>,
-) -> anyhow::Result<Vec<BundledModule>> {
+/// What seeding a store would do, decided from one read of its versions.
+pub struct SeedPlan {
+    /// The modules whose exact (id, version, sha256) the store lacks (read
+    /// with `inspect`, no compile): what [`seed_unstored`] would assess.
+    pub unstored: Vec<BundledModule>,
+    /// Whether the store held no version at all, in any state (a registry
+    /// that never had a rule).
+    pub store_was_empty: bool,
+}
+
+/// Reads the stored versions' digests once and tells which of `modules`
+/// the store lacks, and whether it held any version.
+pub async fn plan_seed(store: &Store, engine: &Engine, modules: Vec<BundledModule>) -> anyhow::Result<SeedPlan> {
     let stored = store.version_digests().await.context("reading the stored versions")?;
+    let store_was_empty = stored.is_empty();
     let limits = engine.limits().clone();
-    tokio::task::spawn_blocking(move || {
+    let unstored = tokio::task::spawn_blocking(move || {
         modules
             .into_iter()
             .map(|m| {
@@ -213,10 +220,11 @@ pub async fn unstored_modules(
             .collect::<anyhow::Result<Vec<_>>>()
     })
     .await
-    .context("seeding task")?
+    .context("seeding task")??;
+    Ok(SeedPlan { unstored, store_was_empty })
 }
 
-/// Assesses `fresh` (modules the store lacks, from [`unstored_modules`])
+/// Assesses `fresh` (modules the store lacks, from [`plan_seed`])
 /// through the publish pipeline and stores them approved.
 pub async fn seed_unstored(store: &Store, engine: &Engine, fresh: Vec<BundledModule>) -> anyhow::Result<usize> {
     if fresh.is_empty() {

@@ -10,7 +10,7 @@ use pitfall_engine::{Engine, Limits};
 
 use crate::app::{AppState, app};
 use crate::config::Config;
-use crate::registry::{Registry, seed_unstored, unstored_modules};
+use crate::registry::{Registry, plan_seed, seed_unstored};
 use crate::store::{Actor, Role, Store};
 
 /// Opens the registry a config names: data dir, store, engine, seed.
@@ -32,8 +32,9 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     // 70 ms each on a slow core) no longer holds up readiness.
     // Which bundled versions the store lacks is cheap to tell (no compile),
     // so a restart that has them all says so before it serves.
-    let unstored = unstored_modules(&store, &engine, pitfall_bundled_rules::MODULES.to_vec()).await?;
-    if unstored.is_empty() || !store.holds_versions().await.context("reading the registry")? {
+    let plan = plan_seed(&store, &engine, pitfall_bundled_rules::MODULES.to_vec()).await?;
+    let unstored = plan.unstored;
+    if unstored.is_empty() || plan.store_was_empty {
         let inserted = seed_unstored(&store, &engine, unstored).await?;
         tracing::info!(inserted, "bundled rules seeded");
         return Ok(Arc::new(Registry::open(store, engine).await?));

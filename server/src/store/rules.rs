@@ -138,15 +138,6 @@ impl Store {
             .collect()
     }
 
-    /// Whether any version is stored, in any state (a registry that never
-    /// had a rule holds none).
-    pub async fn holds_versions(&self) -> Result<bool> {
-        let row = sqlx::query("SELECT COUNT(*) AS n FROM (SELECT 1 FROM versions LIMIT 1) AS any_version")
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(row.try_get::<i64, _>("n")? > 0)
-    }
-
     /// Every stored version's (rule id, version, sha256), in any state: what
     /// the seed need not assess again.
     pub async fn version_digests(&self) -> Result<std::collections::HashSet<(String, String, String)>> {
