@@ -21,7 +21,7 @@ use pitfall_sdk::model::{Prepared, parse_manifest};
 pub fn manifest(data: &[u8]) {
     let Ok(parsed) = parse_manifest(data) else { return };
     let prepared = Prepared::new(parsed);
-    let json = serde_json::to_vec(&prepared.manifest).expect("a normalised manifest serialises");
+    let json = serde_json::to_vec(&*prepared.manifest).expect("a normalised manifest serialises");
     let again = parse_manifest(&json)
         .unwrap_or_else(|e| panic!("a normalised manifest no longer parses: {e}: {}", String::from_utf8_lossy(&json)));
     let twice = Prepared::new(again);

@@ -208,7 +208,7 @@ mod tests {
         let counts: Vec<f64> = fleet(30, rules, 8)
             .into_iter()
             .map(|m| {
-                let m = Prepared::new(manifest_from_value(m).expect("valid")).manifest;
+                let m = std::sync::Arc::unwrap_or_clone(Prepared::new(manifest_from_value(m).expect("valid")).manifest);
                 let facts = ManifestFacts::new(&m);
                 index
                     .candidates(&facts)

@@ -191,7 +191,7 @@ mod tests {
     }
 
     fn manifest(json: serde_json::Value) -> Manifest {
-        Prepared::new(manifest_from_value(json).expect("valid")).manifest
+        std::sync::Arc::unwrap_or_clone(Prepared::new(manifest_from_value(json).expect("valid")).manifest)
     }
 
     /// The index may return more than the selectors admit, never less.

@@ -192,6 +192,7 @@ pub async fn seed_modules(store: &Store, engine: &Engine, modules: Vec<BundledMo
 }
 
 /// What seeding a store would do, decided from one read of its versions.
+#[derive(Debug)]
 pub struct SeedPlan {
     /// The modules whose exact (id, version, sha256) the store lacks (read
     /// with `inspect`, no compile): what [`seed_unstored`] would assess.

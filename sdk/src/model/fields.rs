@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use foldhash::fast::RandomState;
 use serde::Serialize;
@@ -134,6 +134,11 @@ pub struct FieldMap {
     tree: Value,
     /// Each package by its PEP 503 key.
     packages: HashMap<Box<str>, LazyPackage, RandomState>,
+    /// The manifest the packages are read from, shared with the check's
+    /// `Prepared`, not copied: a machine has hundreds of packages, and
+    /// cloning each (three strings) and dropping the clones was a twentieth
+    /// of a loaded server's CPU.
+    manifest: Arc<Manifest>,
     /// All packages as one object, built only if evidence asks for it.
     packages_object: OnceLock<Value>,
     /// The enriched paths (for the source of a lazily found field).
@@ -143,21 +148,22 @@ pub struct FieldMap {
 /// The prefix below which fields are found from their package, not the table.
 const PACKAGES: &str = "packages.";
 
-/// A package as the manifest typed it, and its JSON (`name` normalised to
-/// its key) once a lookup needs it. A check reads a few dozen of a
+/// A package (its position in the manifest's list), and its JSON (`name`
+/// normalised to its key) once a lookup needs it. A check reads a few dozen of a
 /// machine's hundreds of packages: building every one's JSON up front was
 /// most of preparing a check (measured on a loaded server: a tenth of its
 /// CPU, the JSON tree and its drop).
 #[derive(Debug, Clone)]
 struct LazyPackage {
-    typed: Package,
+    index: usize,
     json: OnceLock<Value>,
 }
 
 impl LazyPackage {
-    fn json(&self, key: &str) -> &Value {
+    fn json(&self, key: &str, packages: &[Package]) -> &Value {
         self.json.get_or_init(|| {
-            let mut value = serde_json::to_value(&self.typed).unwrap_or(Value::Null);
+            let Some(typed) = packages.get(self.index) else { return Value::Null };
+            let mut value = serde_json::to_value(typed).unwrap_or(Value::Null);
             if let Some(obj) = value.as_object_mut() {
                 obj.insert("name".into(), Value::String(key.to_owned()));
             }
@@ -168,20 +174,22 @@ impl LazyPackage {
 
 impl FieldMap {
     /// Flattens a normalised manifest; `enrichment` marks the enriched paths.
-    pub fn new(manifest: &Manifest, enrichment: &Enrichment) -> FieldMap {
-        let value = serde_json::to_value(without_packages(manifest)).unwrap_or(Value::Null);
+    /// The map keeps `manifest` (its packages are read from it lazily).
+    pub fn new(manifest: Arc<Manifest>, enrichment: &Enrichment) -> FieldMap {
+        let value = serde_json::to_value(without_packages(&manifest)).unwrap_or(Value::Null);
         let mut map = FieldMap {
             fields: HashMap::with_capacity_and_hasher(128, RandomState::default()),
             tree: Value::Null,
             packages: HashMap::default(),
             packages_object: OnceLock::new(),
             enriched: enrichment.paths.clone(),
+            manifest: Arc::clone(&manifest),
         };
         // Packages are looked up by name, not position; the first of a name wins.
         if !manifest.packages.is_empty() {
             map.packages.reserve(manifest.packages.len());
-            for p in &manifest.packages {
-                let lazy = LazyPackage { typed: p.clone(), json: OnceLock::new() };
+            for (index, p) in manifest.packages.iter().enumerate() {
+                let lazy = LazyPackage { index, json: OnceLock::new() };
                 map.packages.entry(package_key(&p.name).into_boxed_str()).or_insert(lazy);
             }
             let source = map.source("packages");
@@ -210,7 +218,7 @@ impl FieldMap {
         }
         if path == "packages" {
             return Some(self.packages_object.get_or_init(|| {
-                Value::Object(self.packages.iter().map(|(k, p)| (k.to_string(), p.json(k).clone())).collect())
+                Value::Object(self.packages.iter().map(|(k, p)| (k.to_string(), p.json(k, &self.manifest.packages).clone())).collect())
             }));
         }
         match path.strip_prefix(PACKAGES) {
@@ -223,7 +231,7 @@ impl FieldMap {
     /// by its key (a key never holds a dot), then down from it.
     fn below_packages(&self, below: &str) -> Option<&Value> {
         let (key, rest) = below.split_once('.').map_or((below, None), |(k, r)| (k, Some(r)));
-        let package = self.packages.get_key_value(key).map(|(k, p)| p.json(k))?;
+        let package = self.packages.get_key_value(key).map(|(k, p)| p.json(k, &self.manifest.packages))?;
         rest.map_or(Some(package), |rest| descend(package, rest))
     }
 
@@ -277,7 +285,7 @@ impl FieldMap {
 
     /// How many fields (every level counted, those below `packages.` too).
     pub fn len(&self) -> usize {
-        self.fields.len() + self.packages.iter().map(|(k, p)| 1 + nodes_below(p.json(k))).sum::<usize>()
+        self.fields.len() + self.packages.iter().map(|(k, p)| 1 + nodes_below(p.json(k, &self.manifest.packages))).sum::<usize>()
     }
 
     /// Whether the manifest had no fields at all.
@@ -363,7 +371,7 @@ mod tests {
         )
         .expect("parses");
         let enrichment = Enrichment { paths: BTreeSet::from(["accelerators.0.memory_mib".to_owned()]) };
-        let f = FieldMap::new(&m, &enrichment);
+        let f = FieldMap::new(Arc::new(m), &enrichment);
         assert_eq!(f.get("host.arch").and_then(|x| x.text).as_deref(), Some("aarch64"));
         assert_eq!(f.get("accelerators").map(|x| (x.kind, x.len)), Some((FieldKind::Array, 1)));
         let cc = f.get("accelerators.0.compute_capability").expect("cc present");
@@ -390,7 +398,7 @@ mod tests {
                             {"name":"Torch","version":"2.11.0"}]}"#,
         )
         .expect("parses");
-        let f = FieldMap::new(&m, &Enrichment::default());
+        let f = FieldMap::new(Arc::new(m), &Enrichment::default());
         assert_eq!(f.get("packages").map(|x| (x.kind, x.len)), Some((FieldKind::Object, 2)));
         assert_eq!(f.get("packages.vllm").map(|x| (x.kind, x.len)), Some((FieldKind::Object, 4)));
         assert_eq!(f.get("packages.torch.name").and_then(|x| x.text).as_deref(), Some("torch"));

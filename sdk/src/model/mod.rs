@@ -91,8 +91,8 @@ pub fn manifest_from_value(value: serde_json::Value) -> Result<Manifest, Manifes
 /// then shared by every rule of a check.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    /// The normalised, enriched manifest.
-    pub manifest: Manifest,
+    /// The normalised, enriched manifest (shared with the field map).
+    pub manifest: Arc<Manifest>,
     /// Which fields came from the hardware table.
     pub enrichment: normalize::Enrichment,
     /// The flattened view the host calls read.
@@ -103,7 +103,8 @@ impl Prepared {
     /// Normalises, enriches and flattens `manifest`.
     pub fn new(mut manifest: Manifest) -> Prepared {
         let enrichment = normalize::normalize(&mut manifest);
-        let fields = Arc::new(fields::FieldMap::new(&manifest, &enrichment));
+        let manifest = Arc::new(manifest);
+        let fields = Arc::new(fields::FieldMap::new(Arc::clone(&manifest), &enrichment));
         Prepared { manifest, enrichment, fields }
     }
 }

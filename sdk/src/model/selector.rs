@@ -336,7 +336,7 @@ mod tests {
     use crate::model::{Prepared, manifest_from_value};
 
     fn prepared(json: serde_json::Value) -> Manifest {
-        Prepared::new(manifest_from_value(json).expect("a valid manifest")).manifest
+        std::sync::Arc::unwrap_or_clone(Prepared::new(manifest_from_value(json).expect("a valid manifest")).manifest)
     }
 
     fn sel(text: &str) -> Selector {
