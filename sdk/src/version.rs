@@ -318,9 +318,16 @@ impl Version {
     }
 }
 
-/// Bits of a packed key below the epoch and release: pre (3 + 16), post
-/// (1 + 16), dev (1 + 16).
-const PACKED_BELOW_RELEASE: u32 = 53;
+/// Bits of each number in a packed key (a release segment, the pre, post
+/// and dev numbers); a larger number does not pack.
+const PACKED_NUMBER_BITS: u32 = 16;
+
+/// Bits of the pre key's rank (0-4, [`pre_key`]).
+const PACKED_PRE_RANK_BITS: u32 = 3;
+
+/// Bits of a packed key below the epoch and release: pre (rank + number),
+/// post and dev (a flag bit + number each).
+const PACKED_BELOW_RELEASE: u32 = PACKED_PRE_RANK_BITS + 1 + 1 + 3 * PACKED_NUMBER_BITS;
 
 /// Release segments a packed key holds (after trailing zeros are trimmed).
 const PACKED_RELEASE_SEGMENTS: usize = 4;
@@ -334,7 +341,7 @@ const PACKED_RELEASE_SEGMENTS: usize = 4;
 /// dev key (a "no dev" bit, so that a dev-release sorts first, + 16): 125
 /// bits.
 fn pack(epoch: u64, release: &[u64], pre: Option<(Phase, u64)>, post: Option<u64>, dev: Option<u64>) -> Option<u128> {
-    const FIELD: u64 = u16::MAX as u64;
+    const FIELD: u64 = (1 << PACKED_NUMBER_BITS) - 1;
     let release = trim_zeros(release);
     if epoch > u64::from(u8::MAX) || release.len() > PACKED_RELEASE_SEGMENTS {
         return None;
@@ -345,16 +352,17 @@ fn pack(epoch: u64, release: &[u64], pre: Option<(Phase, u64)>, post: Option<u64
     if release.iter().chain([&pre_n, &post_n, &dev_n]).any(|&n| n > FIELD) {
         return None;
     }
+    let n = PACKED_NUMBER_BITS;
     let mut key = u128::from(epoch);
     for i in 0..PACKED_RELEASE_SEGMENTS {
-        key = key << 16 | u128::from(release.get(i).copied().unwrap_or(0));
+        key = key << n | u128::from(release.get(i).copied().unwrap_or(0));
     }
-    key = key << 3 | u128::from(pre_rank);
-    key = key << 16 | u128::from(pre_n);
+    key = key << PACKED_PRE_RANK_BITS | u128::from(pre_rank);
+    key = key << n | u128::from(pre_n);
     key = key << 1 | u128::from(post.is_some());
-    key = key << 16 | u128::from(post_n);
+    key = key << n | u128::from(post_n);
     key = key << 1 | u128::from(no_dev);
-    key = key << 16 | u128::from(dev_n);
+    key = key << n | u128::from(dev_n);
     Some(key)
 }
 
