@@ -183,12 +183,12 @@ impl FieldMap {
             packages: HashMap::default(),
             packages_object: OnceLock::new(),
             enriched: enrichment.paths.clone(),
-            manifest: Arc::clone(&manifest),
+            manifest,
         };
         // Packages are looked up by name, not position; the first of a name wins.
-        if !manifest.packages.is_empty() {
-            map.packages.reserve(manifest.packages.len());
-            for (index, p) in manifest.packages.iter().enumerate() {
+        if !map.manifest.packages.is_empty() {
+            map.packages.reserve(map.manifest.packages.len());
+            for (index, p) in map.manifest.packages.iter().enumerate() {
                 let lazy = LazyPackage { index, json: OnceLock::new() };
                 map.packages.entry(package_key(&p.name).into_boxed_str()).or_insert(lazy);
             }
@@ -218,7 +218,7 @@ impl FieldMap {
         }
         if path == "packages" {
             return Some(self.packages_object.get_or_init(|| {
-                Value::Object(self.packages.iter().map(|(k, p)| (k.to_string(), p.json(k, &self.manifest.packages).clone())).collect())
+                Value::Object(self.packages.iter().map(|(k, p)| (k.to_string(), self.package_json(k, p).clone())).collect())
             }));
         }
         match path.strip_prefix(PACKAGES) {
@@ -231,8 +231,13 @@ impl FieldMap {
     /// by its key (a key never holds a dot), then down from it.
     fn below_packages(&self, below: &str) -> Option<&Value> {
         let (key, rest) = below.split_once('.').map_or((below, None), |(k, r)| (k, Some(r)));
-        let package = self.packages.get_key_value(key).map(|(k, p)| p.json(k, &self.manifest.packages))?;
+        let package = self.packages.get_key_value(key).map(|(k, p)| self.package_json(k, p))?;
         rest.map_or(Some(package), |rest| descend(package, rest))
+    }
+
+    /// The JSON of the package filed under `key`, built on first use.
+    fn package_json<'a>(&'a self, key: &str, package: &'a LazyPackage) -> &'a Value {
+        package.json(key, &self.manifest.packages)
     }
 
     /// Where the value at `path` came from.
@@ -285,7 +290,7 @@ impl FieldMap {
 
     /// How many fields (every level counted, those below `packages.` too).
     pub fn len(&self) -> usize {
-        self.fields.len() + self.packages.iter().map(|(k, p)| 1 + nodes_below(p.json(k, &self.manifest.packages))).sum::<usize>()
+        self.fields.len() + self.packages.iter().map(|(k, p)| 1 + nodes_below(self.package_json(k, p))).sum::<usize>()
     }
 
     /// Whether the manifest had no fields at all.
