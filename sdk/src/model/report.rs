@@ -122,9 +122,6 @@ pub enum RenderError {
         /// How many remedies the metadata has.
         count: usize,
     },
-    /// An action that no longer deserialises after substitution.
-    #[error("remedy action invalid after substitution: {0}")]
-    BadAction(String),
 }
 
 /// The value of a field as evidence (its JSON value and its source).
@@ -251,21 +248,57 @@ impl Params<'_> {
         Ok(out)
     }
 
+    /// An action with every text field's placeholders substituted. One arm
+    /// per variant, so a new action kind must say here which of its fields
+    /// are text (the compiler refuses a missing arm); a render used to go
+    /// through a JSON value and back, which was most of a matched rule's
+    /// render time.
     fn substitute_action(&self, action: &Action) -> Result<Action, RenderError> {
-        // `set_workload.value` is the one JSON-typed action field: there a
-        // whole-string placeholder whose parameter is a number or boolean
-        // becomes that value (`"{tp}"` → `4`). Every other field is text.
-        if let Action::SetWorkload { field, value: Value::String(s) } = action {
+        let text = |t: &str| self.substitute(t);
+        let optional = |t: &Option<String>| t.as_deref().map(text).transpose();
+        Ok(match action {
+            Action::UpgradePackage { package, to } => Action::UpgradePackage { package: text(package)?, to: text(to)? },
+            Action::PinPackage { package, version } => {
+                Action::PinPackage { package: text(package)?, version: text(version)? }
+            }
+            Action::RemovePackage { package } => Action::RemovePackage { package: text(package)? },
+            Action::SetEnv { name, value } => Action::SetEnv { name: text(name)?, value: text(value)? },
+            Action::UnsetEnv { name } => Action::UnsetEnv { name: text(name)? },
+            Action::AddFlag { tool, flag, value } => {
+                Action::AddFlag { tool: text(tool)?, flag: text(flag)?, value: optional(value)? }
+            }
+            Action::ChangeImage { image } => Action::ChangeImage { image: text(image)? },
+            Action::UpgradeDriver { to } => Action::UpgradeDriver { to: text(to)? },
+            Action::ChangeCuda { version } => Action::ChangeCuda { version: text(version)? },
+            Action::BuildFromSource { package, torch_cuda_arch_list } => Action::BuildFromSource {
+                package: text(package)?,
+                torch_cuda_arch_list: torch_cuda_arch_list.iter().map(|a| text(a)).collect::<Result<_, _>>()?,
+            },
+            Action::InstallTool { tool, version } => Action::InstallTool { tool: text(tool)?, version: optional(version)? },
+            Action::SetWorkload { field, value } => Action::SetWorkload { field: text(field)?, value: self.workload_value(value)? },
+            Action::ChangeAccelerator { model, count } => Action::ChangeAccelerator { model: text(model)?, count: *count },
+            Action::ChangeHealthCheck { endpoint, verifies_output } => {
+                Action::ChangeHealthCheck { endpoint: text(endpoint)?, verifies_output: *verifies_output }
+            }
+        })
+    }
+
+    /// `set_workload.value`, the one JSON-typed action field: a
+    /// whole-string placeholder whose parameter is a number or boolean
+    /// becomes that value (`"{tp}"` → `4`); any other string inside it is
+    /// text with placeholders.
+    fn workload_value(&self, value: &Value) -> Result<Value, RenderError> {
+        if let Value::String(s) = value {
             let whole = s.strip_prefix('{').and_then(|t| t.strip_suffix('}')).filter(|n| !n.contains(['{', '}']));
             if let Some(p) = whole.and_then(|name| self.get(name))
                 && let Ok(v @ (Value::Number(_) | Value::Bool(_))) = serde_json::from_str::<Value>(p)
             {
-                return Ok(Action::SetWorkload { field: self.substitute(field)?, value: v });
+                return Ok(v);
             }
         }
-        let mut value = serde_json::to_value(action).map_err(|e| RenderError::BadAction(e.to_string()))?;
+        let mut value = value.clone();
         self.substitute_value(&mut value)?;
-        serde_json::from_value(value).map_err(|e| RenderError::BadAction(e.to_string()))
+        Ok(value)
     }
 
     fn substitute_value(&self, value: &mut Value) -> Result<(), RenderError> {
@@ -337,6 +370,74 @@ mod tests {
             let again = evidence_for(&b.fields, path);
             assert_eq!(evidence_holds(&b.fields, &e), again.as_ref() == Some(&e), "{path}: {again:?}");
             assert!(!evidence_holds(&b.fields, &e), "{path} should differ on the second machine");
+        }
+    }
+
+    /// The direct substitution gives what the JSON round trip it replaced
+    /// gave (substitute every string of the action's JSON form, then read
+    /// it back), for every action kind, with placeholders in every text
+    /// field, escaped braces, and a whole-placeholder workload value.
+    #[test]
+    fn action_substitution_equals_the_json_round_trip() {
+        fn round_trip(p: &Params<'_>, action: &Action) -> Result<Action, RenderError> {
+            // The code this replaced, as it was.
+            if let Action::SetWorkload { field, value: Value::String(s) } = action {
+                let whole = s.strip_prefix('{').and_then(|t| t.strip_suffix('}')).filter(|n| !n.contains(['{', '}']));
+                if let Some(param) = whole.and_then(|name| p.get(name))
+                    && let Ok(v @ (Value::Number(_) | Value::Bool(_))) = serde_json::from_str::<Value>(param)
+                {
+                    return Ok(Action::SetWorkload { field: p.substitute(field)?, value: v });
+                }
+            }
+            let mut value = serde_json::to_value(action).expect("serialises");
+            p.substitute_value(&mut value)?;
+            Ok(serde_json::from_value(value).expect("reads back"))
+        }
+        let params = vec![
+            ("pkg".to_owned(), "vllm".to_owned()),
+            ("v".to_owned(), "0.28.1".to_owned()),
+            ("tp".to_owned(), "4".to_owned()),
+            ("on".to_owned(), "true".to_owned()),
+            ("cc".to_owned(), "7.5".to_owned()),
+        ];
+        let p = Params(&params);
+        let t = |s: &str| s.to_owned();
+        let actions = [
+            Action::UpgradePackage { package: t("{pkg}"), to: t("{v}") },
+            Action::PinPackage { package: t("{pkg}"), version: t("=={v} {{x}}") },
+            Action::RemovePackage { package: t("{pkg}-ext") },
+            Action::SetEnv { name: t("VAR_{tp}"), value: t("{cc};{on}") },
+            Action::UnsetEnv { name: t("{pkg}") },
+            Action::AddFlag { tool: t("vllm"), flag: t("--tp"), value: Some(t("{tp}")) },
+            Action::AddFlag { tool: t("{pkg}"), flag: t("--x"), value: None },
+            Action::ChangeImage { image: t("img:{v}") },
+            Action::UpgradeDriver { to: t("{v}") },
+            Action::ChangeCuda { version: t("12.{tp}") },
+            Action::BuildFromSource { package: t("{pkg}"), torch_cuda_arch_list: vec![t("{cc}"), t("8.0")] },
+            Action::BuildFromSource { package: t("{pkg}"), torch_cuda_arch_list: vec![] },
+            Action::InstallTool { tool: t("nvcc"), version: Some(t("{v}")) },
+            Action::InstallTool { tool: t("{pkg}"), version: None },
+            Action::SetWorkload { field: t("tensor_parallel_size"), value: Value::String(t("{tp}")) },
+            Action::SetWorkload { field: t("enforce_eager"), value: Value::String(t("{on}")) },
+            Action::SetWorkload { field: t("dtype"), value: Value::String(t("{pkg}-{cc}")) },
+            Action::SetWorkload { field: t("{pkg}"), value: serde_json::json!({"a": ["{v}", 1, {"b": "{cc}"}], "c": null}) },
+            Action::ChangeAccelerator { model: t("{pkg}"), count: Some(2) },
+            Action::ChangeAccelerator { model: t("A10G"), count: None },
+            Action::ChangeHealthCheck { endpoint: t("/v{tp}/health"), verifies_output: true },
+        ];
+        for action in &actions {
+            let direct = p.substitute_action(action);
+            assert_eq!(direct, round_trip(&p, action), "{action:?}");
+            assert!(direct.is_ok(), "{action:?}");
+        }
+        // An unknown placeholder is refused in every text field alike.
+        for action in [
+            Action::AddFlag { tool: t("vllm"), flag: t("--tp"), value: Some(t("{nope}")) },
+            Action::SetWorkload { field: t("x"), value: serde_json::json!(["{nope}"]) },
+            Action::BuildFromSource { package: t("p"), torch_cuda_arch_list: vec![t("{nope}")] },
+        ] {
+            assert_eq!(p.substitute_action(&action), Err(RenderError::UnknownParam(t("nope"))));
+            assert_eq!(round_trip(&p, &action), Err(RenderError::UnknownParam(t("nope"))));
         }
     }
 
