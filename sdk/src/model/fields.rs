@@ -274,8 +274,38 @@ impl FieldMap {
     /// The field at `path`.
     pub fn get(&self, path: &str) -> Option<Field<'_>> {
         match path.strip_prefix(PACKAGES) {
-            Some(below) => self.below_packages(below).map(|value| field_of(value, self.source(path))),
+            Some(below) => match self.typed_package_scalar(below) {
+                Some(text) => text.map(|text| Field {
+                    kind: FieldKind::String,
+                    text: Some(Cow::Borrowed(text)),
+                    number: None,
+                    len: 0,
+                    source: self.source(path),
+                }),
+                None => self.below_packages(below).map(|value| field_of(value, self.source(path))),
+            },
             None => self.fields.get(path.as_bytes()).map(Stored::field),
+        }
+    }
+
+    /// A package's `name`, `version` or `ecosystem` (`below` is
+    /// `KEY.version`), read from the typed package: `Some(None)` when the
+    /// package has none, `None` for any other path (found in the package's
+    /// JSON). Nearly every read below `packages.` is a version, and building
+    /// the package's JSON to answer it was a third of replaying a memo.
+    /// The three are plain strings (serde puts a member of one of their
+    /// names in the field, never in `extra`), and `name` is the key, as in
+    /// the JSON.
+    fn typed_package_scalar(&self, below: &str) -> Option<Option<&str>> {
+        let (key, member) = below.split_once('.')?;
+        // No such package: no member of it either.
+        let Some((key, lazy)) = self.packages.get_key_value(key) else { return Some(None) };
+        let package = self.manifest.packages.get(lazy.index)?;
+        match member {
+            "name" => Some(Some(key)),
+            "version" => Some(package.version.as_deref()),
+            "ecosystem" => Some(package.ecosystem.as_deref()),
+            _ => None,
         }
     }
 
@@ -365,6 +395,47 @@ fn descend<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the typed fast path answers below `packages.` is what the
+    /// package's JSON answers, for every member of every package (names
+    /// that normalise, duplicates, no version, an ecosystem, extra members,
+    /// a missing package).
+    #[test]
+    fn typed_package_members_equal_their_json() {
+        let manifest: Manifest = serde_json::from_value(serde_json::json!({
+            "manifest_version": 1,
+            "packages": [
+                {"name": "vllm", "version": "0.10.1"},
+                {"name": "Flash_Attn", "version": "2.7.4.post1", "ecosystem": "pypi", "source": "wheel"},
+                {"name": "flash-attn", "version": "1.0"},
+                {"name": "torch"},
+                {"name": "nvidia-cudnn", "ecosystem": "deb", "extra": {"pinned": true}}
+            ]
+        }))
+        .expect("valid");
+        let mut enrichment = Enrichment::default();
+        enrichment.paths.insert("packages.vllm.version".into());
+        let map = FieldMap::new(Arc::new(manifest), &enrichment);
+        let json_route = |path: &str| {
+            let below = path.strip_prefix(PACKAGES).expect("below packages");
+            map.below_packages(below).map(|value| field_of(value, map.source(path)))
+        };
+        let mut decided = 0;
+        for key in ["vllm", "flash-attn", "torch", "nvidia-cudnn", "missing"] {
+            for member in ["name", "version", "ecosystem", "source", "extra", "extra.pinned", "version.major"] {
+                let path = format!("packages.{key}.{member}");
+                let below = path.strip_prefix(PACKAGES).expect("below packages");
+                decided += usize::from(map.typed_package_scalar(below).is_some());
+                assert_eq!(map.get(&path), json_route(&path), "{path}");
+                assert_eq!(map.get_bytes(path.as_bytes()), json_route(&path), "{path}");
+            }
+        }
+        // The fast path answered the three scalars of each present package
+        // and everything below the missing one.
+        assert_eq!(decided, 4 * 3 + 7);
+        assert_eq!(map.get("packages.flash-attn.version").and_then(|f| f.text).as_deref(), Some("2.7.4.post1"));
+        assert_eq!(map.get("packages.vllm.version").map(|f| f.source), Some(Source::Enriched));
+    }
 
     #[test]
     fn flattens_paths_and_keys_packages_by_name() {
