@@ -290,9 +290,10 @@ impl FieldMap {
 
     /// A package's `name`, `version` or `ecosystem` (`below` is
     /// `KEY.version`), read from the typed package: `Some(None)` when the
-    /// package has none, `None` for any other path (found in the package's
+    /// package has none or there is no such package (then nothing below
+    /// it exists), `None` for any other member (found in the package's
     /// JSON). Nearly every read below `packages.` is a version, and building
-    /// the package's JSON to answer it was a third of replaying a memo.
+    /// the package's JSON to answer it was a tenth of replaying a memo.
     /// The three are plain strings (serde puts a member of one of their
     /// names in the field, never in `extra`), and `name` is the key, as in
     /// the JSON.
