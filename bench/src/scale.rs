@@ -185,8 +185,9 @@ pub fn thread_cpu_time() -> Duration {
 #[cfg(test)]
 mod tests {
     use pitfall_engine::index::CandidateIndex;
+    use pitfall_sdk::model::manifest_from_value;
+    use pitfall_sdk::model::normalize::normalize;
     use pitfall_sdk::model::selector::{ManifestFacts, Selector};
-    use pitfall_sdk::model::{Prepared, manifest_from_value};
 
     use crate::corpus::specs;
     use crate::fleet::fleet;
@@ -208,7 +209,8 @@ mod tests {
         let counts: Vec<f64> = fleet(30, rules, 8)
             .into_iter()
             .map(|m| {
-                let m = std::sync::Arc::unwrap_or_clone(Prepared::new(manifest_from_value(m).expect("valid")).manifest);
+                let mut m = manifest_from_value(m).expect("valid");
+                normalize(&mut m);
                 let facts = ManifestFacts::new(&m);
                 index
                     .candidates(&facts)

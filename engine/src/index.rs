@@ -181,7 +181,8 @@ impl CandidateIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pitfall_sdk::model::{Manifest, Prepared, manifest_from_value};
+    use pitfall_sdk::model::normalize::normalize;
+    use pitfall_sdk::model::{Manifest, manifest_from_value};
 
     fn selectors(texts: &[&str]) -> Vec<Selector> {
         texts
@@ -190,8 +191,11 @@ mod tests {
             .collect()
     }
 
+    /// The manifest as a check sees it: normalised (`Prepared::new`'s step).
     fn manifest(json: serde_json::Value) -> Manifest {
-        std::sync::Arc::unwrap_or_clone(Prepared::new(manifest_from_value(json).expect("valid")).manifest)
+        let mut manifest = manifest_from_value(json).expect("valid");
+        normalize(&mut manifest);
+        manifest
     }
 
     /// The index may return more than the selectors admit, never less.

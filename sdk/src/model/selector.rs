@@ -333,10 +333,14 @@ impl fmt::Display for Selector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Prepared, manifest_from_value};
+    use crate::model::manifest_from_value;
+    use crate::model::normalize::normalize;
 
+    /// The manifest as a check sees it: normalised (`Prepared::new`'s step).
     fn prepared(json: serde_json::Value) -> Manifest {
-        std::sync::Arc::unwrap_or_clone(Prepared::new(manifest_from_value(json).expect("a valid manifest")).manifest)
+        let mut manifest = manifest_from_value(json).expect("a valid manifest");
+        normalize(&mut manifest);
+        manifest
     }
 
     fn sel(text: &str) -> Selector {
