@@ -305,7 +305,7 @@ fn hostile_state_never_carries_over_within_one_evaluator() {
     for max_instances in [Limits::default().max_instances, 2] {
         let engine = Engine::new(Limits { max_instances, ..Limits::default() }).expect("engine");
         let rule = engine.load(&m.wasm).expect("loads");
-        assert!(pitfall_engine::Evaluator::INSTANCES_PER_STORE > 2, "the small pool must be smaller than a store");
+        const { assert!(pitfall_engine::Evaluator::INSTANCES_PER_STORE > 2, "the small pool must be smaller than a store") };
         let mut evaluator = engine.evaluator();
         for i in 0..20 {
             let e = evaluator.evaluate(&rule, &prepared);
