@@ -158,8 +158,7 @@ fn main() -> anyhow::Result<()> {
     pitfall_server::allocator::no_transparent_huge_pages();
     let mut args = Args::parse();
     if let Some(Command::ServeChild { config }) = args.command.take() {
-        // The server's own runtime, so the child is the server as shipped.
-        let runtime = pitfall_server::runtime::build()?;
+        let runtime = tokio::runtime::Runtime::new()?;
         return runtime.block_on(startup::serve_child(config));
     }
     let started = Instant::now();

@@ -62,28 +62,19 @@ impl RuleSet {
 
     /// Checks a manifest (as the client sent it).
     pub fn check(&self, engine: &Engine, manifest: Manifest) -> CheckResponse {
-        self.check_with(engine, manifest, true, true)
-    }
-
-    /// [`RuleSet::check`] with every candidate evaluated on the calling
-    /// thread, for a caller whose parallelism is across checks (the server
-    /// runs one check per core): there, handing a check's candidates to
-    /// the pool only takes cores from the other checks, and costs wake-ups.
-    pub fn check_on_this_thread(&self, engine: &Engine, manifest: Manifest) -> CheckResponse {
-        self.check_with(engine, manifest, true, false)
+        self.check_with(engine, manifest, true)
     }
 
     /// [`RuleSet::check`] with every candidate run in the sandbox, whatever
     /// its memo knows (and recording nothing): the answer the memo must
     /// equal, and what a check costs without it.
     pub fn check_sandboxed(&self, engine: &Engine, manifest: Manifest) -> CheckResponse {
-        self.check_with(engine, manifest, false, true)
+        self.check_with(engine, manifest, false)
     }
 
-    fn check_with(&self, engine: &Engine, manifest: Manifest, memo: bool, may_fan_out: bool) -> CheckResponse {
+    fn check_with(&self, engine: &Engine, manifest: Manifest, memo: bool) -> CheckResponse {
         let start = Instant::now();
-        let (_running, pool_has_room) = engine.check_started();
-        let fan_out = may_fan_out && pool_has_room;
+        let (_running, fan_out) = engine.check_started();
         let prepared = Prepared::new(manifest);
         let candidates = self.candidates(&prepared);
         // Replays first, on this thread: a rule whose memo knows what it

@@ -34,11 +34,10 @@ struct Shared {
     bundles: Bundles,
     check_rate: RateLimiter,
     publish_rate: RateLimiter,
-    /// Checks evaluating at once, at most one per core
-    /// ([`crate::runtime`]); the rest wait their turn here, as futures. More
-    /// at once gained no throughput and cost memory: each thread that
-    /// evaluates keeps its own allocator heap (measured: 545 → 639 MiB at
-    /// 16 connections).
+    /// Evaluations running at once, at most one per core; the rest wait
+    /// their turn here, not as blocking threads. More at once gained no
+    /// throughput and cost memory: each thread that evaluates keeps its own
+    /// allocator heap (measured: 545 → 639 MiB at 16 connections).
     check_slots: tokio::sync::Semaphore,
 }
 
@@ -66,7 +65,7 @@ impl AppState {
                 bundles,
                 check_rate,
                 publish_rate,
-                check_slots: tokio::sync::Semaphore::new(crate::runtime::evaluation_slots()),
+                check_slots: tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get())),
             }),
         }
     }
@@ -81,8 +80,7 @@ impl AppState {
         &self.inner.limits
     }
 
-    /// Waits for one of the evaluation slots (one per core; see
-    /// [`crate::runtime`]).
+    /// Waits for one of the evaluation slots (one per core).
     pub async fn check_slot(&self) -> Result<tokio::sync::SemaphorePermit<'_>, AppError> {
         // Nothing closes the semaphore; if something ever did, say so.
         self.inner.check_slots.acquire().await.map_err(|e| AppError::Internal(anyhow::anyhow!("evaluation slots: {e}")))

@@ -89,9 +89,8 @@ fn json_response(body: String) -> Response {
     ([(CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// Looks up the cache, and evaluates the rest in an evaluation slot, on
-/// this task's worker (`crate::runtime` says why, and why that never
-/// holds up the rest of the server).
+/// Looks up the cache, and evaluates the rest on a blocking thread
+/// (evaluation is CPU work and fans out over a thread pool).
 async fn check_manifests(
     state: &AppState,
     manifests: Vec<Result<Manifest, AppError>>,
@@ -121,22 +120,20 @@ async fn check_manifests(
         Vec::new()
     } else {
         let _slot = state.check_slot().await?;
-        let engine = state.registry().engine();
-        let mut evaluated = Vec::with_capacity(work.len());
-        for (n, (i, digest, manifest)) in work.into_iter().enumerate() {
-            if n > 0 {
-                // A batch gives its worker back between manifests, so one
-                // stretch of this worker's time is one manifest's check
-                // (and a request timeout can end the batch there).
-                tokio::task::yield_now().await;
-            }
-            // On this thread: the server's parallelism is one check per
-            // slot, and handing a check's candidates to other cores would
-            // only take them from the other slots.
-            let answer = rules.check_on_this_thread(engine, manifest);
-            evaluated.push((i, digest, answer.rule_errors.len(), Arc::new(SerializedAnswer::new(&answer))));
-        }
-        evaluated
+        let engine = state.registry().engine().clone();
+        let rules = rules.clone();
+        // Serialised on the blocking thread too: it is CPU work, and the
+        // only copy of the answer the cache and the response need.
+        tokio::task::spawn_blocking(move || {
+            work.into_iter()
+                .map(|(i, digest, manifest)| {
+                    let answer = rules.check(&engine, manifest);
+                    (i, digest, answer.rule_errors.len(), Arc::new(SerializedAnswer::new(&answer)))
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("check task failed: {e}")))?
     };
     for (i, digest, rule_errors, answer) in evaluated {
         state.metrics().rule_errors.fetch_add(rule_errors as u64, Relaxed);

@@ -12,7 +12,6 @@ mod hostile_requests;
 mod live;
 mod processes;
 mod schemathesis;
-mod slots;
 mod soak;
 mod startup;
 mod store;
