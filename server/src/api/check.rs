@@ -16,6 +16,7 @@ use crate::answer::SerializedAnswer;
 use crate::api::types::{BatchItem, ErrorBody};
 use crate::app::{AppState, read_body};
 use crate::error::AppError;
+use crate::extract::json_object;
 use crate::result_cache::manifest_digest;
 
 /// `POST /v1/check`: one manifest.
@@ -44,7 +45,7 @@ pub async fn batch(State(state): State<AppState>, body: Body) -> Result<Response
     let start = Instant::now();
     // Raw entries: each manifest's size is its text's length, with no
     // second serialisation to measure it.
-    let request: RawBatch<'_> = serde_json::from_slice(&body).map_err(|e| AppError::BadRequest {
+    let request: RawBatch<'_> = json_object(&body).map_err(|e| AppError::BadRequest {
         code: "invalid_json",
         message: format!("the body must be {{\"manifests\": [...]}}: {e}"),
     })?;

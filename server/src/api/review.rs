@@ -21,7 +21,7 @@ async fn reason(body: Body) -> Result<Option<String>, AppError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let request: ReviewRequest = serde_json::from_slice(&bytes)
+    let request: ReviewRequest = crate::extract::json_object(&bytes)
         .map_err(|e| AppError::BadRequest { code: "invalid_json", message: format!("the body must be {{\"reason\": \"...\"}}: {e}") })?;
     Ok(request.reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()))
 }
