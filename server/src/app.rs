@@ -141,16 +141,23 @@ pub fn app(state: AppState) -> Router {
 /// client that drips its body gets 408 and frees the worker; handlers then
 /// read from memory), then the request timeout around the handler, which
 /// answers 503 in the envelope (the work behind it is bounded by the
-/// engine's own limits).
+/// engine's own limits). The deadline is polled before the handler, so a
+/// handler that finishes only after it (found ready at the same wake-up,
+/// e.g. on a loaded machine) is answered 503 too: `tokio::time::timeout`
+/// polls the handler first and would let it through.
 async fn bound_and_measure(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = request.method().as_str().to_owned();
     let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str()).to_owned();
     let response = match admit(&state, &method, &route, request).await {
-        Ok(request) => match tokio::time::timeout(state.limits().request_timeout(), next.run(request)).await {
-            Ok(response) => response,
-            Err(_) => AppError::Timeout.into_response(),
-        },
+        Ok(request) => {
+            let deadline = tokio::time::sleep(state.limits().request_timeout());
+            tokio::select! {
+                biased;
+                () = deadline => AppError::Timeout.into_response(),
+                response = next.run(request) => response,
+            }
+        }
         Err(e) => e.into_response(),
     };
     state.metrics().record_request(&method, &route, response.status().as_u16(), start.elapsed());
