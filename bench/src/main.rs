@@ -158,7 +158,8 @@ fn main() -> anyhow::Result<()> {
     pitfall_server::allocator::no_transparent_huge_pages();
     let mut args = Args::parse();
     if let Some(Command::ServeChild { config }) = args.command.take() {
-        let runtime = tokio::runtime::Runtime::new()?;
+        // The server's own runtime, so the child is the server as shipped.
+        let runtime = pitfall_server::runtime::build()?;
         return runtime.block_on(startup::serve_child(config));
     }
     let started = Instant::now();

@@ -4,9 +4,14 @@
 //! it when the rule would read what it read before, and the others run in
 //! parallel across cores (unless the cores are already busy with other
 //! checks), each in its own instance; each rule's result lands in exactly
-//! one list of the answer.
+//! one list of the answer. A caller may give the check a deadline, looked
+//! at before each evaluation in the sandbox: the check then ends there with
+//! [`PastDeadline`] rather than an answer.
 
+use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use pitfall_sdk::model::cases::Evaluation;
@@ -16,6 +21,7 @@ use pitfall_sdk::model::{Manifest, Prepared};
 use rayon::prelude::*;
 
 use crate::engine::{Engine, Evaluator};
+use crate::error::PastDeadline;
 use crate::index::CandidateIndex;
 use crate::rule::Rule;
 
@@ -62,19 +68,45 @@ impl RuleSet {
 
     /// Checks a manifest (as the client sent it).
     pub fn check(&self, engine: &Engine, manifest: Manifest) -> CheckResponse {
-        self.check_with(engine, manifest, true)
+        let Ok(answer) = self.check_with(engine, manifest, true, true, &Unbounded);
+        answer
+    }
+
+    /// [`RuleSet::check`] with every candidate evaluated on the calling
+    /// thread, stopped at `deadline`: for a caller whose parallelism is
+    /// across checks (the server runs one check per core on its own
+    /// workers). There, handing a check's candidates to the pool only takes
+    /// cores from the other checks, and costs wake-ups; and a check that
+    /// runs where its request is served has to end when the request's time
+    /// is up, since nothing can take the thread back from it.
+    pub fn check_on_this_thread(
+        &self,
+        engine: &Engine,
+        manifest: Manifest,
+        deadline: Instant,
+    ) -> Result<CheckResponse, PastDeadline> {
+        self.check_with(engine, manifest, true, false, &deadline)
     }
 
     /// [`RuleSet::check`] with every candidate run in the sandbox, whatever
     /// its memo knows (and recording nothing): the answer the memo must
     /// equal, and what a check costs without it.
     pub fn check_sandboxed(&self, engine: &Engine, manifest: Manifest) -> CheckResponse {
-        self.check_with(engine, manifest, false)
+        let Ok(answer) = self.check_with(engine, manifest, false, true, &Unbounded);
+        answer
     }
 
-    fn check_with(&self, engine: &Engine, manifest: Manifest, memo: bool) -> CheckResponse {
+    fn check_with<B: Bound>(
+        &self,
+        engine: &Engine,
+        manifest: Manifest,
+        memo: bool,
+        may_fan_out: bool,
+        bound: &B,
+    ) -> Result<CheckResponse, B::Passed> {
         let start = Instant::now();
-        let (_running, fan_out) = engine.check_started();
+        let (_running, pool_has_room) = engine.check_started();
+        let fan_out = may_fan_out && pool_has_room;
         let prepared = Prepared::new(manifest);
         let candidates = self.candidates(&prepared);
         // Replays first, on this thread: a rule whose memo knows what it
@@ -84,6 +116,11 @@ impl RuleSet {
             candidates.iter().map(|rule| (*rule, memo.then(|| engine.replay(rule, &prepared)).flatten())).collect();
         let mut misses: Vec<&mut (&Arc<Rule>, Option<Evaluation>)> =
             results.iter_mut().filter(|(_, evaluation)| evaluation.is_none()).collect();
+        let replayed = candidates.len() - misses.len();
+        // The bound is looked at before each evaluation in the sandbox (the
+        // part of a check whose time a rule decides), and once here, so a
+        // check that is already late stops even if its memo knew everything.
+        bound.passed(replayed, candidates.len())?;
         // One evaluator per thread's share of the misses: each candidate in
         // a fresh instance, the store's upkeep shared (`Evaluator`).
         let run = |evaluator: &mut Evaluator<'_>, slot: &mut &mut (&Arc<Rule>, Option<Evaluation>)| {
@@ -95,9 +132,23 @@ impl RuleSet {
         };
         if misses.len() < PARALLEL_THRESHOLD || !fan_out {
             let mut evaluator = engine.evaluator();
-            misses.iter_mut().for_each(|slot| run(&mut evaluator, slot));
+            for (n, slot) in misses.iter_mut().enumerate() {
+                if n > 0 {
+                    bound.passed(replayed + n, candidates.len())?;
+                }
+                run(&mut evaluator, slot);
+            }
         } else {
-            misses.par_iter_mut().for_each_init(|| engine.evaluator(), run);
+            let evaluated = AtomicUsize::new(replayed);
+            misses.par_iter_mut().try_for_each_init(
+                || engine.evaluator(),
+                |evaluator, slot| {
+                    bound.passed(evaluated.load(Relaxed), candidates.len())?;
+                    run(evaluator, slot);
+                    evaluated.fetch_add(1, Relaxed);
+                    Ok(())
+                },
+            )?;
         }
         let mut answer = CheckResponse {
             findings: Vec::new(),
@@ -123,6 +174,35 @@ impl RuleSet {
         answer.undetermined.sort_by(|a, b| a.rule_id.cmp(&b.rule_id));
         answer.rule_errors.sort_by(|a, b| a.rule_id.cmp(&b.rule_id));
         answer.stats.elapsed_us = start.elapsed().as_micros() as u64;
-        answer
+        Ok(answer)
+    }
+}
+
+/// When a check has to stop: never, or at an instant.
+trait Bound: Sync {
+    /// What a check that stopped answers instead.
+    type Passed: Send;
+    /// `Err` once the check has to stop, with `evaluated` of `candidates`
+    /// answered so far.
+    fn passed(&self, evaluated: usize, candidates: usize) -> Result<(), Self::Passed>;
+}
+
+/// No bound: the library's own callers (the CLI, the bench, tests), whose
+/// checks end when their candidates do.
+struct Unbounded;
+
+impl Bound for Unbounded {
+    type Passed = Infallible;
+
+    fn passed(&self, _: usize, _: usize) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+impl Bound for Instant {
+    type Passed = PastDeadline;
+
+    fn passed(&self, evaluated: usize, candidates: usize) -> Result<(), PastDeadline> {
+        if Instant::now() >= *self { Err(PastDeadline { evaluated, candidates }) } else { Ok(()) }
     }
 }

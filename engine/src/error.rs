@@ -67,3 +67,16 @@ impl LoadError {
 #[derive(Debug, thiserror::Error)]
 #[error("engine setup: {0}")]
 pub struct EngineError(pub String);
+
+/// A check stopped at its caller's deadline, before every candidate was
+/// evaluated. The deadline is looked at before each evaluation in the
+/// sandbox, so a check overruns it by at most one rule's own wall-clock
+/// bound ([`crate::Limits::deadline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the check passed its deadline with {evaluated} of {candidates} candidates evaluated")]
+pub struct PastDeadline {
+    /// Candidates answered (by their memo or in the sandbox) before it.
+    pub evaluated: usize,
+    /// Candidates the manifest's selectors admitted.
+    pub candidates: usize,
+}

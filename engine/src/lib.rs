@@ -26,7 +26,7 @@ pub mod rule;
 
 pub use check::RuleSet;
 pub use engine::{CheckGuard, Engine, Evaluator, Sandboxed};
-pub use error::{EngineError, LoadError};
+pub use error::{EngineError, LoadError, PastDeadline};
 pub use inspect::ModuleInfo;
 pub use limits::Limits;
 pub use memo::MemoStats;

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use pitfall_engine::{Engine, Limits, Rule, RuleSet};
+use pitfall_engine::{Engine, Limits, PastDeadline, Rule, RuleSet};
 use pitfall_sdk::model::report::EvidenceSource;
 use pitfall_sdk::model::{Manifest, parse_manifest};
 
@@ -153,7 +154,41 @@ fn a_check_fans_out_only_while_the_pool_has_threads_to_spare() {
         let _others: Vec<_> = (0..threads).map(|_| engine.check_started().0).collect();
         set.check(&engine, fixture("g5g-gemma4-vllm0271.json"))
     };
-    assert_eq!((alone.findings, alone.undetermined), (busy.findings, busy.undetermined));
+    let here = set
+        .check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), far_off())
+        .expect("within a deadline ten minutes off");
+    assert_eq!((&alone.findings, &alone.undetermined), (&busy.findings, &busy.undetermined));
+    assert_eq!((alone.findings, alone.undetermined), (here.findings, here.undetermined), "on the calling thread, as the server checks");
+}
+
+/// A deadline no test reaches.
+fn far_off() -> Instant {
+    Instant::now() + Duration::from_secs(600)
+}
+
+/// A check given a deadline ends at it, between evaluations: one already
+/// past evaluates nothing; one that passes while a rule spins stops the
+/// check before the next rule, however many are left. (The deadline is what
+/// lets the server run a check on the thread that serves its request.)
+#[test]
+fn a_check_with_a_deadline_stops_at_it() {
+    // Fuel for hours: each spinning rule runs until its own wall-clock
+    // bound, which is at least one epoch tick (10 ms), past the check's.
+    let limits = Limits { fuel: u64::MAX / 4, deadline: Duration::from_millis(20), ..Limits::default() };
+    let engine = Engine::new(limits).expect("engine");
+    let spin = corpus::load_module(&corpus::corpus_dir().join("loop-forever.wat"));
+    let spin = Arc::new(engine.load(&spin.wasm).expect("loads"));
+    let spinners = 8;
+    let set = RuleSet::new(vec![spin; spinners], "spin");
+    let late = set.check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), Instant::now());
+    assert_eq!(late, Err(PastDeadline { evaluated: 0, candidates: spinners }));
+    let started = Instant::now();
+    let stopped =
+        set.check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), started + Duration::from_millis(2));
+    assert_eq!(stopped, Err(PastDeadline { evaluated: 1, candidates: spinners }), "after {:?}", started.elapsed());
+    // With time enough, every spinner ends alone, at its own bound.
+    let answer = set.check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), far_off()).expect("in time");
+    assert_eq!(answer.rule_errors.len(), spinners, "{:?}", answer.rule_errors);
 }
 
 // --- the hostile corpus (tests/hostile/, see its README.md) -------------

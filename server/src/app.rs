@@ -34,10 +34,11 @@ struct Shared {
     bundles: Bundles,
     check_rate: RateLimiter,
     publish_rate: RateLimiter,
-    /// Evaluations running at once, at most one per core; the rest wait
-    /// their turn here, not as blocking threads. More at once gained no
-    /// throughput and cost memory: each thread that evaluates keeps its own
-    /// allocator heap (measured: 545 → 639 MiB at 16 connections).
+    /// Checks evaluating at once, at most one per core
+    /// ([`crate::runtime`]); the rest wait their turn here, as futures. More
+    /// at once gained no throughput and cost memory: each thread that
+    /// evaluates keeps its own allocator heap (measured: 545 → 639 MiB at
+    /// 16 connections).
     check_slots: tokio::sync::Semaphore,
 }
 
@@ -65,7 +66,7 @@ impl AppState {
                 bundles,
                 check_rate,
                 publish_rate,
-                check_slots: tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get())),
+                check_slots: tokio::sync::Semaphore::new(crate::runtime::evaluation_slots()),
             }),
         }
     }
@@ -80,7 +81,8 @@ impl AppState {
         &self.inner.limits
     }
 
-    /// Waits for one of the evaluation slots (one per core).
+    /// Waits for one of the evaluation slots (one per core; see
+    /// [`crate::runtime`]).
     pub async fn check_slot(&self) -> Result<tokio::sync::SemaphorePermit<'_>, AppError> {
         // Nothing closes the semaphore; if something ever did, say so.
         self.inner.check_slots.acquire().await.map_err(|e| AppError::Internal(anyhow::anyhow!("evaluation slots: {e}")))
@@ -150,11 +152,13 @@ async fn bound_and_measure(State(state): State<AppState>, request: Request, next
     let method = request.method().as_str().to_owned();
     let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str()).to_owned();
     let response = match admit(&state, &method, &route, request).await {
-        Ok(request) => {
-            let deadline = tokio::time::sleep(state.limits().request_timeout());
+        Ok(mut request) => {
+            let deadline = RequestDeadline(Instant::now() + state.limits().request_timeout());
+            // Handlers that evaluate on their own worker stop there too.
+            request.extensions_mut().insert(deadline);
             tokio::select! {
                 biased;
-                () = deadline => AppError::Timeout.into_response(),
+                () = tokio::time::sleep_until(deadline.0.into()) => AppError::Timeout.into_response(),
                 response = next.run(request) => response,
             }
         }
@@ -163,6 +167,14 @@ async fn bound_and_measure(State(state): State<AppState>, request: Request, next
     state.metrics().record_request(&method, &route, response.status().as_u16(), start.elapsed());
     response
 }
+
+/// When a request's time is up: [`ServerLimits::request_timeout`] after its
+/// body was read. The middleware answers 503 then at the latest, but only
+/// where the handler waits; a check evaluates on the worker that serves its
+/// request, without waiting (`crate::runtime`), so it is handed this
+/// instant and stops there itself.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestDeadline(pub Instant);
 
 /// The rate limit and the bounded body read, before any handler runs.
 async fn admit(state: &AppState, method: &str, route: &str, request: Request) -> Result<Request, AppError> {

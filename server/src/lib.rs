@@ -21,6 +21,7 @@ pub mod publish;
 pub mod rate_limit;
 pub mod registry;
 pub mod result_cache;
+pub mod runtime;
 pub mod server;
 pub mod signing;
 pub mod store;

@@ -50,9 +50,19 @@ enum Admin {
     BundleKey,
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     pitfall_server::allocator::no_transparent_huge_pages();
+    // One worker more than checks may occupy (`pitfall_server::runtime`).
+    match pitfall_server::runtime::build() {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(e) => {
+            eprintln!("pitfall-server: starting the runtime: {e}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+async fn run() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use pitfall_sdk::model::manifest::MANIFEST_VERSION;
@@ -14,18 +14,22 @@ use serde_json::Value;
 
 use crate::answer::SerializedAnswer;
 use crate::api::types::{BatchItem, ErrorBody};
-use crate::app::{AppState, read_body};
+use crate::app::{AppState, RequestDeadline, read_body};
 use crate::error::AppError;
 use crate::extract::json_object;
 use crate::result_cache::manifest_digest;
 
 /// `POST /v1/check`: one manifest.
-pub async fn check(State(state): State<AppState>, body: Body) -> Result<Response, AppError> {
+pub async fn check(
+    State(state): State<AppState>,
+    Extension(deadline): Extension<RequestDeadline>,
+    body: Body,
+) -> Result<Response, AppError> {
     let limit = state.limits().max_manifest_bytes.min(state.limits().max_body_bytes);
     let body = read_body(body, limit).await?;
     let start = Instant::now();
     let manifest = read_manifest(&body)?;
-    let answers = check_manifests(&state, vec![Ok(manifest)]).await?;
+    let answers = check_manifests(&state, vec![Ok(manifest)], deadline).await?;
     let answer = answers.into_iter().next().ok_or_else(|| AppError::Internal(anyhow::anyhow!("no answer")))??;
     Ok(json_response(answer.json(micros(start))))
 }
@@ -40,7 +44,11 @@ struct RawBatch<'a> {
 /// `POST /v1/check/batch`: `{"manifests": [...]}`, answered in order. A bad
 /// manifest gets its own error entry; the others are still checked. The
 /// body is `api::types::BatchResponse`, written from the answers' text.
-pub async fn batch(State(state): State<AppState>, body: Body) -> Result<Response, AppError> {
+pub async fn batch(
+    State(state): State<AppState>,
+    Extension(deadline): Extension<RequestDeadline>,
+    body: Body,
+) -> Result<Response, AppError> {
     let body = read_body(body, state.limits().max_body_bytes).await?;
     let start = Instant::now();
     // Raw entries: each manifest's size is its text's length, with no
@@ -67,7 +75,7 @@ pub async fn batch(State(state): State<AppState>, body: Body) -> Result<Response
             read_manifest(raw.get().as_bytes())
         })
         .collect();
-    let answers = check_manifests(&state, manifests).await?;
+    let answers = check_manifests(&state, manifests, deadline).await?;
     let elapsed_us = micros(start);
     let mut out = String::from("{\"results\":[");
     for (i, answer) in answers.iter().enumerate() {
@@ -90,11 +98,14 @@ fn json_response(body: String) -> Response {
     ([(CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// Looks up the cache, and evaluates the rest on a blocking thread
-/// (evaluation is CPU work and fans out over a thread pool).
+/// Looks up the cache, and evaluates the rest in an evaluation slot, on
+/// this task's worker (`crate::runtime` says why, and why that never
+/// holds up the rest of the server), until `deadline`: past it, the
+/// answers already evaluated are cached and the request is answered 503.
 async fn check_manifests(
     state: &AppState,
     manifests: Vec<Result<Manifest, AppError>>,
+    deadline: RequestDeadline,
 ) -> Result<Vec<Result<Arc<SerializedAnswer>, AppError>>, AppError> {
     let rules = state.registry().rules();
     let revision = rules.revision().to_owned();
@@ -117,29 +128,38 @@ async fn check_manifests(
         work.push((i, digest, manifest));
         answers.push(None);
     }
-    let evaluated = if work.is_empty() {
-        Vec::new()
-    } else {
+    let mut evaluated = Vec::with_capacity(work.len());
+    let mut past_deadline = None;
+    if !work.is_empty() {
         let _slot = state.check_slot().await?;
-        let engine = state.registry().engine().clone();
-        let rules = rules.clone();
-        // Serialised on the blocking thread too: it is CPU work, and the
-        // only copy of the answer the cache and the response need.
-        tokio::task::spawn_blocking(move || {
-            work.into_iter()
-                .map(|(i, digest, manifest)| {
-                    let answer = rules.check(&engine, manifest);
-                    (i, digest, answer.rule_errors.len(), Arc::new(SerializedAnswer::new(&answer)))
-                })
-                .collect::<Vec<_>>()
-        })
-        .await
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("check task failed: {e}")))?
-    };
+        let engine = state.registry().engine();
+        for (i, digest, manifest) in work {
+            // Before each manifest: another worker stays awake for the
+            // rest of the server, and a batch gives its worker back between
+            // manifests, so one stretch of this worker's time is one check.
+            crate::runtime::requeue().await;
+            // On this thread: the server's parallelism is one check per
+            // slot, and handing a check's candidates to other cores would
+            // only take them from the other slots.
+            match rules.check_on_this_thread(engine, manifest, deadline.0) {
+                Ok(answer) => {
+                    evaluated.push((i, digest, answer.rule_errors.len(), Arc::new(SerializedAnswer::new(&answer))))
+                }
+                Err(past) => {
+                    past_deadline = Some(past);
+                    break;
+                }
+            }
+        }
+    }
     for (i, digest, rule_errors, answer) in evaluated {
         state.metrics().rule_errors.fetch_add(rule_errors as u64, Relaxed);
         state.cache().put(digest, &revision, answer.clone());
         answers[i] = Some(Ok(answer));
+    }
+    if let Some(past) = past_deadline {
+        tracing::info!(%past, "a check stopped at its request's time bound");
+        return Err(AppError::Timeout);
     }
     state.metrics().checks.fetch_add(answers.len() as u64, Relaxed);
     Ok(answers

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::response::Response;
 use minijinja::{Value, context};
 use pitfall_sdk::model::hardware;
@@ -18,7 +18,7 @@ use serde_json::json;
 use super::rules::{action_words, bad_query, is_blank};
 use super::{PageError, page, query_string, render};
 use crate::api;
-use crate::app::AppState;
+use crate::app::{AppState, RequestDeadline};
 use crate::error::AppError;
 
 /// CPU architectures the form offers (the manifest's normalised names).
@@ -167,8 +167,12 @@ fn parse_packages(text: &str) -> Result<Vec<(String, String)>, String> {
 }
 
 /// Runs the API's check on a manifest's JSON text.
-pub(crate) async fn run_check(state: &AppState, json: String) -> Result<CheckResponse, AppError> {
-    let response = api::check::check(State(state.clone()), Body::from(json)).await?;
+pub(crate) async fn run_check(
+    state: &AppState,
+    deadline: RequestDeadline,
+    json: String,
+) -> Result<CheckResponse, AppError> {
+    let response = api::check::check(State(state.clone()), Extension(deadline), Body::from(json)).await?;
     // The API writes its answer as text once; the page reads it back.
     let text = axum::body::to_bytes(response.into_body(), usize::MAX)
         .await
@@ -221,7 +225,11 @@ pub(crate) fn answer_view(answer: &CheckResponse) -> Value {
 }
 
 /// `GET /check`.
-pub(crate) async fn page_handler(state: AppState, form: CheckForm) -> Result<Response, PageError> {
+pub(crate) async fn page_handler(
+    state: AppState,
+    deadline: RequestDeadline,
+    form: CheckForm,
+) -> Result<Response, PageError> {
     let mut errors: BTreeMap<&'static str, String> = BTreeMap::new();
     let mut answer = None;
     let mut checked = None;
@@ -231,7 +239,7 @@ pub(crate) async fn page_handler(state: AppState, form: CheckForm) -> Result<Res
             Err(e) => {
                 errors.insert("manifest", format!("this is not JSON: {e}"));
             }
-            Ok(_) => match run_check(&state, json.clone()).await {
+            Ok(_) => match run_check(&state, deadline, json.clone()).await {
                 Ok(a) => {
                     answer = Some(answer_view(&a));
                     checked = Some(json);
@@ -247,7 +255,7 @@ pub(crate) async fn page_handler(state: AppState, form: CheckForm) -> Result<Res
             Err(e) => errors = e,
             Ok(manifest) => {
                 let json = serde_json::to_string_pretty(&manifest).unwrap_or_default();
-                match run_check(&state, json.clone()).await {
+                match run_check(&state, deadline, json.clone()).await {
                     Ok(a) => {
                         answer = Some(answer_view(&a));
                         checked = Some(json);
@@ -295,10 +303,11 @@ fn answer_is_some(ctx: &Value) -> bool {
 /// `GET /check` (the form's fields in the query string).
 pub(crate) async fn show(
     State(state): State<AppState>,
+    Extension(deadline): Extension<RequestDeadline>,
     form: Result<Query<CheckForm>, QueryRejection>,
 ) -> Result<Response, PageError> {
     let Query(form) = form.map_err(bad_query)?;
-    page_handler(state, form).await
+    page_handler(state, deadline, form).await
 }
 
 #[cfg(test)]

@@ -489,8 +489,9 @@ async fn health_readiness_and_metrics() {
 
 #[tokio::test]
 async fn a_request_over_the_time_bound_gets_503_in_the_envelope() {
-    // A zero bound: any handler that has to wait (here, for the evaluation
-    // on a blocking thread) is cut off at its first wait.
+    // A zero bound. A check evaluates without waiting, on the worker that
+    // serves it, so the middleware could not cut it off: the check itself
+    // stops at the request's deadline, before its first evaluation.
     let limits = ServerLimits { request_timeout_ms: 0, ..ServerLimits::default() };
     let h = Harness::with_limits(crate::common::sqlite(), limits).await;
     let (status, answer) = h.call(Method::POST, "/v1/check", None, fixture("g5g-gemma4-vllm0271.json")).await;

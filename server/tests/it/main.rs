@@ -12,6 +12,7 @@ mod hostile_requests;
 mod live;
 mod processes;
 mod schemathesis;
+mod slots;
 mod soak;
 mod startup;
 mod store;

@@ -27,7 +27,7 @@ const HOSTILE_RULES: usize = 4;
 const CHECK_THREADS: usize = 3;
 /// Values of `workload.max_num_seqs` that set the hostile rules off: an
 /// endless loop (fuel), a trap, a memory.grow bomb, unbounded recursion.
-const MAGIC: [u32; 4] = [7777, 6666, 5555, 4444];
+pub(crate) const MAGIC: [u32; 4] = [7777, 6666, 5555, 4444];
 /// Memory is flat when the last quarter's median RSS is at most this
 /// factor of the first quarter's, plus [`RSS_SLACK_KIB`] (allocator noise,
 /// the result cache filling).
@@ -36,7 +36,7 @@ const RSS_SLACK_KIB: u64 = 16 * 1024;
 
 /// The hostile rule: a valid module with metadata and a passing case,
 /// whose evaluation misbehaves on the magic manifests.
-fn hostile_module(id: &str, version: &str) -> Vec<u8> {
+pub(crate) fn hostile_module(id: &str, version: &str) -> Vec<u8> {
     let meta = json!({
         "id": id, "version": version,
         "title": "Soak: a rule that misbehaves on purpose",
