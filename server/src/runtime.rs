@@ -5,12 +5,12 @@
 //! for hostile rules, until its request's deadline (`app::RequestDeadline`,
 //! looked at between evaluations) plus at most one rule's own wall-clock
 //! bound. It runs on the runtime worker that read its request, not on a
-//! blocking thread it
-//! would be handed to and back from: that handoff (a wake-up, a context
-//! switch and another core's caches each way, the manifest freed on a
-//! thread other than the one that allocated it) cost more than a third
-//! of the server's throughput with distinct manifests (BENCHMARKS.md,
-//! round 9). So that a check can never hold up the rest of the server
+//! blocking thread it would be handed to and back from: that handoff (a
+//! wake-up, a context switch and another core's caches each way, the
+//! manifest freed on a thread other than the one that allocated it) cost
+//! about a third of the server's throughput with distinct manifests
+//! (BENCHMARKS.md, round 9: 0.21-0.23 of the echo with it, 0.29-0.33
+//! without). So that a check can never hold up the rest of the server
 //! (health, metrics, the web page, publishing, other requests' bodies), at
 //! most [`evaluation_slots`] checks run at once and the runtime has one
 //! worker more than that: one is always free for everything else.
