@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use minijinja::{Value, context};
@@ -17,12 +17,13 @@ use pitfall_sdk::model::actions::Action;
 use pitfall_sdk::model::hardware;
 use pitfall_sdk::model::manifest_from_value;
 use pitfall_sdk::version::Version;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::check::{ARCHES, CheckForm};
 use super::rules::{bad_query, is_blank};
 use super::{PageError, page, query_string, render};
-use crate::app::AppState;
+use crate::app::{AppState, RequestDeadline};
 use crate::error::AppError;
 
 /// The most versions shown (the newest ones).
@@ -92,6 +93,7 @@ fn versions(rules: &[std::sync::Arc<Rule>], package: &str) -> Vec<String> {
 /// `GET /matrix`.
 pub(crate) async fn show(
     State(state): State<AppState>,
+    Extension(deadline): Extension<RequestDeadline>,
     query: Result<Query<MatrixQuery>, QueryRejection>,
 ) -> Result<Response, PageError> {
     let Query(query) = query.map_err(bad_query)?;
@@ -128,9 +130,19 @@ pub(crate) async fn show(
     let engine = state.registry().engine().clone();
     let checker = rules.clone();
     let manifests: Vec<_> = cells.iter().map(|(_, m)| m.clone()).collect();
-    let answers = tokio::task::spawn_blocking(move || manifests.into_iter().map(|m| checker.check(&engine, m)).collect::<Vec<_>>())
-        .await
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("matrix task failed: {e}")))?;
+    // The cells side by side on the pool, each checked on its own thread,
+    // all stopped at the request's deadline: the middleware's 503 would
+    // not end a blocking thread's work.
+    let deadline = deadline.0;
+    let answers = tokio::task::spawn_blocking(move || {
+        manifests.into_par_iter().map(|m| checker.check_on_this_thread(&engine, m, deadline)).collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .map_err(|e| AppError::Internal(anyhow::anyhow!("matrix task failed: {e}")))?
+    .map_err(|past| {
+        tracing::info!(%past, "the matrix stopped at its request's time bound");
+        AppError::Timeout
+    })?;
 
     let mut rows: Vec<Value> = Vec::with_capacity(gpus.len());
     let mut answers = answers.into_iter();

@@ -496,6 +496,11 @@ async fn a_request_over_the_time_bound_gets_503_in_the_envelope() {
     let h = Harness::with_limits(crate::common::sqlite(), limits).await;
     let (status, answer) = h.call(Method::POST, "/v1/check", None, fixture("g5g-gemma4-vllm0271.json")).await;
     assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("timeout")), "{answer}");
+    // The web pages that check stop at the same deadline.
+    for page in ["/check?packages=vllm%3D%3D0.27.1&gpu=T4G", "/matrix?package=vllm"] {
+        let (status, _) = h.call_raw(Method::GET, page, None, "").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "GET {page}");
+    }
 }
 
 /// A restart with the bundled rules already stored assesses none of them:
