@@ -10,8 +10,6 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use pitfall_sdk::model::cases::Evaluation;
@@ -68,7 +66,7 @@ impl RuleSet {
 
     /// Checks a manifest (as the client sent it).
     pub fn check(&self, engine: &Engine, manifest: Manifest) -> CheckResponse {
-        let Ok(answer) = self.check_with(engine, manifest, true, true, &Unbounded);
+        let Ok(answer) = self.check_with(engine, manifest, true, &Unbounded);
         answer
     }
 
@@ -85,14 +83,14 @@ impl RuleSet {
         manifest: Manifest,
         deadline: Instant,
     ) -> Result<CheckResponse, PastDeadline> {
-        self.check_with(engine, manifest, true, false, &deadline)
+        self.check_with(engine, manifest, true, &deadline)
     }
 
     /// [`RuleSet::check`] with every candidate run in the sandbox, whatever
     /// its memo knows (and recording nothing): the answer the memo must
     /// equal, and what a check costs without it.
     pub fn check_sandboxed(&self, engine: &Engine, manifest: Manifest) -> CheckResponse {
-        let Ok(answer) = self.check_with(engine, manifest, false, true, &Unbounded);
+        let Ok(answer) = self.check_with(engine, manifest, false, &Unbounded);
         answer
     }
 
@@ -101,12 +99,11 @@ impl RuleSet {
         engine: &Engine,
         manifest: Manifest,
         memo: bool,
-        may_fan_out: bool,
         bound: &B,
     ) -> Result<CheckResponse, B::Passed> {
         let start = Instant::now();
         let (_running, pool_has_room) = engine.check_started();
-        let fan_out = may_fan_out && pool_has_room;
+        let fan_out = B::MAY_FAN_OUT && pool_has_room;
         let prepared = Prepared::new(manifest);
         let candidates = self.candidates(&prepared);
         // Replays first, on this thread: a rule whose memo knows what it
@@ -139,16 +136,8 @@ impl RuleSet {
                 run(&mut evaluator, slot);
             }
         } else {
-            let evaluated = AtomicUsize::new(replayed);
-            misses.par_iter_mut().try_for_each_init(
-                || engine.evaluator(),
-                |evaluator, slot| {
-                    bound.passed(evaluated.load(Relaxed), candidates.len())?;
-                    run(evaluator, slot);
-                    evaluated.fetch_add(1, Relaxed);
-                    Ok(())
-                },
-            )?;
+            // Only an unbounded check gets here (`Bound::MAY_FAN_OUT`).
+            misses.par_iter_mut().for_each_init(|| engine.evaluator(), run);
         }
         let mut answer = CheckResponse {
             findings: Vec::new(),
@@ -179,9 +168,13 @@ impl RuleSet {
 }
 
 /// When a check has to stop: never, or at an instant.
-trait Bound: Sync {
+trait Bound {
     /// What a check that stopped answers instead.
-    type Passed: Send;
+    type Passed;
+    /// Whether the check may hand its candidates to the pool. A bounded
+    /// check never does: its callers check on their own threads, and the
+    /// bound is looked at between evaluations on this one.
+    const MAY_FAN_OUT: bool;
     /// `Err` once the check has to stop, with `evaluated` of `candidates`
     /// answered so far.
     fn passed(&self, evaluated: usize, candidates: usize) -> Result<(), Self::Passed>;
@@ -193,6 +186,7 @@ struct Unbounded;
 
 impl Bound for Unbounded {
     type Passed = Infallible;
+    const MAY_FAN_OUT: bool = true;
 
     fn passed(&self, _: usize, _: usize) -> Result<(), Infallible> {
         Ok(())
@@ -201,6 +195,7 @@ impl Bound for Unbounded {
 
 impl Bound for Instant {
     type Passed = PastDeadline;
+    const MAY_FAN_OUT: bool = false;
 
     fn passed(&self, evaluated: usize, candidates: usize) -> Result<(), PastDeadline> {
         if Instant::now() >= *self { Err(PastDeadline { evaluated, candidates }) } else { Ok(()) }
