@@ -31,7 +31,9 @@ fn hex(bytes: &[u8]) -> String {
     out
 }
 
-const MAGIC: &[u8; 8] = b"PFCWASM1";
+/// Version 2: a resettable module is compiled with its mutable globals
+/// exported (`crate::reset`); version 1's code lacks those exports.
+const MAGIC: &[u8; 8] = b"PFCWASM2";
 
 /// Compiled modules kept in memory at most. The map only saves a second
 /// compile (or a disk read) when the same bytes are loaded again, e.g. a

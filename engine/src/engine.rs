@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Instant;
 
@@ -16,7 +17,8 @@ use pitfall_sdk::model::meta::RuleMeta;
 use pitfall_sdk::model::report::{RawOutcome, render};
 use pitfall_sdk::model::session::{RawOutput, Read, Session};
 use wasmtime::{
-    Config, Instance, InstanceAllocationStrategy, Linker, Module, OptLevel, PoolingAllocationConfig, Store, Trap,
+    Config, Global, Instance, InstanceAllocationStrategy, Linker, Memory, Module, OptLevel, PoolingAllocationConfig,
+    Store, Trap, TypedFunc,
 };
 
 use crate::abi::{EVALUATE_EXPORT, MEMORY_EXPORT};
@@ -26,6 +28,7 @@ use crate::host::{self, GrowthLimiter, HostState};
 use crate::inspect::inspect;
 use crate::limits::{EPOCH_TICK, KEEP_RESIDENT_BYTES, Limits, MAX_TABLE_ELEMENTS};
 use crate::memo::{MemoBudget, MemoStats, Outcome};
+use crate::reset;
 use crate::rule::{Linked, Rule};
 
 /// Runs rule modules in the sandbox.
@@ -50,6 +53,10 @@ struct Inner {
     checks_in_flight: AtomicUsize,
     /// The memo of evaluations' budget and counters (`crate::memo`).
     memo: Arc<MemoBudget>,
+    /// Evaluations in the sandbox that instantiated their rule.
+    instantiations: AtomicU64,
+    /// Evaluations in the sandbox that reused an instance, reset.
+    reuses: AtomicU64,
 }
 
 impl Drop for Inner {
@@ -151,6 +158,8 @@ impl Engine {
                 ticker_stop,
                 checks_in_flight: AtomicUsize::new(0),
                 memo,
+                instantiations: AtomicU64::new(0),
+                reuses: AtomicU64::new(0),
             }),
         })
     }
@@ -177,6 +186,14 @@ impl Engine {
     /// How the memo of evaluations did so far.
     pub fn memo_stats(&self) -> MemoStats {
         self.inner.memo.stats()
+    }
+
+    /// How the evaluations in the sandbox got their instance so far.
+    pub fn instance_stats(&self) -> InstanceStats {
+        InstanceStats {
+            instantiations: self.inner.instantiations.load(Ordering::Relaxed),
+            reuses: self.inner.reuses.load(Ordering::Relaxed),
+        }
     }
 
     /// Checks, compiles (or takes from the cache) and links a module.
@@ -219,10 +236,15 @@ impl Engine {
     }
 
     fn compile_and_link(&self, bytes: &[u8], sha256: &str) -> Result<Linked, LoadError> {
+        // What is compiled is the module with its mutable globals exported
+        // when it is resettable (`crate::reset`), so an evaluator can call it
+        // again; the cache holds that code under the rule's own digest.
+        let resettable = reset::resettable(bytes);
         let module = match self.inner.cache.get(&self.inner.wasm, sha256) {
             Some(m) => m,
             None => {
-                let m = self.compile_bounded(bytes)?;
+                let compiled = resettable.as_ref().and_then(|r| r.exporting_globals.as_deref()).unwrap_or(bytes);
+                let m = self.compile_bounded(compiled)?;
                 self.inner.cache.put(sha256, &m);
                 m
             }
@@ -234,7 +256,7 @@ impl Engine {
         let memory_export = module
             .get_export_index(MEMORY_EXPORT)
             .ok_or_else(|| LoadError::Export(format!("missing export `{MEMORY_EXPORT}`")))?;
-        Ok(Linked { pre, evaluate_export, memory_export })
+        Ok(Linked { pre, evaluate_export, memory_export, reset: resettable.map(|r| r.plan) })
     }
 
     /// Compiles off the calling thread and gives up after the time bound
@@ -261,7 +283,35 @@ impl Engine {
     /// instance of its own ([`Evaluator`]): what a check uses for its
     /// candidates, and a rule's tests for its cases.
     pub fn evaluator(&self) -> Evaluator<'_> {
-        Evaluator { engine: self, store: None, instances: 0 }
+        Evaluator { engine: self, store: None, instances: 0, parked: Vec::new(), reused: 0, keep: false }
+    }
+
+    /// An [`Engine::evaluator`] that carries on from the one this thread's
+    /// last kept evaluator left (its store and the instances it can reuse),
+    /// and leaves its own for the next when dropped: for a thread that runs
+    /// one check after another (the server's workers,
+    /// `RuleSet::check_on_this_thread`), so a rule the memo cannot answer
+    /// check after check (one that reads a field unique to each machine)
+    /// runs in its reset instance instead of a new one each time. A kept
+    /// store pins at most [`Evaluator::KEPT_INSTANCES_PER_STORE`] pooled
+    /// slots per such thread, and holds no manifest between checks.
+    pub fn kept_evaluator(&self) -> Evaluator<'_> {
+        let kept = KEPT.with(|k| k.borrow_mut().take());
+        match kept {
+            Some(k) if wasmtime::Engine::same(k.store.engine(), &self.inner.wasm) => Evaluator {
+                engine: self,
+                store: Some(k.store),
+                instances: k.instances,
+                parked: k.parked,
+                reused: 0,
+                keep: true,
+            },
+            _ => {
+                let mut evaluator = self.evaluator();
+                evaluator.keep = true;
+                evaluator
+            }
+        }
     }
 
     /// Evaluates `rule` on a prepared manifest in a fresh instance of a
@@ -309,20 +359,30 @@ impl Engine {
         store
     }
 
-    /// Calls a fresh instance's `pitfall_evaluate` and reads what it reported.
-    fn call(&self, linked: &Linked, store: &mut Store<HostState>, instance: Instance) -> wasmtime::Result<Sandboxed> {
+    /// A fresh instance's two exports, bound for calls.
+    fn bind(&self, linked: &Linked, store: &mut Store<HostState>, instance: Instance) -> wasmtime::Result<Parked> {
         let mut store = store;
         let memory = instance
             .get_module_export(&mut store, &linked.memory_export)
             .and_then(|e| e.into_memory())
             .ok_or_else(|| wasmtime::Error::msg("the rule's memory export is not a memory"))?;
-        store.data_mut().memory = Some(memory);
         let evaluate = instance
             .get_module_export(&mut store, &linked.evaluate_export)
             .and_then(|e| e.into_func())
             .ok_or_else(|| wasmtime::Error::msg("the rule's evaluate export is not a function"))?
             .typed::<(), i32>(&store)?;
-        let code = evaluate.call(&mut store, ())?;
+        // The globals a reset puts back; a module compiled without their
+        // exports (none is expected) is simply not reused.
+        let globals = linked.reset.as_ref().and_then(|plan| {
+            plan.globals.iter().map(|(name, _)| instance.get_global(&mut store, name)).collect::<Option<Vec<_>>>()
+        });
+        Ok(Parked { module: linked.pre.module().clone(), evaluate, memory, globals })
+    }
+
+    /// Calls an instance's `pitfall_evaluate` and reads what it reported.
+    fn call(&self, store: &mut Store<HostState>, bound: &Parked) -> wasmtime::Result<Sandboxed> {
+        store.data_mut().memory = Some(bound.memory);
+        let code = bound.evaluate.call(&mut *store, ())?;
         let raw = store.data_mut().session.take_output();
         Ok(match RawOutcome::from_code(code) {
             Some(RawOutcome::Clear) => Sandboxed::Done(Evaluation::Clear),
@@ -350,31 +410,99 @@ impl Engine {
 
 /// A run of evaluations in one wasmtime store.
 ///
-/// Every evaluation still gets a fresh instance: its own linear memory,
-/// globals and table, in a slot zeroed since its last use. Nothing an
-/// instance wrote is reachable from the next: a rule imports nothing but
-/// the host functions, and those reach only the running instance's memory
-/// and the session of the evaluation under way, both replaced before each
-/// instantiation. What the evaluations share is the store's bookkeeping
-/// (creating and dropping it, registering a module with it): measured, a
-/// call through an evaluator costs 0-10 % less than one alone
-/// (BENCHMARKS.md, round 6).
+/// Every evaluation starts from the state of a fresh instance: its own
+/// linear memory, globals and table as the module defines them. The first
+/// evaluation of a rule instantiates it, in a slot zeroed since its last
+/// use; a later evaluation of the same rule through the same evaluator
+/// reuses that instance when the rule's module is resettable, after
+/// putting its memory and mutable globals back as they were at
+/// instantiation (`crate::reset`: a resettable module cannot change its
+/// tables or segments, so that is its whole state). Nothing an evaluation
+/// wrote is reachable from the next: a rule imports nothing but the host
+/// functions, and those reach only the running instance's memory and the
+/// session of the evaluation under way, replaced before each call.
+/// Reusing the instance is what saves the instantiation: measured, a
+/// repeated call of a bench template costs about half a fresh one
+/// (BENCHMARKS.md, round 10); a check, whose candidates are different
+/// rules, shares only the store's bookkeeping (0-10 %, round 6).
 ///
 /// The store is dropped, releasing its instances' slots, after
-/// [`Evaluator::INSTANCES_PER_STORE`] instances, after a failed evaluation (a trap leaves
-/// nothing worth keeping), and after an instance grew its memory past the
-/// resident part of a slot (so an evaluator pins at most one large
-/// memory). When the pool has no free slot while this store holds some, it
+/// [`Evaluator::INSTANCES_PER_STORE`] instantiations (a kept one's after
+/// [`Evaluator::KEPT_INSTANCES_PER_STORE`]), after a failed
+/// evaluation (a trap leaves nothing worth keeping), and after an instance
+/// grew its memory past the resident part of a slot (so an evaluator pins
+/// at most one large memory); an instance whose memory grew at all is not
+/// reused. When the pool has no free slot while this store holds some, it
 /// releases them and tries once more.
 pub struct Evaluator<'e> {
     engine: &'e Engine,
     store: Option<Store<HostState>>,
     instances: u32,
+    /// The store's instances that can be reset for their rule's next
+    /// evaluation (at most one per module).
+    parked: Vec<Parked>,
+    /// Evaluations that reused a parked instance.
+    reused: u64,
+    /// Whether the store goes back to this thread's [`KEPT`] when dropped.
+    keep: bool,
+}
+
+impl Drop for Evaluator<'_> {
+    fn drop(&mut self) {
+        if !self.keep {
+            return;
+        }
+        if let Some(mut store) = self.store.take() {
+            // The last evaluation's manifest is not kept with the store.
+            store.data_mut().session = Session::new(Arc::default(), 0);
+            store.data_mut().memory = None;
+            let kept = Kept { store, instances: self.instances, parked: std::mem::take(&mut self.parked) };
+            // A thread that is exiting has no next check to keep it for.
+            let _ = KEPT.try_with(|k| *k.borrow_mut() = Some(kept));
+        }
+    }
+}
+
+/// How an engine's evaluations in the sandbox got their instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InstanceStats {
+    /// Evaluations that instantiated their rule.
+    pub instantiations: u64,
+    /// Evaluations that reused an earlier instance of their rule, reset.
+    pub reuses: u64,
+}
+
+thread_local! {
+    /// What this thread's last kept evaluator left ([`Engine::kept_evaluator`]).
+    static KEPT: RefCell<Option<Kept>> = const { RefCell::new(None) };
+}
+
+/// A kept evaluator's store, between two checks on one thread.
+struct Kept {
+    store: Store<HostState>,
+    instances: u32,
+    parked: Vec<Parked>,
+}
+
+/// An instance bound for calls, kept for its rule's next evaluation.
+struct Parked {
+    /// Its module; holding it keeps the module's identity from passing to
+    /// another one while the instance is kept.
+    module: Module,
+    evaluate: TypedFunc<(), i32>,
+    memory: Memory,
+    /// The exports of its mutable globals, in the reset plan's order;
+    /// `None` when the module cannot be reset.
+    globals: Option<Vec<Global>>,
 }
 
 impl std::fmt::Debug for Evaluator<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Evaluator").field("instances", &self.instances).finish_non_exhaustive()
+        f.debug_struct("Evaluator")
+            .field("instances", &self.instances)
+            .field("parked", &self.parked.len())
+            .field("reused", &self.reused)
+            .finish_non_exhaustive()
     }
 }
 
@@ -386,9 +514,27 @@ impl Evaluator<'_> {
     /// against a pool of [`Limits::max_instances`] slots.
     pub const INSTANCES_PER_STORE: u32 = 4;
 
-    /// Evaluates `rule` on a prepared manifest in a fresh instance, and
-    /// renders its finding when it matched: [`Evaluator::run_sandboxed`] then
-    /// [`Sandboxed::render`].
+    /// [`Evaluator::INSTANCES_PER_STORE`] for a kept evaluator
+    /// ([`Engine::kept_evaluator`]), whose store outlives its check: room for
+    /// the rules the memo cannot answer check after check, beside the ones
+    /// new to it. A server keeps one such store per worker (a few), so this
+    /// pins a few dozen of the pool's [`Limits::max_instances`] slots.
+    pub const KEPT_INSTANCES_PER_STORE: u32 = 16;
+
+    /// Instantiations after which this evaluator's store is dropped.
+    fn capacity(&self) -> u32 {
+        if self.keep { Self::KEPT_INSTANCES_PER_STORE } else { Self::INSTANCES_PER_STORE }
+    }
+
+    /// How many evaluations so far reused an instance, reset, rather than
+    /// instantiating their rule afresh.
+    pub fn instances_reused(&self) -> u64 {
+        self.reused
+    }
+
+    /// Evaluates `rule` on a prepared manifest from a fresh instance's
+    /// state, and renders its finding when it matched:
+    /// [`Evaluator::run_sandboxed`] then [`Sandboxed::render`].
     pub fn evaluate(&mut self, rule: &Rule, prepared: &Prepared) -> Evaluation {
         self.run_sandboxed(rule, prepared).render(rule, prepared)
     }
@@ -414,9 +560,10 @@ impl Evaluator<'_> {
         evaluation
     }
 
-    /// The sandboxed part of an evaluation: a fresh instance, the rule's
-    /// code and its host calls, and what it reported, before the host turns
-    /// that into a finding (which needs no instance and no limits).
+    /// The sandboxed part of an evaluation: the rule's code in an instance
+    /// in its fresh state, its host calls, and what it reported, before the
+    /// host turns that into a finding (which needs no instance and no
+    /// limits).
     pub fn run_sandboxed(&mut self, rule: &Rule, prepared: &Prepared) -> Sandboxed {
         self.sandbox(rule, prepared, false).0
     }
@@ -430,13 +577,17 @@ impl Evaluator<'_> {
             Ok(linked) => linked,
             Err(e) => return (Sandboxed::Done(Evaluation::Failed(format!("could not load: {e}"))), None),
         };
-        let (store, result) = self.instantiate_and_call(linked, prepared, record);
+        let (store, result) = self.run(linked, prepared, record);
         match result {
             Ok(sandboxed) => {
                 let reads = store.data_mut().session.take_reads();
-                let grown = store.data().memory.is_some_and(|m| m.data_size(&*store) > KEEP_RESIDENT_BYTES);
-                if grown || self.instances >= Self::INSTANCES_PER_STORE {
+                let size = store.data().memory.map_or(0, |m| m.data_size(&*store));
+                if size > KEEP_RESIDENT_BYTES || self.instances >= self.capacity() {
                     self.retire();
+                } else if linked.reset.as_ref().is_some_and(|plan| plan.memory_bytes != size) {
+                    // Memory cannot shrink: an instance that grew is not
+                    // what a fresh one would be.
+                    self.parked.retain(|p| !Module::same(&p.module, linked.pre.module()));
                 }
                 (sandboxed, reads)
             }
@@ -458,32 +609,62 @@ impl Evaluator<'_> {
         }
     }
 
-    /// A fresh instance of `linked` in this evaluator's store (made if
-    /// needed), with the evaluation's session, fuel and deadline, then its
-    /// call. Gives the store back for what the caller reads from it.
-    fn instantiate_and_call(
+    /// Readies this evaluator's store (made if needed) for one evaluation:
+    /// the evaluation's session, fuel and deadline, the limiter's flags.
+    fn ready<'s>(
+        engine: &Engine,
+        store: &'s mut Option<Store<HostState>>,
+        prepared: &Prepared,
+        record: bool,
+    ) -> wasmtime::Result<&'s mut Store<HostState>> {
+        let limits = &engine.inner.limits;
+        let store = store.get_or_insert_with(|| engine.new_store());
+        let state = store.data_mut();
+        state.session = if record {
+            Session::recording(prepared.fields.clone(), limits.max_output_bytes)
+        } else {
+            Session::new(prepared.fields.clone(), limits.max_output_bytes)
+        };
+        state.memory = None;
+        state.limiter.refused_memory = false;
+        state.limiter.refused_table = false;
+        store.set_fuel(limits.fuel)?;
+        store.set_epoch_deadline(limits.deadline_ticks());
+        Ok(store)
+    }
+
+    /// Calls `linked` in this evaluator's store: in its parked instance,
+    /// reset, if it has one, else in a fresh instance (parked afterwards
+    /// when its module is resettable). Gives the store back for what the
+    /// caller reads from it.
+    fn run(
         &mut self,
         linked: &Linked,
         prepared: &Prepared,
         record: bool,
     ) -> (&mut Store<HostState>, wasmtime::Result<Sandboxed>) {
         let engine = self.engine;
-        let limits = &engine.inner.limits;
+        let reuse = engine.inner.limits.reuse_instances;
+        if let Some(i) = self.parked.iter().position(|p| Module::same(&p.module, linked.pre.module())) {
+            self.reused += 1;
+            engine.inner.reuses.fetch_add(1, Ordering::Relaxed);
+            let result = Self::ready(engine, &mut self.store, prepared, record).and_then(|store| {
+                let parked = &self.parked[i];
+                match (&linked.reset, &parked.globals) {
+                    (Some(plan), Some(globals)) => plan.restore(&mut *store, parked.memory, globals),
+                    _ => Err(wasmtime::Error::msg("internal: a parked instance cannot be reset")),
+                }
+                .and_then(|()| engine.call(store, parked))
+            });
+            return (self.store.get_or_insert_with(|| engine.new_store()), result);
+        }
         let instance = loop {
-            let store = self.store.get_or_insert_with(|| engine.new_store());
-            let state = store.data_mut();
-            state.session = if record {
-                Session::recording(prepared.fields.clone(), limits.max_output_bytes)
-            } else {
-                Session::new(prepared.fields.clone(), limits.max_output_bytes)
-            };
-            state.memory = None;
-            state.limiter.refused_memory = false;
-            state.limiter.refused_table = false;
-            let ready = store.set_fuel(limits.fuel).map(|()| store.set_epoch_deadline(limits.deadline_ticks()));
-            match ready.and_then(|()| linked.pre.instantiate(&mut *store)) {
+            let instantiated =
+                Self::ready(engine, &mut self.store, prepared, record).and_then(|store| linked.pre.instantiate(store));
+            match instantiated {
                 Ok(instance) => {
                     self.instances += 1;
+                    engine.inner.instantiations.fetch_add(1, Ordering::Relaxed);
                     break instance;
                 }
                 // The slots this store holds may be what the pool lacks.
@@ -492,12 +673,19 @@ impl Evaluator<'_> {
             }
         };
         let store = self.store.get_or_insert_with(|| engine.new_store());
-        let result = engine.call(linked, store, instance);
+        let result = engine.bind(linked, store, instance).and_then(|bound| {
+            let result = engine.call(store, &bound);
+            if reuse && bound.globals.is_some() {
+                self.parked.push(bound);
+            }
+            result
+        });
         (store, result)
     }
 
     /// Drops the store, so its instances' slots go back to the pool.
     fn retire(&mut self) {
+        self.parked.clear();
         self.store = None;
         self.instances = 0;
     }

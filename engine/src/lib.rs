@@ -22,10 +22,11 @@ mod interval;
 pub mod inspect;
 pub mod limits;
 pub mod memo;
+mod reset;
 pub mod rule;
 
 pub use check::RuleSet;
-pub use engine::{CheckGuard, Engine, Evaluator, Sandboxed};
+pub use engine::{CheckGuard, Engine, Evaluator, InstanceStats, Sandboxed};
 pub use error::{EngineError, LoadError, PastDeadline};
 pub use inspect::ModuleInfo;
 pub use limits::Limits;

@@ -15,6 +15,7 @@ use crate::error::LoadError;
 use crate::host::HostState;
 use crate::inspect::ModuleInfo;
 use crate::memo::Memo;
+use crate::reset::ResetPlan;
 
 /// A rule ready to evaluate.
 pub struct Rule {
@@ -40,6 +41,10 @@ pub(crate) struct Linked {
     pub(crate) pre: InstancePre<HostState>,
     pub(crate) evaluate_export: ModuleExport,
     pub(crate) memory_export: ModuleExport,
+    /// How an instance is returned to its fresh state, when it can be
+    /// (`crate::reset`): then an evaluator reuses one instance for the
+    /// rule's evaluations instead of instantiating it for each.
+    pub(crate) reset: Option<ResetPlan>,
 }
 
 impl std::fmt::Debug for Rule {

@@ -191,6 +191,44 @@ fn a_check_with_a_deadline_stops_at_it() {
     assert_eq!(answer.rule_errors.len(), spinners, "{:?}", answer.rule_errors);
 }
 
+/// A thread that checks one manifest after another (the server's workers,
+/// through `check_on_this_thread`) carries its evaluator's instances from
+/// one check to the next: with the memo off, a second check of rules that
+/// each carry state runs every one in its instance from the first check,
+/// reset, and each still answers from a fresh state. Another thread keeps
+/// its own, and the library's unbounded `check` keeps nothing.
+#[test]
+fn a_threads_bounded_checks_reuse_their_instances_reset() {
+    let engine = Engine::new(Limits { memo_bytes: 0, ..Limits::default() }).expect("engine");
+    let names = ["mutable-global-state", "state-in-data-segment", "state-in-last-byte"];
+    const { assert!(pitfall_engine::Evaluator::INSTANCES_PER_STORE as usize > 3, "all three fit one store") };
+    let rules: Vec<Arc<Rule>> = names
+        .iter()
+        .map(|n| {
+            let m = corpus::load_module(&corpus::corpus_dir().join(format!("{n}.wat")));
+            Arc::new(engine.load(&m.wasm).unwrap_or_else(|e| panic!("{n}: {e}")))
+        })
+        .collect();
+    let set = RuleSet::new(rules, "stateful");
+    let check = |set: &RuleSet| {
+        let answer = set.check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), far_off()).expect("in time");
+        assert!(answer.rule_errors.is_empty() && answer.findings.is_empty(), "state carried over: {:?}", answer.rule_errors);
+        engine.instance_stats()
+    };
+    let first = check(&set);
+    assert_eq!(first.instantiations, 3);
+    for round in 2..6 {
+        let stats = check(&set);
+        assert_eq!((stats.instantiations, stats.reuses), (3, 3 * (round - 1)), "check {round}");
+    }
+    let elsewhere = std::thread::scope(|s| s.spawn(|| check(&set)).join().expect("the other thread"));
+    assert_eq!(elsewhere.instantiations, 6, "another thread has its own instances");
+    let reuses = elsewhere.reuses;
+    set.check(&engine, fixture("g5g-gemma4-vllm0271.json"));
+    set.check(&engine, fixture("g5g-gemma4-vllm0271.json"));
+    assert_eq!((engine.instance_stats().instantiations, engine.instance_stats().reuses), (12, reuses));
+}
+
 // --- the hostile corpus (tests/hostile/, see its README.md) -------------
 
 #[path = "hostile/corpus.rs"]
@@ -312,41 +350,87 @@ fn hostile_modules_contained_leave_every_other_answer_unchanged() {
     assert!(findings_compared >= 3, "the comparison needs findings to compare");
 }
 
-/// A fresh instance per evaluation: the stateful module stays clear however
-/// often one engine runs it, also outside a check.
+/// Every evaluation from a fresh state: each stateful module stays clear
+/// however often one engine runs it, also outside a check.
 #[test]
 fn hostile_state_never_carries_over_between_evaluations() {
     let engine = engine();
-    let m = corpus::load_module(&corpus::corpus_dir().join("mutable-global-state.wat"));
-    let rule = engine.load(&m.wasm).expect("loads");
     let prepared = pitfall_sdk::model::Prepared::new(fixture("g5g-gemma4-vllm0271.json"));
-    for i in 0..20 {
-        let e = engine.evaluate(&rule, &prepared);
-        assert_eq!(e, pitfall_sdk::model::cases::Evaluation::Clear, "evaluation {i}: state carried over");
+    for m in clean_modules() {
+        let rule = engine.load(&m.wasm).unwrap_or_else(|e| panic!("{}: {e}", m.name));
+        for i in 0..20 {
+            let e = engine.evaluate(&rule, &prepared);
+            assert_eq!(e, pitfall_sdk::model::cases::Evaluation::Clear, "{}, evaluation {i}: state carried over", m.name);
+        }
     }
 }
 
-/// A check's evaluations share a store (`Evaluator`), each still in a fresh
-/// instance: the stateful module stays clear through one evaluator too,
-/// also when the pool has fewer slots than the evaluator would keep (the
-/// store then gives its slots back and instantiates again), so nothing
-/// relies on a store's instances being few.
+/// The clean modules of the hostile corpus: each tries to carry state from
+/// one evaluation to the next, and answers clear only from a fresh state.
+fn clean_modules() -> Vec<corpus::HostileModule> {
+    let clean: Vec<_> =
+        corpus::load_corpus(&corpus::corpus_dir()).into_iter().filter(|m| m.fate == corpus::Fate::Clean).collect();
+    assert!(clean.len() >= 8, "the corpus has its state-carrying modules");
+    clean
+}
+
+/// The clean modules whose instance an evaluator reuses, reset between
+/// evaluations (`reset.rs`); the others can change what a reset cannot put
+/// back (a table, a dropped segment, memory's size) or take the name of a
+/// global's export, and get a fresh instance every time.
+const REUSED: &[&str] = &[
+    "mutable-global-state",
+    "state-in-data-segment",
+    "state-in-last-byte",
+    "state-in-wide-globals",
+    "thousands-of-functions-that-compile",
+];
+
+/// A check's evaluations share a store (`Evaluator`), and an evaluator
+/// evaluates a rule again in its earlier instance, reset: every clean
+/// module stays clear through one evaluator, evaluated in turn with
+/// another (so several instances are kept at once), also when the pool has
+/// fewer slots than the evaluator would keep (the store then gives its
+/// slots back and instantiates again), so nothing relies on a store's
+/// instances being few. Each resettable module is reused (the reset is
+/// what is tested), no other is.
 #[test]
 fn hostile_state_never_carries_over_within_one_evaluator() {
-    let m = corpus::load_module(&corpus::corpus_dir().join("mutable-global-state.wat"));
+    let clean = clean_modules();
     let prepared = pitfall_sdk::model::Prepared::new(fixture("g5g-gemma4-vllm0271.json"));
     for max_instances in [Limits::default().max_instances, 2] {
         let engine = Engine::new(Limits { max_instances, ..Limits::default() }).expect("engine");
-        let rule = engine.load(&m.wasm).expect("loads");
+        let rules: Vec<Rule> =
+            clean.iter().map(|m| engine.load(&m.wasm).unwrap_or_else(|e| panic!("{}: {e}", m.name))).collect();
         const { assert!(pitfall_engine::Evaluator::INSTANCES_PER_STORE > 2, "the small pool must be smaller than a store") };
-        let mut evaluator = engine.evaluator();
-        for i in 0..20 {
-            let e = evaluator.evaluate(&rule, &prepared);
+        for (i, m) in clean.iter().enumerate() {
+            let partner = (i + 1) % clean.len();
+            let mut alone = engine.evaluator();
+            let mut paired = engine.evaluator();
+            for n in 0..20 {
+                for (in_pair, rule) in [(false, i), (true, i), (true, partner)] {
+                    let evaluator = if in_pair { &mut paired } else { &mut alone };
+                    let e = evaluator.evaluate(&rules[rule], &prepared);
+                    assert_eq!(
+                        e,
+                        pitfall_sdk::model::cases::Evaluation::Clear,
+                        "pool of {max_instances}, {} (beside {}), evaluation {n}: state carried over",
+                        clean[rule].name,
+                        m.name
+                    );
+                }
+            }
+            let reused = REUSED.contains(&m.name.as_str());
             assert_eq!(
-                e,
-                pitfall_sdk::model::cases::Evaluation::Clear,
-                "pool of {max_instances}, evaluation {i}: state carried over"
+                alone.instances_reused() > 0,
+                reused,
+                "pool of {max_instances}, {}: reused {} times",
+                m.name,
+                alone.instances_reused()
             );
+            if reused && max_instances > 2 {
+                assert_eq!(alone.instances_reused(), 19, "{}: one instance for all twenty", m.name);
+            }
         }
     }
 }

@@ -55,6 +55,7 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let rules = state.registry().rules();
     let revision = rules.revision().parse::<f64>().unwrap_or(0.0);
     let memo = state.registry().engine().memo_stats();
+    let instances = state.registry().engine().instance_stats();
     let gauges = [
         ("pitfall_ruleset_revision", "The ruleset revision served.", revision),
         ("pitfall_rules_served", "Rules in the served set.", rules.rules().len() as f64),
@@ -66,6 +67,8 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let counters = [
         ("pitfall_rule_memo_hits_total", "Rule evaluations answered from the memo (what the rule read was seen before).", memo.hits),
         ("pitfall_rule_memo_misses_total", "Rule evaluations run in the sandbox with the memo on.", memo.misses),
+        ("pitfall_rule_instantiations_total", "Rule evaluations in the sandbox that instantiated their rule.", instances.instantiations),
+        ("pitfall_rule_instances_reused_total", "Rule evaluations in the sandbox that reused an instance of their rule, reset to its fresh state.", instances.reuses),
     ];
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics().render(&gauges, &counters))
 }

@@ -454,6 +454,8 @@ async fn health_readiness_and_metrics() {
     assert_eq!(health["rules"], pitfall_bundled_rules::MODULES.len() - 1);
     let (status, ready) = h.call(Method::GET, "/readyz", None, "").await;
     assert_eq!((status, ready["store"].as_bool()), (StatusCode::OK, Some(true)));
+    let (_, before) = h.call_raw(Method::GET, "/metrics", None, "").await;
+    let before = String::from_utf8(before).expect("utf-8");
     h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
     let (status, metrics) = h.call_raw(Method::GET, "/metrics", None, "").await;
     assert_eq!(status, StatusCode::OK);
@@ -471,6 +473,13 @@ async fn health_readiness_and_metrics() {
     let misses = metric(&metrics, "pitfall_rule_memo_misses_total");
     assert!(misses > 0.0 && metric(&metrics, "pitfall_rule_memo_hits_total") == 0.0, "{metrics}");
     assert!(metric(&metrics, "pitfall_rule_memo_bytes") > 0.0);
+    // Each of the check's evaluations in the sandbox got an instance: a new
+    // one, or one reset for its rule's next evaluation (the bundled rules'
+    // publish-time cases took theirs before).
+    let instances = |text: &str| {
+        metric(text, "pitfall_rule_instantiations_total") + metric(text, "pitfall_rule_instances_reused_total")
+    };
+    assert_eq!(instances(&metrics) - instances(&before), misses, "{metrics}");
     let mut renamed: Value = serde_json::from_slice(&fixture("g5g-gemma4-vllm0271.json")).expect("json");
     renamed["host"]["hostname"] = json!("another-g5g");
     let first = h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
