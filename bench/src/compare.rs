@@ -1,9 +1,12 @@
-//! The same rule logic three ways, per call: in our engine (a fresh
-//! instance per evaluation, as a check runs them through one evaluator,
-//! and alone in a fresh store), compiled into the host (`native`), and, with
-//! the `extism` feature, hosted by Extism twice: one plug-in instance
-//! reused across calls (Extism's default) and a fresh plug-in per call
-//! (the isolation our engine gives each evaluation). One rule of each template, each
+//! The same rule logic three ways, per call: in our engine (the rule
+//! called again through one evaluator, its instance reused and reset to
+//! its fresh state before each call; a fresh instance per evaluation, as a
+//! check runs its different candidates through one evaluator; and alone in
+//! a fresh store), compiled into the host (`native`), and, with the
+//! `extism` feature, hosted by Extism twice: one plug-in instance reused
+//! across calls (Extism's default, which keeps what each call left) and a
+//! fresh plug-in per call (the isolation our engine gives each
+//! evaluation). One rule of each template, each
 //! on its own `affected` (matched) and `unaffected` (clear) case manifests;
 //! the three are interleaved round by round and each figure is the median
 //! of single calls, so the ratios compare like with like.
@@ -32,8 +35,12 @@ pub struct Row {
     pub rule: String,
     /// `matched` or `clear`.
     pub outcome: &'static str,
-    /// Our engine as a check runs its candidates: calls through one
-    /// evaluator, each in a fresh instance, one store per
+    /// Our engine calling the rule again and again through one evaluator,
+    /// as Extism's reused plug-in is called: one instance, reset to its
+    /// fresh state before each call (`Limits::reuse_instances`), µs.
+    pub engine_reused_us: f64,
+    /// Our engine as a check runs its candidates (different rules): calls
+    /// through one evaluator, each in a fresh instance, one store per
     /// [`Evaluator::INSTANCES_PER_STORE`] calls (its creation and drop
     /// included: the median over batches of a batch's time per call), µs.
     pub engine_us: f64,
@@ -112,9 +119,17 @@ pub fn measure(
 ) -> anyhow::Result<Vec<Row>> {
     let limit = Limits::default().max_output_bytes;
     let per_round = (calls / rounds.max(1)).max(1);
+    // The same limits without reuse: every evaluation instantiates, as for
+    // a check's candidates, which are different rules.
+    let fresh = Engine::new(Limits {
+        reuse_instances: false,
+        ..engine.limits().clone()
+    })?;
     let mut rows = Vec::new();
     for (i, spec) in rules.iter().enumerate() {
-        let loaded = engine.load(&crate::corpus::module(spec))?;
+        let module = crate::corpus::module(spec);
+        let loaded = engine.load(&module)?;
+        let fresh_loaded = fresh.load(&module)?;
         let native = NativeRule::new(spec);
         for case in ["affected", "unaffected"] {
             let prepared = case_manifest(spec, case);
@@ -135,15 +150,25 @@ pub fn measure(
                     spec.id()
                 );
             }
-            let (mut e, mut o, mut n, mut x, mut f) =
-                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let (mut r, mut e, mut o, mut n, mut x, mut f) = (
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+            );
             let batch = Evaluator::INSTANCES_PER_STORE as usize;
+            let mut kept = engine.evaluator();
             for _ in 0..rounds.max(1) {
+                time(&mut r, per_round, || {
+                    kept.evaluate(&loaded, black_box(&prepared))
+                });
                 for _ in 0..(per_round / batch).max(1) {
                     let start = Instant::now();
-                    let mut evaluator = engine.evaluator();
+                    let mut evaluator = fresh.evaluator();
                     for _ in 0..batch {
-                        black_box(evaluator.evaluate(&loaded, black_box(&prepared)));
+                        black_box(evaluator.evaluate(&fresh_loaded, black_box(&prepared)));
                     }
                     drop(evaluator);
                     e.push(start.elapsed() / batch as u32);
@@ -162,9 +187,19 @@ pub fn measure(
                     time(&mut f, n, || host.evaluate(i, black_box(&prepared)));
                 }
             }
+            // Every call but the first must have reused the instance, or
+            // the column measures something else.
+            anyhow::ensure!(
+                kept.instances_reused() as usize + 1 == r.len(),
+                "{}: the evaluator reused its instance {} times in {} calls",
+                spec.id(),
+                kept.instances_reused(),
+                r.len()
+            );
             rows.push(Row {
                 rule: spec.id(),
                 outcome: expected,
+                engine_reused_us: us(&r),
                 engine_us: us(&e),
                 engine_one_shot_us: us(&o),
                 native_us: us(&n),

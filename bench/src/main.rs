@@ -330,18 +330,20 @@ fn compare_hosts(
     for r in &rows {
         let extism = match (r.extism_us, r.extism_fresh_us) {
             (Some(x), Some(f)) => format!(
-                "extism_us={x:.2} extism_over_engine={:.2} target>=3 {} extism_over_engine_one_shot={:.2} extism_fresh_us={f:.1} extism_fresh_over_engine={:.1}",
+                "extism_us={x:.2} extism_over_engine_reused={:.2} target>=3 {} extism_over_engine={:.2} extism_over_engine_one_shot={:.2} extism_fresh_us={f:.1} extism_fresh_over_engine={:.1}",
+                x / r.engine_reused_us,
+                verdict(x / r.engine_reused_us >= 3.0),
                 x / r.engine_us,
-                verdict(x / r.engine_us >= 3.0),
                 x / r.engine_one_shot_us,
                 f / r.engine_us,
             ),
             _ => "extism_us=- (build with --features extism)".to_owned(),
         };
         report.line(format!(
-            "per_call rule={} outcome={} engine_us={:.2} engine_one_shot_us={:.2} native_us={:.3} sandbox_price={:.1}x {extism}",
+            "per_call rule={} outcome={} engine_reused_us={:.2} engine_us={:.2} engine_one_shot_us={:.2} native_us={:.3} sandbox_price={:.1}x {extism}",
             r.rule,
             r.outcome,
+            r.engine_reused_us,
             r.engine_us,
             r.engine_one_shot_us,
             r.native_us,
@@ -537,10 +539,13 @@ fn http_phases(
     let (rss, peak) = server.rss()?;
     let hits = server.metric("pitfall_rule_memo_hits_total")?;
     let misses = server.metric("pitfall_rule_memo_misses_total")?;
+    let reused = server.metric("pitfall_rule_instances_reused_total")?;
+    let instantiated = server.metric("pitfall_rule_instantiations_total")?;
     report.line(format!(
-        "http rule_memo hit_rate={:.3} evaluations={:.0} memo_mib={:.1} result_cache_mib={:.1}",
+        "http rule_memo hit_rate={:.3} evaluations={:.0} sandboxed_reusing_an_instance={:.3} memo_mib={:.1} result_cache_mib={:.1}",
         hits / (hits + misses).max(1.0),
         hits + misses,
+        reused / (reused + instantiated).max(1.0),
         server.metric("pitfall_rule_memo_bytes")? / (1 << 20) as f64,
         server.metric("pitfall_result_cache_bytes")? / (1 << 20) as f64,
     ));
