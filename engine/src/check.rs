@@ -128,9 +128,7 @@ impl RuleSet {
             });
         };
         if misses.len() < PARALLEL_THRESHOLD || !fan_out {
-            // A bounded check's thread runs one check after another (the
-            // server's workers): its evaluator carries on from the last one's.
-            let mut evaluator = if B::MAY_FAN_OUT { engine.evaluator() } else { engine.kept_evaluator() };
+            let mut evaluator = engine.evaluator();
             for (n, slot) in misses.iter_mut().enumerate() {
                 if n > 0 {
                     bound.passed(replayed + n, candidates.len())?;

@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Instant;
@@ -283,35 +282,7 @@ impl Engine {
     /// instance of its own ([`Evaluator`]): what a check uses for its
     /// candidates, and a rule's tests for its cases.
     pub fn evaluator(&self) -> Evaluator<'_> {
-        Evaluator { engine: self, store: None, instances: 0, parked: Vec::new(), reused: 0, keep: false }
-    }
-
-    /// An [`Engine::evaluator`] that carries on from the one this thread's
-    /// last kept evaluator left (its store and the instances it can reuse),
-    /// and leaves its own for the next when dropped: for a thread that runs
-    /// one check after another (the server's workers,
-    /// `RuleSet::check_on_this_thread`), so a rule the memo cannot answer
-    /// check after check (one that reads a field unique to each machine)
-    /// runs in its reset instance instead of a new one each time. A kept
-    /// store pins at most [`Evaluator::KEPT_INSTANCES_PER_STORE`] pooled
-    /// slots per such thread, and holds no manifest between checks.
-    pub fn kept_evaluator(&self) -> Evaluator<'_> {
-        let kept = KEPT.with(|k| k.borrow_mut().take());
-        match kept {
-            Some(k) if wasmtime::Engine::same(k.store.engine(), &self.inner.wasm) => Evaluator {
-                engine: self,
-                store: Some(k.store),
-                instances: k.instances,
-                parked: k.parked,
-                reused: 0,
-                keep: true,
-            },
-            _ => {
-                let mut evaluator = self.evaluator();
-                evaluator.keep = true;
-                evaluator
-            }
-        }
+        Evaluator { engine: self, store: None, instances: 0, parked: Vec::new(), reused: 0 }
     }
 
     /// Evaluates `rule` on a prepared manifest in a fresh instance of a
@@ -427,8 +398,7 @@ impl Engine {
 /// rules, shares only the store's bookkeeping (0-10 %, round 6).
 ///
 /// The store is dropped, releasing its instances' slots, after
-/// [`Evaluator::INSTANCES_PER_STORE`] instantiations (a kept one's after
-/// [`Evaluator::KEPT_INSTANCES_PER_STORE`]), after a failed
+/// [`Evaluator::INSTANCES_PER_STORE`] instantiations, after a failed
 /// evaluation (a trap leaves nothing worth keeping), and after an instance
 /// grew its memory past the resident part of a slot (so an evaluator pins
 /// at most one large memory); an instance whose memory grew at all is not
@@ -443,25 +413,8 @@ pub struct Evaluator<'e> {
     parked: Vec<Parked>,
     /// Evaluations that reused a parked instance.
     reused: u64,
-    /// Whether the store goes back to this thread's [`KEPT`] when dropped.
-    keep: bool,
 }
 
-impl Drop for Evaluator<'_> {
-    fn drop(&mut self) {
-        if !self.keep {
-            return;
-        }
-        if let Some(mut store) = self.store.take() {
-            // The last evaluation's manifest is not kept with the store.
-            store.data_mut().session = Session::new(Arc::default(), 0);
-            store.data_mut().memory = None;
-            let kept = Kept { store, instances: self.instances, parked: std::mem::take(&mut self.parked) };
-            // A thread that is exiting has no next check to keep it for.
-            let _ = KEPT.try_with(|k| *k.borrow_mut() = Some(kept));
-        }
-    }
-}
 
 /// How an engine's evaluations in the sandbox got their instance.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -470,18 +423,6 @@ pub struct InstanceStats {
     pub instantiations: u64,
     /// Evaluations that reused an earlier instance of their rule, reset.
     pub reuses: u64,
-}
-
-thread_local! {
-    /// What this thread's last kept evaluator left ([`Engine::kept_evaluator`]).
-    static KEPT: RefCell<Option<Kept>> = const { RefCell::new(None) };
-}
-
-/// A kept evaluator's store, between two checks on one thread.
-struct Kept {
-    store: Store<HostState>,
-    instances: u32,
-    parked: Vec<Parked>,
 }
 
 /// An instance bound for calls, kept for its rule's next evaluation.
@@ -513,18 +454,6 @@ impl Evaluator<'_> {
     /// evaluators at once (one per check or candidate shard on each core)
     /// against a pool of [`Limits::max_instances`] slots.
     pub const INSTANCES_PER_STORE: u32 = 4;
-
-    /// [`Evaluator::INSTANCES_PER_STORE`] for a kept evaluator
-    /// ([`Engine::kept_evaluator`]), whose store outlives its check: room for
-    /// the rules the memo cannot answer check after check, beside the ones
-    /// new to it. A server keeps one such store per worker (a few), so this
-    /// pins a few dozen of the pool's [`Limits::max_instances`] slots.
-    pub const KEPT_INSTANCES_PER_STORE: u32 = 16;
-
-    /// Instantiations after which this evaluator's store is dropped.
-    fn capacity(&self) -> u32 {
-        if self.keep { Self::KEPT_INSTANCES_PER_STORE } else { Self::INSTANCES_PER_STORE }
-    }
 
     /// How many evaluations so far reused an instance, reset, rather than
     /// instantiating their rule afresh.
@@ -582,7 +511,7 @@ impl Evaluator<'_> {
             Ok(sandboxed) => {
                 let reads = store.data_mut().session.take_reads();
                 let size = store.data().memory.map_or(0, |m| m.data_size(&*store));
-                if size > KEEP_RESIDENT_BYTES || self.instances >= self.capacity() {
+                if size > KEEP_RESIDENT_BYTES || self.instances >= Self::INSTANCES_PER_STORE {
                     self.retire();
                 } else if linked.reset.as_ref().is_some_and(|plan| plan.memory_bytes != size) {
                     // Memory cannot shrink: an instance that grew is not

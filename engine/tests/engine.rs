@@ -191,44 +191,6 @@ fn a_check_with_a_deadline_stops_at_it() {
     assert_eq!(answer.rule_errors.len(), spinners, "{:?}", answer.rule_errors);
 }
 
-/// A thread that checks one manifest after another (the server's workers,
-/// through `check_on_this_thread`) carries its evaluator's instances from
-/// one check to the next: with the memo off, a second check of rules that
-/// each carry state runs every one in its instance from the first check,
-/// reset, and each still answers from a fresh state. Another thread keeps
-/// its own, and the library's unbounded `check` keeps nothing.
-#[test]
-fn a_threads_bounded_checks_reuse_their_instances_reset() {
-    let engine = Engine::new(Limits { memo_bytes: 0, ..Limits::default() }).expect("engine");
-    let names = ["mutable-global-state", "state-in-data-segment", "state-in-last-byte"];
-    const { assert!(pitfall_engine::Evaluator::INSTANCES_PER_STORE as usize > 3, "all three fit one store") };
-    let rules: Vec<Arc<Rule>> = names
-        .iter()
-        .map(|n| {
-            let m = corpus::load_module(&corpus::corpus_dir().join(format!("{n}.wat")));
-            Arc::new(engine.load(&m.wasm).unwrap_or_else(|e| panic!("{n}: {e}")))
-        })
-        .collect();
-    let set = RuleSet::new(rules, "stateful");
-    let check = |set: &RuleSet| {
-        let answer = set.check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), far_off()).expect("in time");
-        assert!(answer.rule_errors.is_empty() && answer.findings.is_empty(), "state carried over: {:?}", answer.rule_errors);
-        engine.instance_stats()
-    };
-    let first = check(&set);
-    assert_eq!(first.instantiations, 3);
-    for round in 2..6 {
-        let stats = check(&set);
-        assert_eq!((stats.instantiations, stats.reuses), (3, 3 * (round - 1)), "check {round}");
-    }
-    let elsewhere = std::thread::scope(|s| s.spawn(|| check(&set)).join().expect("the other thread"));
-    assert_eq!(elsewhere.instantiations, 6, "another thread has its own instances");
-    let reuses = elsewhere.reuses;
-    set.check(&engine, fixture("g5g-gemma4-vllm0271.json"));
-    set.check(&engine, fixture("g5g-gemma4-vllm0271.json"));
-    assert_eq!((engine.instance_stats().instantiations, engine.instance_stats().reuses), (12, reuses));
-}
-
 // --- the hostile corpus (tests/hostile/, see its README.md) -------------
 
 #[path = "hostile/corpus.rs"]
