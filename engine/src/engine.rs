@@ -187,7 +187,8 @@ impl Engine {
         self.inner.memo.stats()
     }
 
-    /// How the evaluations in the sandbox got their instance so far.
+    /// How the evaluations in the sandbox got their instance so far (each
+    /// evaluator's counted when it is dropped).
     pub fn instance_stats(&self) -> InstanceStats {
         InstanceStats {
             instantiations: self.inner.instantiations.load(Ordering::Relaxed),
@@ -255,7 +256,18 @@ impl Engine {
         let memory_export = module
             .get_export_index(MEMORY_EXPORT)
             .ok_or_else(|| LoadError::Export(format!("missing export `{MEMORY_EXPORT}`")))?;
-        Ok(Linked { pre, evaluate_export, memory_export, reset: resettable.map(|r| r.plan) })
+        let reset = resettable.map(|r| r.plan);
+        // A resettable module compiled without its globals' exports (none
+        // is expected: the cache holds only code compiled here) is not reset.
+        let global_exports = match &reset {
+            Some(plan) => plan.globals.iter().map(|(name, _)| module.get_export_index(name)).collect::<Option<Vec<_>>>(),
+            None => Some(Vec::new()),
+        };
+        let (reset, global_exports) = match global_exports {
+            Some(exports) => (reset, exports),
+            None => (None, Vec::new()),
+        };
+        Ok(Linked { pre, evaluate_export, memory_export, reset, global_exports })
     }
 
     /// Compiles off the calling thread and gives up after the time bound
@@ -282,7 +294,7 @@ impl Engine {
     /// instance of its own ([`Evaluator`]): what a check uses for its
     /// candidates, and a rule's tests for its cases.
     pub fn evaluator(&self) -> Evaluator<'_> {
-        Evaluator { engine: self, store: None, instances: 0, parked: Vec::new(), reused: 0 }
+        Evaluator { engine: self, store: None, instances: 0, parked: Vec::new(), reused: 0, instantiated: 0 }
     }
 
     /// Evaluates `rule` on a prepared manifest in a fresh instance of a
@@ -342,12 +354,7 @@ impl Engine {
             .and_then(|e| e.into_func())
             .ok_or_else(|| wasmtime::Error::msg("the rule's evaluate export is not a function"))?
             .typed::<(), i32>(&store)?;
-        // The globals a reset puts back; a module compiled without their
-        // exports (none is expected) is simply not reused.
-        let globals = linked.reset.as_ref().and_then(|plan| {
-            plan.globals.iter().map(|(name, _)| instance.get_global(&mut store, name)).collect::<Option<Vec<_>>>()
-        });
-        Ok(Parked { module: linked.pre.module().clone(), evaluate, memory, globals })
+        Ok(Parked { module: linked.pre.module().clone(), instance, evaluate, memory, globals: None })
     }
 
     /// Calls an instance's `pitfall_evaluate` and reads what it reported.
@@ -413,6 +420,18 @@ pub struct Evaluator<'e> {
     parked: Vec<Parked>,
     /// Evaluations that reused a parked instance.
     reused: u64,
+    /// Evaluations that instantiated their rule.
+    instantiated: u64,
+}
+
+impl Drop for Evaluator<'_> {
+    fn drop(&mut self) {
+        // Counted here, once per evaluator, rather than on the engine's
+        // shared counters at every evaluation.
+        let inner = &self.engine.inner;
+        inner.instantiations.fetch_add(self.instantiated, Ordering::Relaxed);
+        inner.reuses.fetch_add(self.reused, Ordering::Relaxed);
+    }
 }
 
 
@@ -430,11 +449,30 @@ struct Parked {
     /// Its module; holding it keeps the module's identity from passing to
     /// another one while the instance is kept.
     module: Module,
+    instance: Instance,
     evaluate: TypedFunc<(), i32>,
     memory: Memory,
-    /// The exports of its mutable globals, in the reset plan's order;
-    /// `None` when the module cannot be reset.
+    /// The exports of its mutable globals, in the reset plan's order:
+    /// looked up at its first reuse, so an instance used once (a check's
+    /// candidates are different rules) costs nothing more.
     globals: Option<Vec<Global>>,
+}
+
+impl Parked {
+    /// Resets the instance to its fresh state (`reset.rs`).
+    fn reset(&mut self, store: &mut Store<HostState>, linked: &Linked) -> wasmtime::Result<()> {
+        let plan = linked.reset.as_ref().ok_or_else(|| wasmtime::Error::msg("internal: parked but not resettable"))?;
+        if self.globals.is_none() {
+            let globals = linked
+                .global_exports
+                .iter()
+                .map(|export| self.instance.get_module_export(&mut *store, export).and_then(|e| e.into_global()))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| wasmtime::Error::msg("internal: a mutable global's export is missing"))?;
+            self.globals = Some(globals);
+        }
+        plan.restore(&mut *store, self.memory, self.globals.as_deref().unwrap_or_default())
+    }
 }
 
 impl std::fmt::Debug for Evaluator<'_> {
@@ -576,15 +614,9 @@ impl Evaluator<'_> {
         let reuse = engine.inner.limits.reuse_instances;
         if let Some(i) = self.parked.iter().position(|p| Module::same(&p.module, linked.pre.module())) {
             self.reused += 1;
-            engine.inner.reuses.fetch_add(1, Ordering::Relaxed);
-            let result = Self::ready(engine, &mut self.store, prepared, record).and_then(|store| {
-                let parked = &self.parked[i];
-                match (&linked.reset, &parked.globals) {
-                    (Some(plan), Some(globals)) => plan.restore(&mut *store, parked.memory, globals),
-                    _ => Err(wasmtime::Error::msg("internal: a parked instance cannot be reset")),
-                }
-                .and_then(|()| engine.call(store, parked))
-            });
+            let parked = &mut self.parked[i];
+            let result = Self::ready(engine, &mut self.store, prepared, record)
+                .and_then(|store| parked.reset(store, linked).and_then(|()| engine.call(store, parked)));
             return (self.store.get_or_insert_with(|| engine.new_store()), result);
         }
         let instance = loop {
@@ -593,7 +625,7 @@ impl Evaluator<'_> {
             match instantiated {
                 Ok(instance) => {
                     self.instances += 1;
-                    engine.inner.instantiations.fetch_add(1, Ordering::Relaxed);
+                    self.instantiated += 1;
                     break instance;
                 }
                 // The slots this store holds may be what the pool lacks.
@@ -604,7 +636,7 @@ impl Evaluator<'_> {
         let store = self.store.get_or_insert_with(|| engine.new_store());
         let result = engine.bind(linked, store, instance).and_then(|bound| {
             let result = engine.call(store, &bound);
-            if reuse && bound.globals.is_some() {
+            if reuse && linked.reset.is_some() {
                 self.parked.push(bound);
             }
             result
