@@ -256,18 +256,8 @@ impl Engine {
         let memory_export = module
             .get_export_index(MEMORY_EXPORT)
             .ok_or_else(|| LoadError::Export(format!("missing export `{MEMORY_EXPORT}`")))?;
-        let reset = resettable.map(|r| r.plan);
-        // A resettable module compiled without its globals' exports (none
-        // is expected: the cache holds only code compiled here) is not reset.
-        let global_exports = match &reset {
-            Some(plan) => plan.globals.iter().map(|(name, _)| module.get_export_index(name)).collect::<Option<Vec<_>>>(),
-            None => Some(Vec::new()),
-        };
-        let (reset, global_exports) = match global_exports {
-            Some(exports) => (reset, exports),
-            None => (None, Vec::new()),
-        };
-        Ok(Linked { pre, evaluate_export, memory_export, reset, global_exports })
+        let reset = resettable.and_then(|r| r.plan.linked(&module));
+        Ok(Linked { pre, evaluate_export, memory_export, reset })
     }
 
     /// Compiles off the calling thread and gives up after the time bound
@@ -434,7 +424,6 @@ impl Drop for Evaluator<'_> {
     }
 }
 
-
 /// How an engine's evaluations in the sandbox got their instance.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InstanceStats {
@@ -463,8 +452,8 @@ impl Parked {
     fn reset(&mut self, store: &mut Store<HostState>, linked: &Linked) -> wasmtime::Result<()> {
         let plan = linked.reset.as_ref().ok_or_else(|| wasmtime::Error::msg("internal: parked but not resettable"))?;
         if self.globals.is_none() {
-            let globals = linked
-                .global_exports
+            let globals = plan
+                .exports
                 .iter()
                 .map(|export| self.instance.get_module_export(&mut *store, export).and_then(|e| e.into_global()))
                 .collect::<Option<Vec<_>>>()

@@ -30,14 +30,14 @@
 //! fresh instance every time.
 
 use wasmparser::{ConstExpr, DataKind, ExternalKind, Operator, Parser, Payload, ValType};
-use wasmtime::{AsContextMut, Global, Memory, V128, Val};
+use wasmtime::{AsContextMut, Global, Memory, Module, ModuleExport, V128, Val};
 
 /// The prefix of the export names the engine adds for a module's mutable
 /// globals. A module that already exports a name with it is not reset.
 const GLOBAL_EXPORT_PREFIX: &str = "pitfall.reset.global.";
 
 /// What it takes to return an instance of one module to its fresh state.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct ResetPlan {
     /// Bytes of linear memory a fresh instance has.
     pub(crate) memory_bytes: usize,
@@ -45,10 +45,12 @@ pub(crate) struct ResetPlan {
     data: Vec<(usize, Vec<u8>)>,
     /// Each mutable global: the name it is exported under, its initial value.
     pub(crate) globals: Vec<(String, Val)>,
+    /// Those exports in the compiled module, in the same order
+    /// ([`ResetPlan::linked`]).
+    pub(crate) exports: Vec<ModuleExport>,
 }
 
 /// A resettable module: its plan, and the bytes to compile.
-#[derive(Debug)]
 pub(crate) struct Resettable {
     pub(crate) plan: ResetPlan,
     /// The module with its mutable globals exported; `None` when it has none
@@ -57,6 +59,15 @@ pub(crate) struct Resettable {
 }
 
 impl ResetPlan {
+    /// The plan with its globals' exports found in `module`, compiled from
+    /// [`Resettable::exporting_globals`]; `None` when one is missing (none
+    /// is expected: the compiled-code cache holds only code compiled here),
+    /// and the module is then not reset.
+    pub(crate) fn linked(mut self, module: &Module) -> Option<ResetPlan> {
+        self.exports = self.globals.iter().map(|(name, _)| module.get_export_index(name)).collect::<Option<_>>()?;
+        Some(self)
+    }
+
     /// Puts back the memory and globals of an instance whose memory is
     /// still [`ResetPlan::memory_bytes`] long (the caller checks: an
     /// instance whose memory grew is not reused). `globals` are the
@@ -163,7 +174,7 @@ pub(crate) fn resettable(bytes: &[u8]) -> Option<Resettable> {
     } else {
         Some(with_global_exports(bytes, &mutable_globals, &globals)?)
     };
-    Some(Resettable { plan: ResetPlan { memory_bytes, data, globals }, exporting_globals })
+    Some(Resettable { plan: ResetPlan { memory_bytes, data, globals, exports: Vec::new() }, exporting_globals })
 }
 
 /// Whether an instruction changes state a reset does not put back.

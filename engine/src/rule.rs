@@ -45,8 +45,6 @@ pub(crate) struct Linked {
     /// (`crate::reset`): then an evaluator reuses one instance for the
     /// rule's evaluations instead of instantiating it for each.
     pub(crate) reset: Option<ResetPlan>,
-    /// The exports of the plan's mutable globals, in its order.
-    pub(crate) global_exports: Vec<ModuleExport>,
 }
 
 impl std::fmt::Debug for Rule {
