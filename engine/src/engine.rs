@@ -1,7 +1,7 @@
 //! The narrow host: wasmtime configured for rules and nothing else, as
 //! Spin's `core` narrows wasmtime to what Spin needs. One [`Engine`] per
-//! process; it loads modules and evaluates them, each evaluation in a fresh
-//! instance with its own fuel, deadline and output budget.
+//! process; it loads modules and evaluates them, each evaluation from a
+//! fresh instance's state with its own fuel, deadline and output budget.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -280,9 +280,10 @@ impl Engine {
         }
     }
 
-    /// Evaluations that share one wasmtime store, each still in a fresh
-    /// instance of its own ([`Evaluator`]): what a check uses for its
-    /// candidates, and a rule's tests for its cases.
+    /// Evaluations that share one wasmtime store, each from a fresh
+    /// instance's state ([`Evaluator`]: a rule evaluated again reuses its
+    /// instance, reset): what a check uses for its candidates, and a rule's
+    /// tests for its cases.
     pub fn evaluator(&self) -> Evaluator<'_> {
         Evaluator { engine: self, store: None, instances: 0, parked: Vec::new(), reused: 0, instantiated: 0 }
     }

@@ -3,8 +3,9 @@
 //! The wasmtime host of Pitfall: it loads rule modules (checking size,
 //! ABI, imports, exports, metadata; compiling with a time bound; caching
 //! compiled code it produced itself), indexes them by their `applies_to`
-//! selectors, and evaluates them against manifests, each evaluation in a
-//! fresh, limited instance.
+//! selectors, and evaluates them against manifests, each evaluation
+//! limited and from a fresh instance's state (a new instance, or the same
+//! rule's last one reset, `reset.rs`).
 //!
 //! Invariant: a rule can never crash or stall the host, and never sees
 //! anything but the manifest; a failing rule becomes that rule's entry in
