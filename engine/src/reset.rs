@@ -37,7 +37,6 @@ use wasmtime::{AsContextMut, Global, Memory, Module, ModuleExport, V128, Val};
 const GLOBAL_EXPORT_PREFIX: &str = "pitfall.reset.global.";
 
 /// What it takes to return an instance of one module to its fresh state.
-#[derive(Clone)]
 pub(crate) struct ResetPlan {
     /// Bytes of linear memory a fresh instance has.
     pub(crate) memory_bytes: usize,
@@ -165,15 +164,10 @@ pub(crate) fn resettable(bytes: &[u8]) -> Option<Resettable> {
     if data.iter().any(|(offset, bytes)| offset.checked_add(bytes.len()).is_none_or(|end| end > memory_bytes)) {
         return None;
     }
-    let globals: Vec<(String, Val)> = mutable_globals
-        .iter()
-        .map(|(index, initial)| (format!("{GLOBAL_EXPORT_PREFIX}{index}"), initial.clone()))
-        .collect();
-    let exporting_globals = if globals.is_empty() {
-        None
-    } else {
-        Some(with_global_exports(bytes, &mutable_globals, &globals)?)
-    };
+    let exported: Vec<(u32, String)> =
+        mutable_globals.iter().map(|(index, _)| (*index, format!("{GLOBAL_EXPORT_PREFIX}{index}"))).collect();
+    let exporting_globals = if exported.is_empty() { None } else { Some(with_global_exports(bytes, &exported)?) };
+    let globals = exported.into_iter().zip(mutable_globals).map(|((_, name), (_, initial))| (name, initial)).collect();
     Some(Resettable { plan: ResetPlan { memory_bytes, data, globals, exports: Vec::new() }, exporting_globals })
 }
 
@@ -216,7 +210,7 @@ fn i32_constant(expr: &ConstExpr<'_>) -> Option<i32> {
 
 /// `bytes` with one more export per mutable global, every other section
 /// copied as it is.
-fn with_global_exports(bytes: &[u8], mutable: &[(u32, Val)], names: &[(String, Val)]) -> Option<Vec<u8>> {
+fn with_global_exports(bytes: &[u8], globals: &[(u32, String)]) -> Option<Vec<u8>> {
     let mut module = wasm_encoder::Module::new();
     let mut exported = false;
     for payload in Parser::new(0).parse_all(bytes) {
@@ -227,7 +221,7 @@ fn with_global_exports(bytes: &[u8], mutable: &[(u32, Val)], names: &[(String, V
                 let export = export.ok()?;
                 section.export(export.name, export_kind(export.kind)?, export.index);
             }
-            for ((index, _), (name, _)) in mutable.iter().zip(names) {
+            for (index, name) in globals {
                 section.export(name, wasm_encoder::ExportKind::Global, *index);
             }
             module.section(&section);
