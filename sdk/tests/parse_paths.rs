@@ -64,3 +64,46 @@ fn unknown_members_survive_the_fast_reader() {
     assert_eq!(fast.extra["future"]["b"][1], serde_json::json!(2.5));
     assert_eq!(fast.packages[0].extra["channel"], "nightly");
 }
+
+#[test]
+fn the_fast_reader_reads_each_member_into_its_field_at_every_level() {
+    let text = br#"{"manifest_version": 1,
+        "host": {"arch": "aarch64", "os": {"id": "ubuntu", "codename": "noble"}, "cloud": {"provider": "aws"}},
+        "accelerators": [{"vendor": "nvidia", "compute_capability": 8.6, "count": 2}],
+        "drivers": {"nvidia": 570.124, "cuda": "12.8", "rocm": null},
+        "container": {"image": "vllm/vllm-openai:v0.27.1", "shm_size_mib": 64},
+        "env": {"A": "1"}, "build": {"tools": {"ninja": null}},
+        "workload": {"engine": "vllm", "head_dims": [256, 512], "disable_custom_all_reduce": true},
+        "health_check": {"endpoint": "/health"}}"#;
+    let fast = manifest_from_slice(text).expect("accepted");
+    assert_eq!(Ok(fast.clone()), through_value(text));
+    let gpu = &fast.accelerators[0];
+    assert_eq!((gpu.compute_capability.as_deref(), gpu.count), (Some("8.6"), Some(2)), "a number read as text");
+    let drivers = fast.drivers.as_ref().expect("drivers");
+    assert_eq!(drivers.nvidia.as_deref(), Some("570.124"));
+    assert_eq!(drivers.extra["rocm"], serde_json::Value::Null, "an unknown member is kept, null included");
+    let host = fast.host.as_ref().expect("host");
+    assert_eq!(host.os.as_ref().map(|os| os.extra["codename"].clone()), Some("noble".into()));
+    assert_eq!(fast.build.as_ref().map(|b| b.tools["ninja"].clone()), Some(None));
+}
+
+#[test]
+fn a_repeated_or_missing_field_is_decided_and_named_by_the_value_path() {
+    // A field repeated inside a package: declined, and the last one kept.
+    let repeated = br#"{"manifest_version": 1, "packages": [{"name": "a", "name": "b"}]}"#;
+    assert!(manifest_from_slice(repeated).is_none());
+    assert_eq!(parse_manifest(repeated).map(|m| m.packages[0].name.clone()), Ok("b".to_owned()));
+    // A repeated unknown member: the last one, on both paths.
+    let unknown = br#"{"manifest_version": 1, "x": 1, "x": 2}"#;
+    assert_eq!(manifest_from_slice(unknown).map(|m| m.extra["x"].clone()), Some(2.into()));
+    for (text, want) in [
+        (r#"{"manifest_version": 1, "packages": [{"version": "1"}]}"#, "missing field `name`"),
+        (r#"{"manifest_version": 1, "host": {"memory_mib": "lots"}}"#, "host.memory_mib"),
+        (r#"{"manifest_version": 1, "host": "x86_64"}"#, "expected struct Host"),
+        (r#"{"manifest_version": 1, "drivers": {"cuda": [12]}}"#, "drivers.cuda"),
+    ] {
+        assert!(manifest_from_slice(text.as_bytes()).is_none(), "{text}");
+        let err = parse_manifest(text.as_bytes()).err().map(|e| e.message).unwrap_or_default();
+        assert!(err.contains(want), "{text}: {err}");
+    }
+}

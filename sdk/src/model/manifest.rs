@@ -3,13 +3,16 @@
 //!
 //! Every field is optional except `manifest_version`; unknown fields are kept
 //! in `extra` at every level, so a newer client loses nothing through an
-//! older registry.
+//! older registry. Reading is `read`'s (one pass, no buffering of objects);
+//! writing and the JSON Schema are derived.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+
+mod read;
 
 /// The only manifest version this SDK reads and writes.
 pub const MANIFEST_VERSION: u32 = 1;
@@ -18,7 +21,7 @@ pub const MANIFEST_VERSION: u32 = 1;
 pub type Extra = BTreeMap<String, Value>;
 
 /// A description of one machine and the software stack it will run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 #[schemars(title = "Pitfall manifest v1")]
 pub struct Manifest {
     /// Always 1 for this contract.
@@ -57,7 +60,7 @@ pub struct Manifest {
 }
 
 /// The host machine.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Host {
     /// CPU architecture, normalised: `aarch64`, `x86_64`, ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,7 +86,7 @@ pub struct Host {
 }
 
 /// Operating system identity (as in `/etc/os-release`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Os {
     /// `ID=` of os-release, e.g. `ubuntu`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,7 +100,7 @@ pub struct Os {
 }
 
 /// Cloud provider placement.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Cloud {
     /// e.g. `aws`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,7 +117,7 @@ pub struct Cloud {
 }
 
 /// One accelerator model present on the host (`count` of them).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Accelerator {
     /// e.g. `nvidia`, `amd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,7 +129,7 @@ pub struct Accelerator {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u32>,
     /// `major.minor`, compared numerically (`12.0` > `9.0`).
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "string_or_number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<StringOrNumber>")]
     pub compute_capability: Option<String>,
     /// Device memory in MiB.
@@ -156,14 +159,14 @@ enum StringOrNumber {
 }
 
 /// Driver and runtime versions (dotted numbers).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Drivers {
     /// NVIDIA kernel driver, e.g. `570.124.06`.
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "string_or_number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<StringOrNumber>")]
     pub nvidia: Option<String>,
     /// CUDA version the stack uses, e.g. `12.8`.
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "string_or_number")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<StringOrNumber>")]
     pub cuda: Option<String>,
     /// Unknown fields (other vendors' drivers), kept.
@@ -172,7 +175,7 @@ pub struct Drivers {
 }
 
 /// The container the stack runs in.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Container {
     /// Image reference, e.g. `vllm/vllm-openai:v0.27.1-aarch64`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -189,7 +192,7 @@ pub struct Container {
 }
 
 /// One installed package.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Package {
     /// Name as the ecosystem spells it; compared after PEP 503 normalisation.
     pub name: String,
@@ -205,7 +208,7 @@ pub struct Package {
 }
 
 /// How the stack was built.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Build {
     /// Packages built from source rather than installed as wheels.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -222,7 +225,7 @@ pub struct Build {
 }
 
 /// What will be served and how.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Workload {
     /// Serving engine, e.g. `vllm`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -278,7 +281,7 @@ pub struct Workload {
 }
 
 /// How the deployment's health is probed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct HealthCheck {
     /// The probed path, e.g. `/health` or `/v1/chat/completions`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
