@@ -162,7 +162,7 @@ pub fn metadata(data: &[u8]) {
             return Evaluation::Clear;
         }
         match render(&meta, &RawOutput::default(), &prepared.fields) {
-            Ok(finding) => Evaluation::Matched(Box::new(finding)),
+            Ok(finding) => Evaluation::Matched(Box::new(finding.into())),
             Err(e) => Evaluation::Failed(e.to_string()),
         }
     });

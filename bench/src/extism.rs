@@ -176,7 +176,7 @@ fn call(
             }
             let _ = session.remedy(0);
             match render(meta, &session.take_output(), &prepared.fields) {
-                Ok(f) => Evaluation::Matched(Box::new(f)),
+                Ok(f) => Evaluation::Matched(Box::new(f.into())),
                 Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
             }
         }

@@ -53,7 +53,7 @@ impl NativeRule {
             Some(RawOutcome::Clear) => Evaluation::Clear,
             Some(RawOutcome::Undetermined) => Evaluation::Undetermined(raw.missing),
             Some(RawOutcome::Matched) => match render(&self.meta, &raw, &prepared.fields) {
-                Ok(finding) => Evaluation::Matched(Box::new(finding)),
+                Ok(finding) => Evaluation::Matched(Box::new(finding.into())),
                 Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
             },
             None => Evaluation::Failed(format!("returned {code}")),

@@ -159,7 +159,8 @@ impl RuleSet {
             }
         }
         // Worst first, then by id: a stable order clients can diff.
-        answer.findings.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.rule_id.cmp(&b.rule_id)));
+        // By what each finding keeps apart: a replayed one is its text.
+        answer.findings.sort_by(|a, b| b.severity().cmp(&a.severity()).then_with(|| a.rule_id().cmp(b.rule_id())));
         answer.undetermined.sort_by(|a, b| a.rule_id.cmp(&b.rule_id));
         answer.rule_errors.sort_by(|a, b| a.rule_id.cmp(&b.rule_id));
         answer.stats.elapsed_us = start.elapsed().as_micros() as u64;

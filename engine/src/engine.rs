@@ -666,7 +666,7 @@ impl Sandboxed {
 /// does when a recorded output's evidence differs on a new manifest).
 pub(crate) fn rendered(meta: &RuleMeta, raw: &RawOutput, fields: &FieldMap) -> Evaluation {
     match render(meta, raw, fields) {
-        Ok(finding) => Evaluation::Matched(Box::new(finding)),
+        Ok(finding) => Evaluation::Matched(Box::new(finding.into())),
         // The rule ran but its output is malformed: its own error,
         // not the host's (the inner of the two failure levels).
         Err(e) => Evaluation::Failed(format!("malformed output: {e}")),

@@ -18,8 +18,9 @@
 //! machine's load, and a trap is rare enough to run again. A matched
 //! rule's finding also quotes evidence, which the host reads when it
 //! renders (with the field's source, which the rule cannot see): a replay
-//! reuses the rendered finding only when every evidence value is the same
-//! again, and renders afresh from the recorded output otherwise.
+//! reuses the rendered finding (its JSON text, shared) only when every
+//! evidence value is the same again, and renders afresh from the recorded
+//! output otherwise.
 //!
 //! Bounded twice: a rule keeps at most [`MAX_LEAVES_PER_RULE`] outcomes
 //! (a full tree is dropped and regrown, so it follows the fleet), and all
@@ -30,8 +31,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use pitfall_sdk::model::cases::Evaluation;
 use pitfall_sdk::model::fields::FieldMap;
-use pitfall_sdk::model::meta::{Remedy, RuleMeta};
-use pitfall_sdk::model::report::{Evidence, Finding, evidence_holds};
+use pitfall_sdk::model::meta::RuleMeta;
+use pitfall_sdk::model::report::{Evidence, LazyFinding, evidence_holds};
 use pitfall_sdk::model::session::{Observed, RawOutput, Read};
 
 use crate::engine::rendered;
@@ -103,12 +104,13 @@ pub(crate) enum Outcome {
     Matched {
         /// What the rule reported, to render afresh when evidence differs.
         raw: RawOutput,
-        /// The parts of the finding rendered for this trace; the rest (id,
-        /// title, error signatures, references) is the rule's metadata,
-        /// the same for every trace, and not kept again per leaf.
-        message: String,
-        remedies: Vec<Remedy>,
+        /// The finding's evidence, to see whether it holds again.
         evidence: Vec<Evidence>,
+        /// The finding rendered for this trace, as its JSON text, shared
+        /// with every answer that replays it: a replay copies no part of
+        /// the finding, and the server's answer copies the text instead of
+        /// serialising the finding again (`LazyFinding`).
+        json: Arc<str>,
     },
 }
 
@@ -120,9 +122,9 @@ impl Outcome {
             (Evaluation::Undetermined(missing), _) => Some(Outcome::Undetermined(missing.clone())),
             (Evaluation::Matched(finding), Some(raw)) => Some(Outcome::Matched {
                 raw,
-                message: finding.message.clone(),
-                remedies: finding.remedies.clone(),
                 evidence: finding.evidence.clone(),
+                // Written here once; the evaluation's answer shares it.
+                json: Arc::clone(finding.json()),
             }),
             _ => None,
         }
@@ -132,9 +134,10 @@ impl Outcome {
         match self {
             Outcome::Clear => Evaluation::Clear,
             Outcome::Undetermined(missing) => Evaluation::Undetermined(missing.clone()),
-            Outcome::Matched { raw, message, remedies, evidence } => {
+            Outcome::Matched { raw, evidence, json } => {
                 if evidence.iter().all(|e| evidence_holds(fields, e)) {
-                    let finding = Finding::of(meta, message.clone(), remedies.clone(), evidence.clone());
+                    // A rendered finding's id and severity are its rule's.
+                    let finding = LazyFinding::from_json(meta.severity, meta.id.clone(), Arc::clone(json));
                     return Evaluation::Matched(Box::new(finding));
                 }
                 rendered(meta, raw, fields)
@@ -148,12 +151,12 @@ impl Outcome {
         match self {
             Outcome::Clear => base,
             Outcome::Undetermined(missing) => base + missing.iter().map(|m| m.len() + 24).sum::<usize>(),
-            Outcome::Matched { raw, message, remedies, evidence } => {
+            Outcome::Matched { raw, evidence, json } => {
                 let raw_bytes = raw.bytes + 24 * (raw.evidence.len() + raw.missing.len() + 2 * raw.params.len());
-                // Their JSON text's length: near enough their heap.
+                // The evidence's JSON text's length: near enough its heap.
                 let mut counter = ByteCounter(0);
-                let _ = serde_json::to_writer(&mut counter, &(remedies, evidence));
-                base + raw_bytes + message.len() + counter.0
+                let _ = serde_json::to_writer(&mut counter, evidence);
+                base + raw_bytes + counter.0 + json.len()
             }
         }
     }

@@ -111,7 +111,7 @@ fn memoized_checks_answer_as_the_sandbox_does() {
         let (_, m) = cases.iter().find(|(n, _)| n == name).expect("case");
         let answer = memo_set.check(&memo, m.clone());
         let finding = answer.findings.into_iter().find(|f| f.rule_id == "vllm-bf16-needs-sm80").expect("bf16 finding");
-        finding.evidence.into_iter().find(|e| e.path == "accelerators.0.compute_capability").expect("cc").source
+        finding.evidence.iter().find(|e| e.path == "accelerators.0.compute_capability").expect("cc").source
     };
     assert_eq!(source("T4G, capability sent"), EvidenceSource::Manifest);
     assert_eq!(source("T4G, capability enriched"), EvidenceSource::Enriched);

@@ -95,7 +95,7 @@ pub fn evaluate_native(meta: &RuleMeta, prepared: &Prepared, evaluate: &dyn Fn()
         Some(RawOutcome::Clear) => Evaluation::Clear,
         Some(RawOutcome::Undetermined) => Evaluation::Undetermined(raw.missing),
         Some(RawOutcome::Matched) => match render(meta, &raw, &prepared.fields) {
-            Ok(f) => Evaluation::Matched(Box::new(f)),
+            Ok(f) => Evaluation::Matched(Box::new(f.into())),
             Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
         },
         None => Evaluation::Failed(format!("malformed output: pitfall_evaluate returned {code}, not 0, 1 or 2")),

@@ -3,8 +3,10 @@
 //! the cache, none out of it on a hit, and no second serialisation. Only
 //! `stats` is written per response, since its `elapsed_us` is the time of
 //! the request being answered, not of the evaluation that filled the cache.
+//! The findings are copied in as the text each keeps (`LazyFinding`): one
+//! the memo replayed was written once, when its rule's trace was recorded.
 
-use pitfall_sdk::model::report::{CheckResponse, CheckStats, Evidence, Finding, RuleError, Undetermined};
+use pitfall_sdk::model::report::{CheckResponse, CheckStats, Evidence, RuleError, Undetermined};
 use serde::Serialize;
 
 /// An answer as JSON text, all but its `stats`.
@@ -15,11 +17,11 @@ pub struct SerializedAnswer {
     stats: CheckStats,
 }
 
-/// `CheckResponse` without `stats`, borrowed: what the head holds. The
-/// round-trip test below fails if `CheckResponse` gains a field this lacks.
+/// `CheckResponse` without `findings` (written first, from their text)
+/// and `stats`, borrowed: the rest of the head. The round-trip test below
+/// fails if `CheckResponse` gains a field this lacks.
 #[derive(Serialize)]
-struct Head<'a> {
-    findings: &'a [Finding],
+struct Rest<'a> {
     undetermined: &'a [Undetermined],
     rule_errors: &'a [RuleError],
     ruleset_revision: &'a str,
@@ -30,16 +32,31 @@ struct Head<'a> {
 impl SerializedAnswer {
     /// Serialises `answer` (its `stats` are kept apart).
     pub fn new(answer: &CheckResponse) -> SerializedAnswer {
-        let head = Head {
-            findings: &answer.findings,
+        let rest = Rest {
             undetermined: &answer.undetermined,
             rule_errors: &answer.rule_errors,
             ruleset_revision: &answer.ruleset_revision,
             enriched: &answer.enriched,
         };
         // Serialising plain data into a String cannot fail.
-        let mut head = serde_json::to_string(&head).unwrap_or_else(|_| "{}".to_owned());
-        head.pop(); // the closing brace: `stats` goes before it
+        let rest = serde_json::to_string(&rest).unwrap_or_else(|_| "{}".to_owned());
+        let texts: Vec<&str> = answer.findings.iter().map(|f| &f.json()[..]).collect();
+        let mut head = String::with_capacity(16 + texts.iter().map(|t| t.len() + 1).sum::<usize>() + rest.len());
+        head.push_str("{\"findings\":[");
+        for (i, text) in texts.iter().enumerate() {
+            if i > 0 {
+                head.push(',');
+            }
+            head.push_str(text);
+        }
+        head.push(']');
+        // The rest's members after the findings, its closing brace left
+        // off: `stats` goes before it.
+        let members = rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')).unwrap_or("");
+        if !members.is_empty() {
+            head.push(',');
+            head.push_str(members);
+        }
         SerializedAnswer { head, stats: answer.stats }
     }
 
@@ -74,17 +91,21 @@ impl SerializedAnswer {
 mod tests {
     use super::*;
     use pitfall_sdk::model::meta::Severity;
-    use pitfall_sdk::model::report::EvidenceSource;
+    use pitfall_sdk::model::report::{EvidenceSource, LazyFinding};
 
     fn answer() -> CheckResponse {
-        let finding: Finding = serde_json::from_value(serde_json::json!({
+        let finding: pitfall_sdk::model::report::Finding = serde_json::from_value(serde_json::json!({
             "rule_id": "demo-rule", "rule_version": "1.0.0", "severity": "error",
             "title": "t", "message": "m", "error_signatures": ["E \"quoted\""],
             "evidence": [], "remedies": [], "references": []
         }))
         .unwrap_or_else(|e| panic!("finding: {e}"));
         CheckResponse {
-            findings: vec![finding],
+            // One as the sandbox gives it, one as the memo replays it.
+            findings: vec![
+                finding.clone().into(),
+                LazyFinding::from_json(Severity::Error, "demo-rule".into(), LazyFinding::new(finding).json().clone()),
+            ],
             undetermined: vec![Undetermined { rule_id: "u".into(), missing: vec!["host.arch".into()] }],
             rule_errors: vec![RuleError { rule_id: "e".into(), error: "trap".into() }],
             ruleset_revision: "42".into(),

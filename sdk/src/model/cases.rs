@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::meta::{Expect, TestCase};
 use super::selector::Selector;
-use super::report::Finding;
+use super::report::LazyFinding;
 use super::{Manifest, Prepared, actions, manifest_from_value};
 
 /// What one evaluation of a rule gave.
@@ -16,8 +16,8 @@ use super::{Manifest, Prepared, actions, manifest_from_value};
 pub enum Evaluation {
     /// Nothing to report.
     Clear,
-    /// The finding.
-    Matched(Box<Finding>),
+    /// The finding (as text when the memo replayed it).
+    Matched(Box<LazyFinding>),
     /// The fields the rule needs.
     Undetermined(Vec<String>),
     /// The rule failed (trap, timeout, bad output).

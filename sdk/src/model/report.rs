@@ -11,6 +11,10 @@ use super::fields::{FieldKind, FieldMap, Source};
 use super::meta::{Reference, Remedy, RuleMeta, Severity};
 use super::session::RawOutput;
 
+mod lazy;
+
+pub use lazy::LazyFinding;
+
 /// What one rule concluded about one manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RawOutcome {
@@ -453,8 +457,9 @@ mod tests {
 /// The answer to one check (the body of `POST /v1/check`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CheckResponse {
-    /// Breakages that apply, worst first.
-    pub findings: Vec<Finding>,
+    /// Breakages that apply, worst first (a replayed one kept as the text
+    /// the memo holds, which the server copies into its answer).
+    pub findings: Vec<LazyFinding>,
     /// Rules that need more of the manifest to decide.
     pub undetermined: Vec<Undetermined>,
     /// Rules that failed; nothing else was affected.
@@ -483,6 +488,6 @@ pub struct CheckStats {
 impl CheckResponse {
     /// Whether any finding has error severity (the CLI exits 1 then).
     pub fn has_errors(&self) -> bool {
-        self.findings.iter().any(|f| f.severity == Severity::Error)
+        self.findings.iter().any(|f| f.severity() == Severity::Error)
     }
 }
