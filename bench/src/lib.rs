@@ -9,7 +9,8 @@
 //! (`extism`, behind the feature of that name) side by side ([`compare`]),
 //! publish cost ([`publish`]), cold start and RSS of a server process with
 //! 10,000 rules ([`startup`]), HTTP throughput against a bare echo endpoint
-//! ([`http`]), and the plot ([`plot`]). `BENCHMARKS.md` reports them.
+//! ([`http`]) with the work a request does around the check next to the
+//! echo's ([`parts`]), and the plot ([`plot`]). `BENCHMARKS.md` reports them.
 
 pub mod compare;
 pub mod corpus;
@@ -20,6 +21,7 @@ pub mod fleet;
 pub mod floor;
 pub mod http;
 pub mod native;
+pub mod parts;
 pub mod plot;
 pub mod publish;
 pub mod rng;

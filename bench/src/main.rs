@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use pitfall_bench::scale::ScalePoint;
 use pitfall_bench::stats::{Summary, median};
-use pitfall_bench::{compare, corpus, fleet, floor, http, plot, publish, scale, startup};
+use pitfall_bench::{compare, corpus, fleet, floor, http, parts, plot, publish, scale, startup};
 use pitfall_engine::{Engine, Limits, Rule};
 use pitfall_sdk::model::{Manifest, Prepared, manifest_from_value, parse_manifest};
 
@@ -501,6 +501,21 @@ fn http_phases(
     let echo_bodies = chunks(bodies(100, per_round.requests * rounds));
     let distinct_bodies = chunks(bodies(200, per_round.requests * rounds));
     let repeated_bodies = bodies(300, args.concurrency);
+    // Before the load, with the server idle: the request's parts around
+    // the check, next to the echo's work, on the distinct phase's bodies.
+    let all_distinct: Vec<Vec<u8>> = distinct_bodies.iter().flat_map(|c| c.iter().cloned()).collect();
+    let p = parts::measure(&all_distinct)?;
+    report.line(format!(
+        "http request_parts bodies={} echo_parse_write_us={:.1} read_us={:.1} read_through_value_us={:.1} digest_us={:.1} prepare_us={:.1} read_over_echo={:.2} read_digest_prepare_over_echo={:.2} (one thread's CPU per body, no HTTP)",
+        p.bodies,
+        p.echo_us,
+        p.read_us,
+        p.read_through_value_us,
+        p.digest_us,
+        p.prepare_us,
+        p.read_us / p.echo_us,
+        (p.read_us + p.digest_us + p.prepare_us) / p.echo_us,
+    ));
     let names = ["echo", "check_distinct", "check_repeated"];
     let mut results: [Vec<http::LoadResult>; 3] = Default::default();
     for round in 0..rounds {
