@@ -19,10 +19,11 @@ use super::Finding;
 use crate::model::meta::Severity;
 
 /// A [`Finding`] that reads as one, kept as the finding, its JSON text, or
-/// both. What a check sorts by (severity, rule id) is kept apart, so
-/// sorting never needs the finding.
+/// both. What a check sorts by (severity, rule id) is kept apart for one
+/// that came as text, so sorting never needs it parsed.
 pub struct LazyFinding {
     severity: Severity,
+    /// Empty for one made from a finding, which has its own.
     rule_id: String,
     finding: OnceLock<Finding>,
     json: OnceLock<Arc<str>>,
@@ -31,8 +32,7 @@ pub struct LazyFinding {
 impl LazyFinding {
     /// A finding, its text still to be written.
     pub fn new(finding: Finding) -> LazyFinding {
-        let (severity, rule_id) = (finding.severity, finding.rule_id.clone());
-        LazyFinding { severity, rule_id, finding: OnceLock::from(finding), json: OnceLock::new() }
+        LazyFinding { severity: finding.severity, rule_id: String::new(), finding: OnceLock::from(finding), json: OnceLock::new() }
     }
 
     /// A finding known by its text: `json` must be what [`LazyFinding::json`]
@@ -57,7 +57,10 @@ impl LazyFinding {
 
     /// The rule that reported it.
     pub fn rule_id(&self) -> &str {
-        &self.rule_id
+        match self.finding.get() {
+            Some(finding) => &finding.rule_id,
+            None => &self.rule_id,
+        }
     }
 
     /// The finding, read from its text the first time if it came as text.
@@ -71,8 +74,8 @@ impl LazyFinding {
     /// The finding, taken out.
     pub fn into_finding(self) -> Finding {
         self.finding();
-        let rule_id = self.rule_id.clone();
-        self.finding.into_inner().unwrap_or_else(|| unreadable(&rule_id, self.severity, &"no finding"))
+        let (rule_id, severity) = (self.rule_id, self.severity);
+        self.finding.into_inner().unwrap_or_else(|| unreadable(&rule_id, severity, &"no finding"))
     }
 }
 
@@ -185,6 +188,7 @@ mod tests {
         assert_eq!(from_text, lazy);
         assert!(Arc::ptr_eq(from_text.json(), &text), "the text is shared, not copied");
         assert_eq!(from_text.into_finding(), finding());
+        assert_eq!((lazy.severity(), lazy.rule_id()), (Severity::Warning, "demo-rule"), "made from a finding: its own");
     }
 
     #[test]
