@@ -153,7 +153,8 @@ impl Outcome {
             Outcome::Undetermined(missing) => base + missing.iter().map(|m| m.len() + 24).sum::<usize>(),
             Outcome::Matched { raw, evidence, json } => {
                 let raw_bytes = raw.bytes + 24 * (raw.evidence.len() + raw.missing.len() + 2 * raw.params.len());
-                // The evidence's JSON text's length: near enough its heap.
+                // The evidence's JSON text's length: an estimate, short of
+                // the heap of a JSON object value (BENCHMARKS.md, RSS).
                 let mut counter = ByteCounter(0);
                 let _ = serde_json::to_writer(&mut counter, evidence);
                 base + raw_bytes + counter.0 + json.len()

@@ -40,14 +40,16 @@ impl SerializedAnswer {
         };
         // Serialising plain data into a String cannot fail.
         let rest = serde_json::to_string(&rest).unwrap_or_else(|_| "{}".to_owned());
-        let texts: Vec<&str> = answer.findings.iter().map(|f| &f.json()[..]).collect();
-        let mut head = String::with_capacity(16 + texts.iter().map(|t| t.len() + 1).sum::<usize>() + rest.len());
+        // Each finding's text is written once and kept, so asking for it
+        // twice (its length, then its bytes) costs nothing more.
+        let findings: usize = answer.findings.iter().map(|f| f.json().len() + 1).sum();
+        let mut head = String::with_capacity(16 + findings + rest.len());
         head.push_str("{\"findings\":[");
-        for (i, text) in texts.iter().enumerate() {
+        for (i, finding) in answer.findings.iter().enumerate() {
             if i > 0 {
                 head.push(',');
             }
-            head.push_str(text);
+            head.push_str(finding.json());
         }
         head.push(']');
         // The rest's members after the findings, its closing brace left
