@@ -149,6 +149,18 @@ fn scale_line(p: &ScalePoint) -> String {
         p.memo_hit_rate,
         p.memo_bytes as f64 / (1 << 20) as f64,
         p.memo_check.p50 / p.check.p50,
+    ) + &format!(
+        "\ncheck_parts rules={} unseen_machines={} one_thread_cpu_us: prepare={:.1} candidates={:.1} replays={:.1} replays_again={:.1} misses={:.1} | candidates={:.1} run_in_sandbox={:.1} replay_cold_over_warm={:.2}",
+        p.rules_total,
+        p.parts.machines,
+        p.parts.prepare_us,
+        p.parts.candidates_us,
+        p.parts.replays_us,
+        p.parts.replays_again_us,
+        p.parts.misses_us,
+        p.parts.candidates,
+        p.parts.missed,
+        p.parts.replays_us / p.parts.replays_again_us.max(f64::MIN_POSITIVE),
     )
 }
 
@@ -202,12 +214,14 @@ fn main() -> anyhow::Result<()> {
         let specs = corpus::specs(size, SEED);
         let fleet = machines(args.fleet, size, SEED + 1)?;
         let unseen = machines(args.fleet, size, SEED + 2)?;
+        let probe = machines(args.fleet, size, SEED + 3)?;
         let point = scale::measure(
             &engine,
             &bundled,
             &specs,
             &fleet,
             &unseen,
+            &probe,
             if args.quick { 5 } else { 10 },
         );
         if size == 10_000 {

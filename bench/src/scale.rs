@@ -54,6 +54,87 @@ pub struct ScalePoint {
     pub memo_hit_rate: f64,
     /// Bytes the memo held at the end.
     pub memo_bytes: usize,
+    /// Where such a check's time goes ([`CheckParts`]).
+    pub parts: CheckParts,
+}
+
+/// Where a check of a machine the memo has not seen spends its CPU, part
+/// by part, on one thread (the means over the machines, in microseconds):
+/// what `RuleSet::check_on_this_thread`, the server's check, does, taken
+/// apart. The replays are timed twice: first as the check meets them (each
+/// rule's memo as cold in the caches as a server's is, among thousands of
+/// rules), then the same replays again at once, their memory now in the
+/// caches. The gap between the two is what waiting for memory costs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CheckParts {
+    /// Machines measured.
+    pub machines: usize,
+    /// Normalise, enrich, flatten (`Prepared::new`).
+    pub prepare_us: f64,
+    /// The facts, the index and the selectors (`RuleSet::candidates`).
+    pub candidates_us: f64,
+    /// Every candidate's memo asked once.
+    pub replays_us: f64,
+    /// The same, asked again at once.
+    pub replays_again_us: f64,
+    /// The candidates the memo did not know, run in the sandbox and recorded.
+    pub misses_us: f64,
+    /// Candidates per machine.
+    pub candidates: f64,
+    /// Of those, run in the sandbox per machine.
+    pub missed: f64,
+}
+
+impl CheckParts {
+    /// Times the parts on `machines`, each checked part by part as the
+    /// engine's check does it (the memo learns from them as it would).
+    pub fn measure(engine: &Engine, set: &RuleSet, machines: &[Manifest]) -> CheckParts {
+        let mut total = [Duration::ZERO; 5];
+        let (mut candidates, mut missed) = (0usize, 0usize);
+        for m in machines {
+            let m = m.clone();
+            let t0 = thread_cpu_time();
+            let prepared = Prepared::new(m);
+            let t1 = thread_cpu_time();
+            let rules = set.candidates(&prepared);
+            let t2 = thread_cpu_time();
+            let replayed: Vec<bool> = rules
+                .iter()
+                .map(|r| engine.replay(r, &prepared).is_some())
+                .collect();
+            let t3 = thread_cpu_time();
+            for rule in &rules {
+                black_box(engine.replay(rule, &prepared));
+            }
+            let t4 = thread_cpu_time();
+            let mut evaluator = engine.evaluator();
+            for (rule, _) in rules.iter().zip(&replayed).filter(|(_, hit)| !**hit) {
+                black_box(evaluator.evaluate_recorded(rule, &prepared));
+                missed += 1;
+            }
+            drop(evaluator);
+            let t5 = thread_cpu_time();
+            candidates += rules.len();
+            for (slot, d) in total
+                .iter_mut()
+                .zip([t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4])
+            {
+                *slot += d;
+            }
+        }
+        let n = machines.len().max(1) as f64;
+        let us = |d: Duration| d.as_secs_f64() * 1e6 / n;
+        CheckParts {
+            machines: machines.len(),
+            prepare_us: us(total[0]),
+            candidates_us: us(total[1]),
+            replays_us: us(total[2]),
+            replays_again_us: us(total[3]),
+            misses_us: us(total[4]),
+            candidates: candidates as f64 / n,
+            missed: missed as f64 / n,
+        }
+    }
 }
 
 /// Loads the corpus as deferred rules, generating each module on the way
@@ -72,13 +153,16 @@ pub fn load(engine: &Engine, specs: &[RuleSpec]) -> Vec<Arc<Rule>> {
         .collect()
 }
 
-/// Measures one corpus size.
+/// Measures one corpus size. `unseen` and `probe` are machines the
+/// registry meets only after the fleet: the first timed as served, the
+/// second taken apart ([`CheckParts`]).
 pub fn measure(
     engine: &Engine,
     bundled: &[Arc<Rule>],
     specs: &[RuleSpec],
     fleet: &[Manifest],
     unseen: &[Manifest],
+    probe: &[Manifest],
     rounds: usize,
 ) -> ScalePoint {
     let start = Instant::now();
@@ -87,7 +171,13 @@ pub fn measure(
     let set = RuleSet::new(rules, format!("bench-{}", specs.len()));
     let load = start.elapsed();
     // Every candidate in the sandbox (the targets), or as served (the memo).
-    let check = |memo: bool, m: Manifest| if memo { set.check(engine, m) } else { set.check_sandboxed(engine, m) };
+    let check = |memo: bool, m: Manifest| {
+        if memo {
+            set.check(engine, m)
+        } else {
+            set.check_sandboxed(engine, m)
+        }
+    };
     // The copy of the manifest is made outside the timed part.
     let time = |memo: bool, m: &Manifest| {
         let m = m.clone();
@@ -143,7 +233,7 @@ pub fn measure(
     }
     // Their new candidates compiled first, as the server's warm-up does;
     // a sandboxed check records nothing.
-    for m in unseen {
+    for m in unseen.iter().chain(probe) {
         black_box(check(false, m.clone()));
     }
     let before = engine.memo_stats();
@@ -152,7 +242,10 @@ pub fn measure(
     let memo_cpu: Vec<Duration> = rest.iter().map(|m| cpu_time(true, m)).collect();
     let after = engine.memo_stats();
     let (hits, misses) = (after.hits - before.hits, after.misses - before.misses);
+    // On one thread, as the server's checks run.
+    let parts = one_thread.install(|| CheckParts::measure(engine, &set, probe));
     ScalePoint {
+        parts,
         memo_check: Summary::of(&memo_checks),
         memo_check_cpu: Summary::of(&memo_cpu),
         memo_hit_rate: hits as f64 / (hits + misses).max(1) as f64,
@@ -174,7 +267,10 @@ pub fn measure(
 
 /// The CPU time the calling thread has used.
 pub fn thread_cpu_time() -> Duration {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `t` is a valid, writable timespec for the call's duration,
     // and CLOCK_THREAD_CPUTIME_ID is supported on Linux, the only platform
     // the bench runs on; on failure `t` stays zero.
@@ -220,6 +316,41 @@ mod tests {
             })
             .collect();
         median(&counts)
+    }
+
+    /// Taking a check apart counts its candidates once each, runs in the
+    /// sandbox only those the memo did not know, and records them: the
+    /// same machines a second time are answered by the memo alone.
+    #[test]
+    fn check_parts_take_a_check_apart_and_the_memo_learns_from_it() {
+        use pitfall_engine::{Engine, Limits, RuleSet};
+
+        use super::{CheckParts, load};
+
+        let engine = Engine::new(Limits::default()).expect("engine");
+        let set = RuleSet::new(load(&engine, &specs(1000, 3)), "parts");
+        let machines: Vec<_> = fleet(4, 1000, 5)
+            .into_iter()
+            .map(|m| manifest_from_value(m).expect("valid"))
+            .collect();
+        let first = CheckParts::measure(&engine, &set, &machines);
+        assert_eq!(first.machines, 4);
+        assert!(first.candidates >= 1.0, "{first:?}");
+        assert!(
+            first.missed > 0.0 && first.missed <= first.candidates,
+            "{first:?}"
+        );
+        let again = CheckParts::measure(&engine, &set, &machines);
+        assert_eq!(again.candidates, first.candidates);
+        assert_eq!(again.missed, 0.0, "{again:?}");
+        for us in [
+            again.prepare_us,
+            again.candidates_us,
+            again.replays_us,
+            again.replays_again_us,
+        ] {
+            assert!(us.is_finite() && us > 0.0, "{again:?}");
+        }
     }
 
     /// The promise the 100k-over-10k target rests on: a machine is a

@@ -87,7 +87,7 @@ impl ResetPlan {
             bytes[*offset..*offset + segment.len()].copy_from_slice(segment);
         }
         for (global, (_, initial)) in globals.iter().zip(&self.globals) {
-            global.set(&mut store, initial.clone())?;
+            global.set(&mut store, *initial)?;
         }
         Ok(())
     }
