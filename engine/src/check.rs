@@ -110,10 +110,13 @@ impl RuleSet {
         // read costs a few lookups, less than handing it to another core.
         // Only the rest run in the sandbox, fanned out when worth it.
         let mut results: Vec<(&Arc<Rule>, Option<Evaluation>)> =
-            candidates.iter().map(|rule| (*rule, memo.then(|| engine.replay(rule, &prepared)).flatten())).collect();
+            candidates.iter().map(|rule| (*rule, memo.then(|| engine.replay_uncounted(rule, &prepared)).flatten())).collect();
         let mut misses: Vec<&mut (&Arc<Rule>, Option<Evaluation>)> =
             results.iter_mut().filter(|(_, evaluation)| evaluation.is_none()).collect();
         let replayed = candidates.len() - misses.len();
+        if memo {
+            engine.count_replays(replayed, misses.len());
+        }
         // The bound is looked at before each evaluation in the sandbox (the
         // part of a check whose time a rule decides), and once here, so a
         // check that is already late stops even if its memo knew everything.

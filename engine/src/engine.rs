@@ -300,13 +300,28 @@ impl Engine {
     /// [`Evaluator::evaluate_recorded`]). `None` with `memo_bytes` 0. Counts
     /// a hit or a miss.
     pub fn replay(&self, rule: &Rule, prepared: &Prepared) -> Option<Evaluation> {
-        let budget = &self.inner.memo;
-        if !budget.enabled() {
+        let evaluation = self.replay_uncounted(rule, prepared);
+        if self.inner.memo.enabled() {
+            let hit = u64::from(evaluation.is_some());
+            self.inner.memo.count(hit, 1 - hit);
+        }
+        evaluation
+    }
+
+    /// [`Engine::replay`] without counting: a check counts its candidates'
+    /// hits and misses itself, and adds them once ([`Engine::count_replays`]).
+    pub(crate) fn replay_uncounted(&self, rule: &Rule, prepared: &Prepared) -> Option<Evaluation> {
+        if !self.inner.memo.enabled() {
             return None;
         }
-        let evaluation = rule.memo.replay(&rule.info.meta, &prepared.fields);
-        budget.count(evaluation.is_some());
-        evaluation
+        rule.memo.replay(&rule.info.meta, &prepared.fields)
+    }
+
+    /// Adds a check's memo hits and misses to [`Engine::memo_stats`].
+    pub(crate) fn count_replays(&self, hits: usize, misses: usize) {
+        if self.inner.memo.enabled() {
+            self.inner.memo.count(hits as u64, misses as u64);
+        }
     }
 
     /// The sandboxed part of one evaluation, in a fresh store
