@@ -53,9 +53,12 @@ impl RuleSet {
     }
 
     /// The rules that a manifest's selectors admit. The manifest's facts
-    /// are derived once, for the index and every candidate's selectors.
+    /// are derived once, for the index and every candidate's selectors,
+    /// from the packages some selector names.
     pub fn candidates(&self, prepared: &Prepared) -> Vec<&Arc<Rule>> {
-        let facts = ManifestFacts::new(&prepared.manifest);
+        // Only the packages a selector names: the rest of a machine's
+        // hundreds change nothing here.
+        let facts = ManifestFacts::of_packages(&prepared.manifest, |key| self.index.names_package(key));
         self.index
             .candidates(&facts)
             .into_iter()

@@ -13,7 +13,7 @@
 //! run so they can say `undetermined`. The rules found must then satisfy
 //! all of their selectors (the caller checks).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use foldhash::fast::RandomState;
 
@@ -80,6 +80,10 @@ pub struct CandidateIndex {
     vendors: HashMap<String, Vec<u32>>,
     arches: HashMap<String, Vec<u32>>,
     always: Vec<u32>,
+    /// Packages some rule's selectors name without being filed under
+    /// them (a rule's second `package:` selector): with `packages`' keys,
+    /// every package a selector of the set can ask about.
+    also_named: HashSet<String, RandomState>,
 }
 
 /// The selector a rule is filed under, by selectivity: a ranged package
@@ -115,7 +119,15 @@ impl CandidateIndex {
         let mut capability = Vec::new();
         for (i, selectors) in rules.into_iter().enumerate() {
             let i = i as u32;
-            match key(selectors) {
+            let filed = key(selectors);
+            for s in selectors {
+                if let Selector::Package { name, .. } = s
+                    && !filed.is_some_and(|f| std::ptr::eq(f, s))
+                {
+                    index.also_named.insert(name.clone());
+                }
+            }
+            match filed {
                 Some(Selector::Package { name, versions }) => {
                     packages
                         .entry(name.clone())
@@ -137,6 +149,13 @@ impl CandidateIndex {
             .collect();
         index.capability = Ranged::build(capability);
         index
+    }
+
+    /// Whether some rule's selectors name the package with this key: a
+    /// package no selector names changes no check's candidates, so a
+    /// check's facts may leave it out (`ManifestFacts::of_packages`).
+    pub fn names_package(&self, key: &str) -> bool {
+        self.packages.contains_key(key) || self.also_named.contains(key)
     }
 
     /// Positions of the rules whose key the manifest (given by its facts)
@@ -196,6 +215,54 @@ mod tests {
         let mut manifest = manifest_from_value(json).expect("valid");
         normalize(&mut manifest);
         manifest
+    }
+
+    /// Facts of only the packages some selector names decide every rule
+    /// as the facts of the whole manifest do: a package named only by a
+    /// rule's second selector is kept, one no selector names is not.
+    #[test]
+    fn facts_of_the_named_packages_admit_the_same_rules() {
+        let rules: Vec<Vec<Selector>> = [
+            &["package:vllm>=0.20", "package:torch<2.0"][..],
+            &["package:vllm", "package:flash-attn"],
+            &["package:Flash_Attn>=2"],
+            &["accelerator:nvidia", "package:triton"],
+            &["arch:aarch64"],
+        ]
+        .iter()
+        .map(|t| selectors(t))
+        .collect();
+        let index = CandidateIndex::new(rules.iter().map(Vec::as_slice));
+        for name in ["vllm", "torch", "flash-attn", "triton"] {
+            assert!(index.names_package(name), "{name}");
+        }
+        assert!(!index.names_package("requests"));
+        let admitted = |facts: &ManifestFacts<'_>| -> Vec<u32> {
+            index.candidates(facts).into_iter().filter(|&i| rules[i as usize].iter().all(|s| s.holds_in(facts))).collect()
+        };
+        for torch in ["1.13", "2.1"] {
+            for flash in [None, Some("2.5.8"), Some("1.0")] {
+                let mut packages = vec![
+                    serde_json::json!({"name": "vllm", "version": "0.27.1"}),
+                    serde_json::json!({"name": "torch", "version": torch}),
+                    serde_json::json!({"name": "requests", "version": "2.31"}),
+                    serde_json::json!({"name": "triton", "version": "3.0"}),
+                ];
+                if let Some(v) = flash {
+                    packages.push(serde_json::json!({"name": "Flash_Attn", "version": v}));
+                }
+                let m = manifest(serde_json::json!({
+                    "manifest_version": 1, "host": {"arch": "aarch64"},
+                    "accelerators": [{"vendor": "nvidia", "compute_capability": "9.0"}],
+                    "packages": packages,
+                }));
+                let all = admitted(&ManifestFacts::new(&m));
+                let named = ManifestFacts::of_packages(&m, |k| index.names_package(k));
+                assert!(named.package_versions("requests").is_none());
+                assert_eq!(admitted(&named), all, "torch {torch}, flash-attn {flash:?}");
+                assert!(all.contains(&4) && all.contains(&3));
+            }
+        }
     }
 
     /// The index may return more than the selectors admit, never less.

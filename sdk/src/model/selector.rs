@@ -191,6 +191,9 @@ pub struct ManifestFacts<'m> {
     container: bool,
 }
 
+/// The group of a package [`ManifestFacts::of_packages`] leaves out.
+const UNWANTED: u32 = u32::MAX;
+
 /// A version a package is listed with, parsed on first use.
 #[derive(Debug, Clone)]
 pub struct PackageVersion<'m> {
@@ -211,20 +214,31 @@ impl PackageVersion<'_> {
 impl<'m> ManifestFacts<'m> {
     /// Derives the facts of a normalised manifest.
     pub fn new(m: &'m Manifest) -> ManifestFacts<'m> {
+        ManifestFacts::of_packages(m, |_| true)
+    }
+
+    /// [`ManifestFacts::new`] keeping only the packages whose key `wanted`
+    /// admits; the others are as if not listed. For a caller that knows
+    /// every package its selectors name (a rule set): a machine lists
+    /// hundreds of packages, and most concern no rule.
+    pub fn of_packages(m: &'m Manifest, wanted: impl Fn(&str) -> bool) -> ManifestFacts<'m> {
         // Each package's key numbered in order of first listing, then the
         // versions placed by key (a counting sort, stable within a key).
-        let mut groups: HashMap<Cow<'m, str>, u32, RandomState> =
-            HashMap::with_capacity_and_hasher(m.packages.len(), RandomState::default());
+        let mut groups: HashMap<Cow<'m, str>, u32, RandomState> = HashMap::default();
         let group_of: Vec<u32> = m
             .packages
             .iter()
             .map(|p| {
+                let key = package_key_cow(&p.name);
+                if !wanted(&key) {
+                    return UNWANTED;
+                }
                 let next = groups.len() as u32;
-                *groups.entry(package_key_cow(&p.name)).or_insert(next)
+                *groups.entry(key).or_insert(next)
             })
             .collect();
         let mut counts = vec![0u32; groups.len()];
-        for &group in &group_of {
+        for &group in group_of.iter().filter(|&&g| g != UNWANTED) {
             counts[group as usize] += 1;
         }
         let mut at = 0;
@@ -236,8 +250,8 @@ impl<'m> ManifestFacts<'m> {
             })
             .collect();
         let mut next: Vec<u32> = spans.iter().map(|&(start, _)| start).collect();
-        let mut versions = vec![PackageVersion { text: None, parsed: OnceCell::new() }; m.packages.len()];
-        for (p, group) in m.packages.iter().zip(group_of) {
+        let mut versions = vec![PackageVersion { text: None, parsed: OnceCell::new() }; at as usize];
+        for (p, group) in m.packages.iter().zip(group_of).filter(|&(_, g)| g != UNWANTED) {
             let slot = &mut next[group as usize];
             versions[*slot as usize].text = p.version.as_deref();
             *slot += 1;
