@@ -46,6 +46,60 @@ pub(crate) struct IntervalTree {
     root: Option<usize>,
     /// Every tag, for queries that cannot be decided.
     all: Vec<u32>,
+    /// The same tree over packed keys, when every end packs
+    /// ([`Version::packed_public`]) and none has a local label: a stab of a
+    /// version that packs compares integers in flat lists, where the
+    /// nodes' lists hold a pair of `Version`s (a few hundred bytes) per
+    /// range, scanned in order: a check stabs a tree for each package it
+    /// has rules about, each tree among thousands out of the caches.
+    packed: Option<Vec<PackedNode>>,
+}
+
+/// A [`Node`] over packed keys. Unbounded ends come first in each list and
+/// are kept as counts, the bounded ones as (key, tag).
+#[derive(Debug, Clone)]
+struct PackedNode {
+    center: u128,
+    /// Tags of ranges here without a lower end.
+    lower_unbounded: Vec<u32>,
+    /// The others, by ascending lower end.
+    by_lower: Vec<(u128, u32)>,
+    /// Tags of ranges here without an upper end.
+    upper_unbounded: Vec<u32>,
+    /// The others, by descending upper end.
+    by_upper: Vec<(u128, u32)>,
+    left: Option<usize>,
+    right: Option<usize>,
+}
+
+/// A range end's packed key, if it has one and no local label.
+fn packed_end(end: &Version) -> Option<u128> {
+    end.local().is_none().then(|| end.packed_public()).flatten()
+}
+
+/// A node's list of ends, in order, as the tags of its unbounded ends and
+/// the (key, tag) of the others; `None` if an end does not pack.
+type SplitEnds = (Vec<u32>, Vec<(u128, u32)>);
+
+fn split_ends<'v>(ends: impl Iterator<Item = (Option<&'v Version>, u32)>) -> Option<SplitEnds> {
+    let (mut unbounded, mut bounded) = (Vec::new(), Vec::new());
+    for (end, tag) in ends {
+        match end {
+            None => unbounded.push(tag),
+            Some(v) => bounded.push((packed_end(v)?, tag)),
+        }
+    }
+    Some((unbounded, bounded))
+}
+
+impl PackedNode {
+    /// The node's packed form; `None` if any of its ends does not pack.
+    fn of(node: &Node) -> Option<PackedNode> {
+        let center = packed_end(&node.center)?;
+        let (lower_unbounded, by_lower) = split_ends(node.by_lower.iter().map(|(r, t)| (r.lower.as_ref(), *t)))?;
+        let (upper_unbounded, by_upper) = split_ends(node.by_upper.iter().map(|(r, t)| (r.upper.as_ref(), *t)))?;
+        Some(PackedNode { center, lower_unbounded, by_lower, upper_unbounded, by_upper, left: node.left, right: node.right })
+    }
 }
 
 impl IntervalTree {
@@ -57,6 +111,9 @@ impl IntervalTree {
             ..IntervalTree::default()
         };
         tree.root = tree.build(ranges);
+        // The node lists keep their order (unbounded ends first, then by
+        // end), so the packed lists are the same lists.
+        tree.packed = tree.nodes.iter().map(PackedNode::of).collect();
         tree
     }
 
@@ -108,8 +165,12 @@ impl IntervalTree {
         Some(at)
     }
 
-    /// Appends the tags of the ranges that contain `v`.
+    /// Appends the tags of the ranges that contain `v`, a version without
+    /// a local label (ranges bound public versions).
     pub(crate) fn stab(&self, v: &Version, out: &mut Vec<u32>) {
+        if let (Some(nodes), Some(key)) = (&self.packed, packed_end(v)) {
+            return stab_packed(nodes, self.root, key, out);
+        }
         let mut at = self.root;
         while let Some(i) = at {
             let node = &self.nodes[i];
@@ -140,6 +201,13 @@ impl IntervalTree {
         }
     }
 
+    /// [`IntervalTree::stab`] on the tree without its packed form (tests
+    /// hold the two to each other).
+    #[cfg(test)]
+    fn stab_unpacked(&self, v: &Version, out: &mut Vec<u32>) {
+        IntervalTree { packed: None, ..self.clone() }.stab(v, out)
+    }
+
     /// Every tag (for a version that cannot be decided).
     pub(crate) fn all(&self) -> &[u32] {
         &self.all
@@ -148,6 +216,32 @@ impl IntervalTree {
     /// Whether the tree holds no range.
     pub(crate) fn is_empty(&self) -> bool {
         self.all.is_empty()
+    }
+}
+
+/// [`IntervalTree::stab`] over packed keys: the same walk, comparing
+/// integers.
+fn stab_packed(nodes: &[PackedNode], root: Option<usize>, v: u128, out: &mut Vec<u32>) {
+    let mut at = root;
+    while let Some(i) = at {
+        let node = &nodes[i];
+        match v.cmp(&node.center) {
+            std::cmp::Ordering::Less => {
+                out.extend_from_slice(&node.lower_unbounded);
+                out.extend(node.by_lower.iter().take_while(|(lower, _)| *lower <= v).map(|(_, t)| *t));
+                at = node.left;
+            }
+            std::cmp::Ordering::Greater => {
+                out.extend_from_slice(&node.upper_unbounded);
+                out.extend(node.by_upper.iter().take_while(|(upper, _)| v <= *upper).map(|(_, t)| *t));
+                at = node.right;
+            }
+            std::cmp::Ordering::Equal => {
+                out.extend_from_slice(&node.lower_unbounded);
+                out.extend(node.by_lower.iter().map(|(_, t)| *t));
+                at = None;
+            }
+        }
     }
 }
 
@@ -197,18 +291,34 @@ mod tests {
         }
         let tree = IntervalTree::new(ranges.clone());
         assert_eq!(tree.all().len(), 500);
+        assert!(tree.packed.is_some(), "every end of these ranges packs");
+        // One end that does not pack (a segment past 16 bits): the tree
+        // then answers from its versions alone.
+        let mut wide = ranges.clone();
+        wide.push((range(Some("0.70000"), None), 500));
+        let wide = IntervalTree::new(wide);
+        assert!(wide.packed.is_none());
         for q in 0..55 {
-            for probe in [format!("0.{q}"), format!("0.{q}rc1"), format!("0.{q}.1")] {
+            for probe in [format!("0.{q}"), format!("0.{q}rc1"), format!("0.{q}.1"), format!("0.{q}.post2.dev1"), "0.80000".to_owned()] {
                 let probe = v(&probe);
-                let mut got = Vec::new();
-                tree.stab(&probe, &mut got);
-                got.sort_unstable();
                 let want: Vec<u32> = ranges
                     .iter()
                     .filter(|(r, _)| r.contains(&probe))
                     .map(|(_, t)| *t)
                     .collect();
-                assert_eq!(got, want, "at {probe}");
+                let stabbed = |tree: &IntervalTree, packed: bool| {
+                    let mut got = Vec::new();
+                    if packed { tree.stab(&probe, &mut got) } else { tree.stab_unpacked(&probe, &mut got) }
+                    got.sort_unstable();
+                    got
+                };
+                assert_eq!(stabbed(&tree, true), want, "at {probe}");
+                assert_eq!(stabbed(&tree, false), want, "at {probe}, unpacked");
+                let mut wide_want = want.clone();
+                if probe >= v("0.70000") {
+                    wide_want.push(500);
+                }
+                assert_eq!(stabbed(&wide, true), wide_want, "at {probe}, one end unpacked");
             }
         }
     }

@@ -272,6 +272,15 @@ impl Version {
         self.local.as_deref()
     }
 
+    /// The public version as one integer, when it fits (most real
+    /// versions do): two versions that both have one order by it exactly
+    /// as by their public parts (epoch, release, pre, post, dev). The local
+    /// label is not in it. For structures that compare one version with
+    /// many (the engine's interval trees).
+    pub fn packed_public(&self) -> Option<u128> {
+        self.packed
+    }
+
     /// This version without its local label (`2.12.0+cu126` → `2.12.0`).
     pub fn without_local(&self) -> Version {
         let mut v = self.clone();
