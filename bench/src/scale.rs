@@ -98,10 +98,7 @@ impl CheckParts {
             let t1 = thread_cpu_time();
             let rules = set.candidates(&prepared);
             let t2 = thread_cpu_time();
-            let replayed: Vec<bool> = rules
-                .iter()
-                .map(|r| engine.replay(r, &prepared).is_some())
-                .collect();
+            let replayed: Vec<bool> = rules.iter().map(|r| engine.replay(r, &prepared).is_some()).collect();
             let t3 = thread_cpu_time();
             for rule in &rules {
                 black_box(engine.replay(rule, &prepared));
@@ -115,10 +112,7 @@ impl CheckParts {
             drop(evaluator);
             let t5 = thread_cpu_time();
             candidates += rules.len();
-            for (slot, d) in total
-                .iter_mut()
-                .zip([t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4])
-            {
+            for (slot, d) in total.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4]) {
                 *slot += d;
             }
         }
@@ -171,13 +165,7 @@ pub fn measure(
     let set = RuleSet::new(rules, format!("bench-{}", specs.len()));
     let load = start.elapsed();
     // Every candidate in the sandbox (the targets), or as served (the memo).
-    let check = |memo: bool, m: Manifest| {
-        if memo {
-            set.check(engine, m)
-        } else {
-            set.check_sandboxed(engine, m)
-        }
-    };
+    let check = |memo: bool, m: Manifest| if memo { set.check(engine, m) } else { set.check_sandboxed(engine, m) };
     // The copy of the manifest is made outside the timed part.
     let time = |memo: bool, m: &Manifest| {
         let m = m.clone();
@@ -267,10 +255,7 @@ pub fn measure(
 
 /// The CPU time the calling thread has used.
 pub fn thread_cpu_time() -> Duration {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `t` is a valid, writable timespec for the call's duration,
     // and CLOCK_THREAD_CPUTIME_ID is supported on Linux, the only platform
     // the bench runs on; on failure `t` stays zero.
@@ -329,26 +314,15 @@ mod tests {
 
         let engine = Engine::new(Limits::default()).expect("engine");
         let set = RuleSet::new(load(&engine, &specs(1000, 3)), "parts");
-        let machines: Vec<_> = fleet(4, 1000, 5)
-            .into_iter()
-            .map(|m| manifest_from_value(m).expect("valid"))
-            .collect();
+        let machines: Vec<_> = fleet(4, 1000, 5).into_iter().map(|m| manifest_from_value(m).expect("valid")).collect();
         let first = CheckParts::measure(&engine, &set, &machines);
         assert_eq!(first.machines, 4);
         assert!(first.candidates >= 1.0, "{first:?}");
-        assert!(
-            first.missed > 0.0 && first.missed <= first.candidates,
-            "{first:?}"
-        );
+        assert!(first.missed > 0.0 && first.missed <= first.candidates, "{first:?}");
         let again = CheckParts::measure(&engine, &set, &machines);
         assert_eq!(again.candidates, first.candidates);
         assert_eq!(again.missed, 0.0, "{again:?}");
-        for us in [
-            again.prepare_us,
-            again.candidates_us,
-            again.replays_us,
-            again.replays_again_us,
-        ] {
+        for us in [again.prepare_us, again.candidates_us, again.replays_us, again.replays_again_us] {
             assert!(us.is_finite() && us > 0.0, "{again:?}");
         }
     }

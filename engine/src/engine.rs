@@ -301,10 +301,8 @@ impl Engine {
     /// a hit or a miss.
     pub fn replay(&self, rule: &Rule, prepared: &Prepared) -> Option<Evaluation> {
         let evaluation = self.replay_uncounted(rule, prepared);
-        if self.inner.memo.enabled() {
-            let hit = u64::from(evaluation.is_some());
-            self.inner.memo.count(hit, 1 - hit);
-        }
+        let hit = usize::from(evaluation.is_some());
+        self.count_replays(hit, 1 - hit);
         evaluation
     }
 

@@ -80,10 +80,10 @@ pub struct CandidateIndex {
     vendors: HashMap<String, Vec<u32>>,
     arches: HashMap<String, Vec<u32>>,
     always: Vec<u32>,
-    /// Packages some rule's selectors name without being filed under
-    /// them (a rule's second `package:` selector): with `packages`' keys,
-    /// every package a selector of the set can ask about.
-    also_named: HashSet<String, RandomState>,
+    /// Every package a selector of the set names (filed under it or not:
+    /// a rule's second `package:` selector), so a check can leave the
+    /// others out of its facts with one lookup each.
+    named: HashSet<String, RandomState>,
 }
 
 /// The selector a rule is filed under, by selectivity: a ranged package
@@ -119,15 +119,12 @@ impl CandidateIndex {
         let mut capability = Vec::new();
         for (i, selectors) in rules.into_iter().enumerate() {
             let i = i as u32;
-            let filed = key(selectors);
             for s in selectors {
-                if let Selector::Package { name, .. } = s
-                    && !filed.is_some_and(|f| std::ptr::eq(f, s))
-                {
-                    index.also_named.insert(name.clone());
+                if let Selector::Package { name, .. } = s {
+                    index.named.insert(name.clone());
                 }
             }
-            match filed {
+            match key(selectors) {
                 Some(Selector::Package { name, versions }) => {
                     packages
                         .entry(name.clone())
@@ -155,7 +152,7 @@ impl CandidateIndex {
     /// package no selector names changes no check's candidates, so a
     /// check's facts may leave it out (`ManifestFacts::of_packages`).
     pub fn names_package(&self, key: &str) -> bool {
-        self.packages.contains_key(key) || self.also_named.contains(key)
+        self.named.contains(key)
     }
 
     /// Positions of the rules whose key the manifest (given by its facts)

@@ -55,8 +55,9 @@ pub(crate) struct IntervalTree {
     packed: Option<Vec<PackedNode>>,
 }
 
-/// A [`Node`] over packed keys. Unbounded ends come first in each list and
-/// are kept as counts, the bounded ones as (key, tag).
+/// A [`Node`] over packed keys: the tags of the ranges unbounded at an
+/// end (which come first in the node's list for that end), then the
+/// others as (key, tag), in the node's order.
 #[derive(Debug, Clone)]
 struct PackedNode {
     center: u128,
