@@ -23,6 +23,7 @@ mod interval;
 pub mod inspect;
 pub mod limits;
 pub mod memo;
+mod memo_image;
 mod reset;
 pub mod rule;
 

@@ -22,6 +22,10 @@
 //! evidence value is the same again, and renders afresh from the recorded
 //! output otherwise.
 //!
+//! Replays read the tree from its image (`crate::memo_image`): the same
+//! tree in one allocation, so a rule touched once a check costs a few
+//! cache lines rather than a heap block per node, branch and text.
+//!
 //! Bounded twice: a rule keeps at most [`MAX_LEAVES_PER_RULE`] outcomes
 //! (a full tree is dropped and regrown, so it follows the fleet), and all
 //! trees together at most the engine's `memo_bytes`.
@@ -33,9 +37,10 @@ use pitfall_sdk::model::cases::Evaluation;
 use pitfall_sdk::model::fields::FieldMap;
 use pitfall_sdk::model::meta::RuleMeta;
 use pitfall_sdk::model::report::{Evidence, LazyFinding, evidence_holds};
-use pitfall_sdk::model::session::{Observed, RawOutput, Read};
+use pitfall_sdk::model::session::{RawOutput, Read};
 
 use crate::engine::rendered;
+use crate::memo_image::{self, Found, Node};
 
 /// Outcomes one rule keeps before its tree is dropped and regrown.
 pub const MAX_LEAVES_PER_RULE: usize = 64;
@@ -185,17 +190,16 @@ impl std::io::Write for ByteCounter {
     }
 }
 
-#[derive(Debug)]
-enum Node {
-    /// The rule reads `path` next; what it saw decides the branch.
-    Read { path: Box<[u8]>, branches: Vec<(Observed, Node)> },
-    /// The rule concluded.
-    Leaf(Outcome),
-}
-
 #[derive(Debug, Default)]
 struct Tree {
+    /// The tree as it grows (`insert`).
     root: Option<Node>,
+    /// Its leaves' outcomes, by the index a leaf holds.
+    outcomes: Vec<Outcome>,
+    /// The tree as replays read it (`crate::memo_image`), written again
+    /// after each insertion: a check's replays outnumber its recordings
+    /// several times, and each replay touches a rule's tree once a check.
+    image: Box<[u8]>,
     leaves: usize,
     bytes: usize,
 }
@@ -223,15 +227,9 @@ impl Memo {
     /// rule would read what one recorded run read.
     pub(crate) fn replay(&self, meta: &RuleMeta, fields: &FieldMap) -> Option<Evaluation> {
         let tree = self.tree.read().unwrap_or_else(|p| p.into_inner());
-        let mut node = tree.root.as_ref()?;
-        loop {
-            match node {
-                Node::Leaf(outcome) => return Some(outcome.evaluation(meta, fields)),
-                Node::Read { path, branches } => {
-                    let field = fields.get_bytes(path);
-                    node = &branches.iter().find(|(seen, _)| seen.matches(field.as_ref()))?.1;
-                }
-            }
+        match memo_image::replay(&tree.image, fields)? {
+            Found::Clear => Some(Evaluation::Clear),
+            Found::Outcome(i) => Some(tree.outcomes.get(i as usize)?.evaluation(meta, fields)),
         }
     }
 
@@ -239,8 +237,15 @@ impl Memo {
     pub(crate) fn record(&self, reads: Vec<Read>, outcome: Outcome, budget: &Arc<MemoBudget>) {
         // A rule is evaluated by one engine, so the budget is always the same.
         let budget = self.budget.get_or_init(|| Arc::clone(budget));
+        // Each read's node and branch twice, as the tree and in its image.
         let bytes = outcome.heap_bytes()
-            + reads.iter().map(|(path, seen)| path.len() + seen.heap_bytes() + std::mem::size_of::<Node>()).sum::<usize>();
+            + memo_image::BYTES_OF_LEAF
+            + reads
+                .iter()
+                .map(|(path, seen)| {
+                    path.len() + seen.heap_bytes() + std::mem::size_of::<Node>() + memo_image::bytes_of_read(path, seen)
+                })
+                .sum::<usize>();
         let mut tree = self.tree.write().unwrap_or_else(|p| p.into_inner());
         if tree.leaves >= MAX_LEAVES_PER_RULE {
             budget.release(std::mem::take(&mut *tree).bytes);
@@ -248,20 +253,32 @@ impl Memo {
         if !budget.reserve(bytes) {
             return;
         }
-        if insert(&mut tree.root, reads, outcome) {
-            tree.leaves += 1;
-            tree.bytes += bytes;
-        } else {
+        let Ok(leaf) = u32::try_from(tree.outcomes.len()) else {
             budget.release(bytes);
+            return;
+        };
+        if !insert(&mut tree.root, reads, leaf) {
+            budget.release(bytes);
+            return;
         }
+        tree.outcomes.push(outcome);
+        let tree = &mut *tree;
+        let outcomes = &tree.outcomes;
+        let is_clear = |i: u32| matches!(outcomes.get(i as usize), Some(Outcome::Clear));
+        // A tree whose image would not fit u32 offsets (no budget admits
+        // one) replays nothing rather than something wrong.
+        tree.image = tree.root.as_ref().and_then(|root| memo_image::encode(root, &is_clear)).unwrap_or_default();
+        tree.leaves += 1;
+        tree.bytes += bytes;
     }
 }
 
-/// Adds one trace to the tree; false if it was already there (another
+/// Adds one trace to the tree, ending in a leaf that holds `outcome` (an
+/// index into the memo's outcomes); false if it was already there (another
 /// thread recorded it first) or does not fit the tree. The latter would
 /// mean the rule read a different path after the same observations, which
 /// determinism rules out; the trace is then simply not kept.
-fn insert(root: &mut Option<Node>, reads: Vec<Read>, outcome: Outcome) -> bool {
+pub(crate) fn insert(root: &mut Option<Node>, reads: Vec<Read>, outcome: u32) -> bool {
     let mut reads = reads.into_iter();
     let mut node = match root {
         None => {
@@ -288,6 +305,6 @@ fn insert(root: &mut Option<Node>, reads: Vec<Read>, outcome: Outcome) -> bool {
 }
 
 /// The nodes for the rest of a trace, ending in its leaf.
-fn chain(reads: std::vec::IntoIter<Read>, outcome: Outcome) -> Node {
+fn chain(reads: std::vec::IntoIter<Read>, outcome: u32) -> Node {
     reads.rev().fold(Node::Leaf(outcome), |node, (path, seen)| Node::Read { path, branches: vec![(seen, node)] })
 }

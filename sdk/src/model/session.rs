@@ -104,6 +104,31 @@ impl Observed {
         }
     }
 
+    /// The kind seen.
+    pub fn kind(&self) -> FieldKind {
+        self.kind
+    }
+
+    /// The text seen (scalars only).
+    pub fn text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+
+    /// The bits of the number seen, if the field was a number.
+    pub fn number_bits(&self) -> Option<u64> {
+        self.number
+    }
+
+    /// The length seen (elements or members).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was seen: no elements or members.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Bytes this observation holds (for memory budgets).
     pub fn heap_bytes(&self) -> usize {
         std::mem::size_of::<Observed>() + self.text.as_ref().map_or(0, |t| t.len())
