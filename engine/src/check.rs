@@ -112,6 +112,9 @@ impl RuleSet {
         // Replays first, on this thread: a rule whose memo knows what it
         // read costs a few lookups, less than handing it to another core.
         // Only the rest run in the sandbox, fanned out when worth it.
+        if memo {
+            engine.prefetch_replays(&candidates);
+        }
         let mut results: Vec<(&Arc<Rule>, Option<Evaluation>)> =
             candidates.iter().map(|rule| (*rule, memo.then(|| engine.replay_uncounted(rule, &prepared)).flatten())).collect();
         let mut misses: Vec<&mut (&Arc<Rule>, Option<Evaluation>)> =
