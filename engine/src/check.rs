@@ -20,6 +20,7 @@ use rayon::prelude::*;
 
 use crate::engine::{Engine, Evaluator};
 use crate::error::PastDeadline;
+use crate::gate::Gates;
 use crate::index::CandidateIndex;
 use crate::rule::Rule;
 
@@ -32,6 +33,8 @@ const PARALLEL_THRESHOLD: usize = 8;
 pub struct RuleSet {
     rules: Vec<Arc<Rule>>,
     index: CandidateIndex,
+    /// Each rule's selectors as numbers, by position (`crate::gate`).
+    gates: Gates,
     revision: String,
 }
 
@@ -39,7 +42,8 @@ impl RuleSet {
     /// Indexes `rules`; `revision` names this set in answers.
     pub fn new(rules: Vec<Arc<Rule>>, revision: impl Into<String>) -> RuleSet {
         let index = CandidateIndex::new(rules.iter().map(|r| r.selectors.as_slice()));
-        RuleSet { rules, index, revision: revision.into() }
+        let gates = Gates::new(rules.iter().map(|r| r.selectors.as_slice()));
+        RuleSet { rules, index, gates, revision: revision.into() }
     }
 
     /// The rules, in set order.
@@ -54,16 +58,22 @@ impl RuleSet {
 
     /// The rules that a manifest's selectors admit. The manifest's facts
     /// are derived once, for the index and every candidate's selectors,
-    /// from the packages some selector names.
+    /// from the packages some selector names; a candidate's gate decides
+    /// for its selectors when it can (`crate::gate`), without reading them.
     pub fn candidates(&self, prepared: &Prepared) -> Vec<&Arc<Rule>> {
         // Only the packages a selector names: the rest of a machine's
         // hundreds change nothing here.
         let facts = ManifestFacts::of_packages(&prepared.manifest, |key| self.index.names_package(key));
+        let gate_facts = self.gates.facts(&facts);
         self.index
             .candidates(&facts)
             .into_iter()
+            .filter(|&i| {
+                self.gates
+                    .admits(i, &gate_facts)
+                    .unwrap_or_else(|| self.rules[i as usize].selectors.iter().all(|s| s.holds_in(&facts)))
+            })
             .map(|i| &self.rules[i as usize])
-            .filter(|r| r.selectors.iter().all(|s| s.holds_in(&facts)))
             .collect()
     }
 

@@ -17,6 +17,7 @@ mod cache;
 pub mod check;
 pub mod engine;
 pub mod error;
+mod gate;
 mod host;
 pub mod index;
 mod interval;

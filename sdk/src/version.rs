@@ -937,6 +937,35 @@ impl Specifier {
         &self.text
     }
 
+    /// The versions this specifier admits among those whose public version
+    /// packs ([`Version::packed_public`]), as one interval of packed keys,
+    /// when they are exactly that: every clause `>=V`, `<=V`, `<V` or `==V`
+    /// (without a local label), each `V` packing. For a version `v` with a
+    /// packed key `k`, `contains(v)` is then `interval.contains(k)`: a
+    /// check can decide such a selector with integer comparisons, without
+    /// reading the specifier. `None` for anything else (`>`, `!=`, `~=`,
+    /// wildcards, `===`), whose PEP 440 rules are not one interval.
+    pub fn packed_interval(&self) -> Option<PackedInterval> {
+        let mut interval = PackedInterval::default();
+        for clause in &self.clauses {
+            let Clause::Cmp(op, s) = clause else { return None };
+            let key = s.packed?;
+            match op {
+                Op::Ge => interval.raise(key),
+                Op::Le => interval.cap(key, true),
+                Op::Lt if s.is_prerelease() => interval.cap(key, false),
+                // `<V` is `<V.dev0` (V keeps its post), as `clause_contains`.
+                Op::Lt => interval.cap(pack(s.epoch, &s.release, None, s.post, Some(0))?, false),
+                Op::Eq if s.local.is_none() => {
+                    interval.raise(key);
+                    interval.cap(key, true);
+                }
+                _ => return None,
+            }
+        }
+        Some(interval)
+    }
+
     /// Conservative bounds `(lower, upper)` of what this specifier admits,
     /// both inclusive and without local labels, `None` for unbounded:
     /// every version it contains has its public part within them. An
@@ -1096,6 +1125,37 @@ fn clause_contains(c: &Clause, v: &Version) -> bool {
     }
 }
 
+/// Versions as an interval of packed public keys
+/// ([`Specifier::packed_interval`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PackedInterval {
+    /// The least key admitted, if bounded below.
+    pub lower: Option<u128>,
+    /// The bound above, and whether it is admitted itself.
+    pub upper: Option<(u128, bool)>,
+}
+
+impl PackedInterval {
+    /// Whether a version with this packed key is in the interval.
+    pub fn contains(&self, key: u128) -> bool {
+        self.lower.is_none_or(|lower| key >= lower)
+            && self.upper.is_none_or(|(upper, inclusive)| key < upper || (inclusive && key == upper))
+    }
+
+    fn raise(&mut self, lower: u128) {
+        self.lower = Some(self.lower.map_or(lower, |l| l.max(lower)));
+    }
+
+    fn cap(&mut self, upper: u128, inclusive: bool) {
+        self.upper = Some(match self.upper {
+            None => (upper, inclusive),
+            Some((u, i)) if u < upper => (u, i),
+            Some((u, i)) if u == upper => (u, i && inclusive),
+            Some(_) => (upper, inclusive),
+        });
+    }
+}
+
 impl FromStr for Specifier {
     type Err = VersionError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -1224,6 +1284,43 @@ mod tests {
                 hash_of(b),
                 "{what}: equal values must hash alike"
             );
+        }
+    }
+
+    /// A specifier's packed interval admits exactly what `contains` does,
+    /// for every version that packs: pre-, post- and dev-releases around
+    /// each bound (`<V` leaves out V's pre-releases, keeps none of V's
+    /// posts), local labels, epochs, trailing zeros; and only the shapes
+    /// that are one interval get one.
+    #[test]
+    fn packed_intervals_admit_exactly_what_specifiers_contain() {
+        let versions: Vec<Version> = [
+            "0.4", "0.4.9", "0.5.0.dev0", "0.5.0.dev3", "0.5.0a1", "0.5.0rc1", "0.5.0rc1.post1", "0.5", "0.5.0",
+            "0.5.0+cu121", "0.5.0.post1", "0.5.0.post1.dev2", "0.5.1.dev0", "0.5.1", "0.6.0rc0", "0.6", "0.6.0.post2",
+            "0.6.0+local.7", "1!0.1", "2.0", "0.27.2rc0", "0.27.1", "0.27.2", "0.27.2.post1", "10.0", "65535.1",
+            "65536.0", "1.2.3.4.5",
+        ]
+        .iter()
+        .map(|t| Version::parse(t).unwrap_or_else(|e| panic!("{t}: {e}")))
+        .collect();
+        let packing = versions.iter().filter(|v| v.packed_public().is_some()).count();
+        assert!(packing >= versions.len() - 2, "{packing} of {} pack", versions.len());
+        let compiled = [
+            ">=0.5.0", "<0.5.0", ">=0.5,<0.6", "<=0.5.0", "==0.5", ">=0.5.0rc1,<0.6.0rc0", "<0.5.0rc1", "<0.5.0.post1",
+            "==0.5.0,>=0.5", ">=0.27.2rc0", "<0.27.2rc0", ">=0.4,<=0.5.0.post1,<0.6", ">=1!0",
+            "<65535.1", "<=0.5.0rc1,<0.5.0rc1", "<0.5.0rc1,<=0.5.0rc1",
+        ];
+        for text in compiled {
+            let spec = Specifier::parse(text).expect("parses");
+            let interval = spec.packed_interval().unwrap_or_else(|| panic!("{text} is one interval"));
+            for v in &versions {
+                if let Some(key) = v.packed_public() {
+                    assert_eq!(interval.contains(key), spec.contains(v), "{text} on {v}");
+                }
+            }
+        }
+        for text in [">0.5", "!=0.5", "~=0.5", "==0.5.*", "===0.5", "==0.5+cu121", ">=0.5,!=0.5.1", "<65536.0"] {
+            assert_eq!(Specifier::parse(text).expect("parses").packed_interval(), None, "{text}");
         }
     }
 

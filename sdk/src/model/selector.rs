@@ -313,6 +313,11 @@ impl<'m> ManifestFacts<'m> {
     pub fn engine(&self) -> Option<&'m str> {
         self.engine
     }
+
+    /// Whether a container image is named.
+    pub fn container(&self) -> bool {
+        self.container
+    }
 }
 
 /// Whether a range admits a version as the manifest gives it: no range, or
