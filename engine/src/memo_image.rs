@@ -242,7 +242,7 @@ mod tests {
             assert!(insert(&mut root, trace, leaf as u32), "machine {leaf} is a new trace");
         }
         let root = root.expect("grown");
-        let clear = |i: u32| i % 2 == 0;
+        let clear = |i: u32| i.is_multiple_of(2);
         let image = encode(&root, &clear).expect("fits");
         let unseen = [
             machine(Some("0.27.2"), "9.0", 1, 81920),
