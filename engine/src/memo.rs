@@ -22,8 +22,8 @@
 //! evidence value is the same again, and renders afresh from the recorded
 //! output otherwise.
 //!
-//! Replays read the tree from its image (`crate::memo_image`): the same
-//! tree in one allocation, so a rule touched once a check costs a few
+//! Each tree is one allocation (`crate::memo_image`), replayed in place
+//! and grown by appending, so a rule touched once a check costs a few
 //! cache lines rather than a heap block per node, branch and text.
 //!
 //! Bounded twice: a rule keeps at most [`MAX_LEAVES_PER_RULE`] outcomes
@@ -40,7 +40,7 @@ use pitfall_sdk::model::report::{Evidence, LazyFinding, evidence_holds};
 use pitfall_sdk::model::session::{RawOutput, Read};
 
 use crate::engine::rendered;
-use crate::memo_image::{self, Found, Node};
+use crate::memo_image::{self, Found};
 
 /// Outcomes one rule keeps before its tree is dropped and regrown.
 pub const MAX_LEAVES_PER_RULE: usize = 64;
@@ -207,15 +207,14 @@ impl std::io::Write for ByteCounter {
 #[derive(Debug, Default)]
 #[repr(C)]
 struct Tree {
-    /// The tree as replays read it (`crate::memo_image`), written again
-    /// after each insertion: a check's replays outnumber its recordings
-    /// several times, and each replay touches a rule's tree once a check.
-    image: Box<[u8]>,
-    /// The tree as it grows (`insert`).
-    root: Option<Node>,
-    /// Its leaves' outcomes, by the index a leaf holds.
+    /// The tree (`crate::memo_image`): replayed in place, grown by
+    /// appending.
+    image: Vec<u8>,
+    /// The outcomes its leaves point to (a clear leaf points to none).
     outcomes: Vec<Outcome>,
     leaves: usize,
+    /// What the budget counts: the image's length and the outcomes' heap
+    /// (the image's spare capacity, below its length, is not counted).
     bytes: usize,
 }
 
@@ -267,15 +266,9 @@ impl Memo {
     pub(crate) fn record(&self, reads: Vec<Read>, outcome: Outcome, budget: &Arc<MemoBudget>) {
         // A rule is evaluated by one engine, so the budget is always the same.
         let budget = self.budget.get_or_init(|| Arc::clone(budget));
-        // Each read's node and branch twice, as the tree and in its image.
-        let bytes = outcome.heap_bytes()
+        let mut bytes = outcome.heap_bytes()
             + memo_image::BYTES_OF_LEAF
-            + reads
-                .iter()
-                .map(|(path, seen)| {
-                    path.len() + seen.heap_bytes() + std::mem::size_of::<Node>() + memo_image::bytes_of_read(path, seen)
-                })
-                .sum::<usize>();
+            + reads.iter().map(|(path, seen)| memo_image::bytes_of_read(path, seen)).sum::<usize>();
         let mut tree = self.tree.write().unwrap_or_else(|p| p.into_inner());
         if tree.leaves >= MAX_LEAVES_PER_RULE {
             budget.release(std::mem::take(&mut *tree).bytes);
@@ -283,60 +276,32 @@ impl Memo {
         if !budget.reserve(bytes) {
             return;
         }
-        let Ok(leaf) = u32::try_from(tree.outcomes.len()) else {
-            budget.release(bytes);
-            return;
+        let clear = matches!(outcome, Outcome::Clear);
+        let leaf = match u32::try_from(tree.outcomes.len()) {
+            _ if clear => Found::Clear,
+            Ok(i) => Found::Outcome(i),
+            Err(_) => {
+                budget.release(bytes);
+                return;
+            }
         };
-        if !insert(&mut tree.root, reads, leaf) {
+        let before = tree.image.len();
+        if !memo_image::insert(&mut tree.image, &reads, leaf) {
             budget.release(bytes);
             return;
         }
-        tree.outcomes.push(outcome);
-        let tree = &mut *tree;
-        let outcomes = &tree.outcomes;
-        let is_clear = |i: u32| matches!(outcomes.get(i as usize), Some(Outcome::Clear));
-        // A tree whose image would not fit u32 offsets (no budget admits
-        // one) replays nothing rather than something wrong.
-        tree.image = tree.root.as_ref().and_then(|root| memo_image::encode(root, &is_clear)).unwrap_or_default();
+        // The trace shared a prefix with the tree: only what it added is
+        // held (the reservation was for every read's node).
+        let added = tree.image.len() - before;
+        let unused = (bytes - outcome.heap_bytes()).saturating_sub(added);
+        budget.release(unused);
+        bytes -= unused;
+        if !clear {
+            tree.outcomes.push(outcome);
+        }
         tree.leaves += 1;
         tree.bytes += bytes;
     }
-}
-
-/// Adds one trace to the tree, ending in a leaf that holds `outcome` (an
-/// index into the memo's outcomes); false if it was already there (another
-/// thread recorded it first) or does not fit the tree. The latter would
-/// mean the rule read a different path after the same observations, which
-/// determinism rules out; the trace is then simply not kept.
-pub(crate) fn insert(root: &mut Option<Node>, reads: Vec<Read>, outcome: u32) -> bool {
-    let mut reads = reads.into_iter();
-    let mut node = match root {
-        None => {
-            *root = Some(chain(reads, outcome));
-            return true;
-        }
-        Some(node) => node,
-    };
-    loop {
-        let (Some((read_path, seen)), Node::Read { path, branches }) = (reads.next(), node) else {
-            return false;
-        };
-        if *path != read_path {
-            return false;
-        }
-        match branches.iter().position(|(s, _)| *s == seen) {
-            Some(i) => node = &mut branches[i].1,
-            None => {
-                branches.push((seen, chain(reads, outcome)));
-                return true;
-            }
-        }
-    }
-}
-
-/// The nodes for the rest of a trace, ending in its leaf.
-fn chain(reads: std::vec::IntoIter<Read>, outcome: u32) -> Node {
-    reads.rev().fold(Node::Leaf(outcome), |node, (path, seen)| Node::Read { path, branches: vec![(seen, node)] })
 }
 
 #[cfg(test)]
@@ -350,7 +315,7 @@ mod tests {
     fn a_replays_first_reads_are_on_the_rules_first_cache_line() {
         let memo = Memo::default();
         let tree = memo.tree.read().expect("fresh lock");
-        let image_end = (&tree.image as *const Box<[u8]> as usize) + std::mem::size_of::<Box<[u8]>>();
+        let image_end = (&tree.image as *const Vec<u8> as usize) + std::mem::size_of::<Vec<u8>>();
         let within_memo = image_end - (&memo as *const Memo as usize);
         let rule_offset = std::mem::offset_of!(crate::rule::Rule, memo);
         assert!(rule_offset + within_memo <= 64, "memo at {rule_offset}, its image ends {within_memo} bytes in");
