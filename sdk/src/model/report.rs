@@ -153,7 +153,14 @@ pub fn evidence_holds(fields: &FieldMap, evidence: &Evidence) -> bool {
         return false;
     }
     let value = &evidence.value;
-    match (fields.composite(&evidence.path), field.kind, field.text.as_deref()) {
+    // Only an array or an object has a composite value: a scalar's kind
+    // says so without a second lookup of its path (most evidence is a
+    // version or a capability, checked on every replay of a finding).
+    let composite = match field.kind {
+        FieldKind::Array | FieldKind::Object => fields.composite(&evidence.path),
+        _ => None,
+    };
+    match (composite, field.kind, field.text.as_deref()) {
         (Some(v), _, _) => v == value,
         (None, FieldKind::Number, Some(t)) => match t.parse::<serde_json::Number>() {
             Ok(n) => matches!(value, Value::Number(m) if *m == n),
