@@ -537,7 +537,7 @@ impl Evaluator<'_> {
             Sandboxed::Matched(raw) => (rendered(&rule.info.meta, &raw, &prepared.fields), Some(*raw)),
         };
         if let (Some(reads), Some(outcome)) = (reads, Outcome::of(&evaluation, raw)) {
-            rule.memo.record(reads, outcome, budget);
+            rule.memo.record(reads, outcome, &prepared.fields, budget);
         }
         evaluation
     }

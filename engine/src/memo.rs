@@ -40,7 +40,7 @@ use pitfall_sdk::model::report::{Evidence, LazyFinding, evidence_holds};
 use pitfall_sdk::model::session::{RawOutput, Read};
 
 use crate::engine::rendered;
-use crate::memo_image::{self, Found};
+use crate::memo_image::{self, Found, Leaf};
 
 /// Outcomes one rule keeps before its tree is dropped and regrown.
 pub const MAX_LEAVES_PER_RULE: usize = 64;
@@ -158,6 +158,19 @@ impl Outcome {
         }
     }
 
+    /// A finding whose evidence the image checked (`Found::Matched`):
+    /// replayed as rendered when it holds, rendered afresh when not.
+    fn matched(&self, meta: &RuleMeta, fields: &FieldMap, evidence_holds: bool) -> Evaluation {
+        match self {
+            Outcome::Matched { json, .. } if evidence_holds => {
+                Evaluation::Matched(Box::new(LazyFinding::from_json(meta.severity, meta.id.clone(), Arc::clone(json))))
+            }
+            Outcome::Matched { raw, .. } => rendered(meta, raw, fields),
+            // Only a finding's leaf is written as matched.
+            other => other.evaluation(meta, fields),
+        }
+    }
+
     /// Roughly the heap this outcome holds: its strings, once.
     fn heap_bytes(&self) -> usize {
         let base = std::mem::size_of::<Outcome>();
@@ -245,6 +258,9 @@ impl Memo {
         match memo_image::replay(&tree.image, fields)? {
             Found::Clear => Some(Evaluation::Clear),
             Found::Outcome(i) => Some(tree.outcomes.get(i as usize)?.evaluation(meta, fields)),
+            Found::Matched { index, evidence_holds } => {
+                Some(tree.outcomes.get(index as usize)?.matched(meta, fields, evidence_holds))
+            }
         }
     }
 
@@ -263,11 +279,19 @@ impl Memo {
     }
 
     /// Records that reading `reads` led to `outcome`, within `budget`.
-    pub(crate) fn record(&self, reads: Vec<Read>, outcome: Outcome, budget: &Arc<MemoBudget>) {
+    ///
+    /// A finding's evidence fields, as `fields` has them, go in its leaf
+    /// (`memo_image::evidence_key`) when they are all scalars.
+    pub(crate) fn record(&self, reads: Vec<Read>, outcome: Outcome, fields: &FieldMap, budget: &Arc<MemoBudget>) {
         // A rule is evaluated by one engine, so the budget is always the same.
         let budget = self.budget.get_or_init(|| Arc::clone(budget));
+        let evidence = match &outcome {
+            Outcome::Matched { evidence, .. } => memo_image::evidence_key(fields, evidence.iter().map(|e| e.path.as_str())),
+            _ => None,
+        };
         let mut bytes = outcome.heap_bytes()
             + memo_image::BYTES_OF_LEAF
+            + evidence.as_ref().map_or(0, Vec::len)
             + reads.iter().map(|(path, seen)| memo_image::bytes_of_read(path, seen)).sum::<usize>();
         let mut tree = self.tree.write().unwrap_or_else(|p| p.into_inner());
         if tree.leaves >= MAX_LEAVES_PER_RULE {
@@ -278,8 +302,11 @@ impl Memo {
         }
         let clear = matches!(outcome, Outcome::Clear);
         let leaf = match u32::try_from(tree.outcomes.len()) {
-            _ if clear => Found::Clear,
-            Ok(i) => Found::Outcome(i),
+            _ if clear => Leaf::Clear,
+            Ok(index) => match &evidence {
+                Some(evidence) => Leaf::Matched { index, evidence },
+                None => Leaf::Outcome(index),
+            },
             Err(_) => {
                 budget.release(bytes);
                 return;

@@ -28,14 +28,22 @@
 //!   the length seen (u64), the number's bits (u64), the child's offset
 //!   (u32), the text's length (u32) and the text.
 //! - a leaf that concluded clear: [`CLEAR`].
+//! - a leaf that matched with scalar evidence: [`MATCHED`], its index in
+//!   the memo's outcomes (u32), the number of evidence fields (u32), then
+//!   each: the path's length (u32), the path, the source seen (u8), the
+//!   kind (u8), whether a text was seen (u8), the text's length (u32) and
+//!   the text. A replay checks them here, beside the trace it walked,
+//!   rather than in the outcome's evidence values, each in blocks of its
+//!   own.
 //! - any other leaf: [`OUTCOME`], its index in the memo's outcomes (u32).
 
-use pitfall_sdk::model::fields::{Field, FieldKind, FieldMap};
+use pitfall_sdk::model::fields::{Field, FieldKind, FieldMap, Source};
 use pitfall_sdk::model::session::{Observed, Read};
 
 const READ: u8 = 0;
 const CLEAR: u8 = 1;
 const OUTCOME: u8 = 2;
+const MATCHED: u8 = 3;
 
 const HAS_TEXT: u8 = 1;
 const HAS_NUMBER: u8 = 2;
@@ -52,13 +60,86 @@ const READ_HEADER: usize = 1 + 4;
 /// The largest leaf.
 const LEAF: usize = 1 + 4;
 
-/// A trace's end, as a leaf holds it.
+/// A trace's end, as a recording gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leaf<'a> {
+    /// The rule concluded clear.
+    Clear,
+    /// The outcome at this index.
+    Outcome(u32),
+    /// A finding, the outcome at this index, with its evidence fields as
+    /// [`evidence_key`] wrote them.
+    Matched { index: u32, evidence: &'a [u8] },
+}
+
+/// Where a replay ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Found {
     /// A leaf that concluded clear.
     Clear,
     /// The leaf with the outcome at this index.
     Outcome(u32),
+    /// A finding's leaf, and whether every evidence field is as it was
+    /// when the finding was rendered (same source, kind and text, so
+    /// the same evidence; otherwise the finding is rendered again).
+    Matched { index: u32, evidence_holds: bool },
+}
+
+/// The evidence fields at `paths` as a [`Leaf::Matched`] holds them, or
+/// `None` when one is missing or an array or object (whose value the
+/// outcome's evidence then compares).
+pub(crate) fn evidence_key<'p>(fields: &FieldMap, paths: impl Iterator<Item = &'p str>) -> Option<Vec<u8>> {
+    let mut key = Vec::new();
+    let mut count = 0u32;
+    for path in paths {
+        let field = fields.get(path)?;
+        if matches!(field.kind, FieldKind::Array | FieldKind::Object | FieldKind::Missing) {
+            return None;
+        }
+        let text = field.text.as_deref();
+        key.extend_from_slice(&u32::try_from(path.len()).ok()?.to_le_bytes());
+        key.extend_from_slice(path.as_bytes());
+        key.push(source_byte(field.source));
+        key.push(field.kind as u8);
+        key.push(u8::from(text.is_some()));
+        key.extend_from_slice(&u32::try_from(text.map_or(0, str::len)).ok()?.to_le_bytes());
+        key.extend_from_slice(text.unwrap_or_default().as_bytes());
+        count = count.checked_add(1)?;
+    }
+    let mut out = count.to_le_bytes().to_vec();
+    out.extend_from_slice(&key);
+    Some(out)
+}
+
+fn source_byte(source: Source) -> u8 {
+    match source {
+        Source::Manifest => 0,
+        Source::Enriched => 1,
+    }
+}
+
+/// Whether the evidence written at `at` (by [`evidence_key`]) is seen
+/// again in `fields`; `None` on bytes this module did not write.
+fn evidence_holds(image: &[u8], mut at: usize, fields: &FieldMap) -> Option<bool> {
+    let count = u32_at(image, at)?;
+    at += 4;
+    let mut holds = true;
+    for _ in 0..count {
+        let path_len = u32_at(image, at)? as usize;
+        let path = image.get(at + 4..at + 4 + path_len)?;
+        at += 4 + path_len;
+        let (source, kind, has_text) = (*image.get(at)?, *image.get(at + 1)?, *image.get(at + 2)? != 0);
+        let text_len = u32_at(image, at + 3)? as usize;
+        let text = image.get(at + 7..at + 7 + text_len)?;
+        at += 7 + text_len;
+        // Every entry is read through, so bad bytes answer `None`.
+        holds &= fields.get_bytes(path).is_some_and(|f| {
+            source_byte(f.source) == source
+                && f.kind as u8 == kind
+                && f.text.as_deref().map(str::as_bytes) == has_text.then_some(text)
+        });
+    }
+    Some(holds)
 }
 
 /// What one read of a trace adds to an image at most (its node and a
@@ -91,6 +172,10 @@ pub(crate) fn replay(image: &[u8], fields: &FieldMap) -> Option<Found> {
         match *image.get(at)? {
             CLEAR => return Some(Found::Clear),
             OUTCOME => return Some(Found::Outcome(u32_at(image, at + 1)?)),
+            MATCHED => {
+                let index = u32_at(image, at + 1)?;
+                return Some(Found::Matched { index, evidence_holds: evidence_holds(image, at + 5, fields)? });
+            }
             READ => {
                 let path_len = u32_at(image, at + 1)? as usize;
                 let path = image.get(at + READ_HEADER..at + READ_HEADER + path_len)?;
@@ -163,7 +248,7 @@ fn key_is(image: &[u8], key: usize, text: &[u8], seen: &Observed) -> Option<bool
 /// observations, which determinism rules out), or the image would outgrow
 /// u32 offsets (no memo budget admits one). Appends the trace's nodes from
 /// where it leaves the tree, and links them with the one patch.
-pub(crate) fn insert(image: &mut Vec<u8>, reads: &[Read], leaf: Found) -> bool {
+pub(crate) fn insert(image: &mut Vec<u8>, reads: &[Read], leaf: Leaf<'_>) -> bool {
     let start = image.len();
     let added = insert_at(image, reads, leaf).is_some_and(|added| added);
     if !added || u32::try_from(image.len()).is_err() {
@@ -173,7 +258,7 @@ pub(crate) fn insert(image: &mut Vec<u8>, reads: &[Read], leaf: Found) -> bool {
     true
 }
 
-fn insert_at(image: &mut Vec<u8>, reads: &[Read], leaf: Found) -> Option<bool> {
+fn insert_at(image: &mut Vec<u8>, reads: &[Read], leaf: Leaf<'_>) -> Option<bool> {
     if image.is_empty() {
         write_chain(image, reads, leaf)?;
         return Some(true);
@@ -233,7 +318,7 @@ fn write_key(image: &mut Vec<u8>, seen: &Observed) -> Option<usize> {
 
 /// Writes the nodes of `reads`, each with one branch whose child follows
 /// at once, and then the leaf.
-fn write_chain(image: &mut Vec<u8>, reads: &[Read], leaf: Found) -> Option<()> {
+fn write_chain(image: &mut Vec<u8>, reads: &[Read], leaf: Leaf<'_>) -> Option<()> {
     for (path, seen) in reads {
         image.push(READ);
         image.extend_from_slice(&u32::try_from(path.len()).ok()?.to_le_bytes());
@@ -245,10 +330,15 @@ fn write_chain(image: &mut Vec<u8>, reads: &[Read], leaf: Found) -> Option<()> {
         put_u32(image, slot, child);
     }
     match leaf {
-        Found::Clear => image.push(CLEAR),
-        Found::Outcome(i) => {
+        Leaf::Clear => image.push(CLEAR),
+        Leaf::Outcome(i) => {
             image.push(OUTCOME);
             image.extend_from_slice(&i.to_le_bytes());
+        }
+        Leaf::Matched { index, evidence } => {
+            image.push(MATCHED);
+            image.extend_from_slice(&index.to_le_bytes());
+            image.extend_from_slice(evidence);
         }
     }
     Some(())
@@ -309,7 +399,7 @@ mod tests {
             let reads = if m.get("packages.vllm.version").is_some() { paths.len() } else { 1 };
             paths.iter().take(reads).map(|p| (p.as_bytes().into(), seen(m, p))).collect()
         };
-        let leaf = |i: usize| if i % 2 == 0 { Found::Clear } else { Found::Outcome(i as u32) };
+        let leaf = |i: usize| if i % 2 == 0 { Leaf::Clear } else { Leaf::Outcome(i as u32) };
         let mut image = Vec::new();
         let mut traces = Vec::new();
         for (i, m) in seen_machines.iter().enumerate() {
@@ -335,7 +425,11 @@ mod tests {
             let expected = traces
                 .iter()
                 .find(|(t, _)| t.iter().all(|(path, seen)| seen.matches(m.get_bytes(path).as_ref())))
-                .map(|(_, leaf)| *leaf);
+                .map(|(_, leaf)| match leaf {
+                    Leaf::Clear => Found::Clear,
+                    Leaf::Outcome(i) => Found::Outcome(*i),
+                    Leaf::Matched { .. } => unreachable!("no finding here"),
+                });
             assert_eq!(replay(&image, m), expected);
             hits += usize::from(expected.is_some());
         }
@@ -344,5 +438,38 @@ mod tests {
         assert_eq!(replay(&[], &seen_machines[0]), None);
         assert_eq!(replay(&image[..40], &seen_machines[0]), None, "cut inside the first key");
         assert_eq!(replay(&[9, 0, 0], &seen_machines[0]), None);
+    }
+
+    /// A matched leaf's evidence holds on a manifest whose evidence fields
+    /// are seen with the same source, kind and text, and on no other; a
+    /// missing field or one whose value is an array leaves the evidence
+    /// to the outcome (no key).
+    #[test]
+    fn a_matched_leaf_checks_its_evidence_where_it_ends() {
+        let machine = |vllm: &str, cc: serde_json::Value| {
+            fields(serde_json::json!({
+                "manifest_version": 1,
+                "accelerators": [{"vendor": "nvidia", "compute_capability": cc}],
+                "packages": [{"name": "vllm", "version": vllm}],
+            }))
+        };
+        let recorded = machine("0.27.1", serde_json::json!("7.5"));
+        let paths = ["packages.vllm.version", "accelerators.0.compute_capability"];
+        let evidence = evidence_key(&recorded, paths.iter().copied()).expect("scalar evidence");
+        let trace: Vec<Read> = vec![(b"packages.vllm.version".as_slice().into(), seen(&recorded, "packages.vllm.version"))];
+        let mut image = Vec::new();
+        assert!(insert(&mut image, &trace, Leaf::Matched { index: 7, evidence: &evidence }));
+        let holds = |m: &FieldMap| match replay(&image, m) {
+            Some(Found::Matched { index: 7, evidence_holds }) => Some(evidence_holds),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(holds(&recorded), Some(true));
+        assert_eq!(holds(&machine("0.27.1", serde_json::json!("7.5"))), Some(true));
+        assert_eq!(holds(&machine("0.27.1", serde_json::json!("8.0"))), Some(false), "another capability");
+        assert_eq!(replay(&image, &machine("0.27.2", serde_json::json!("7.5"))), None, "another trace");
+        assert!(evidence_key(&recorded, ["accelerators"].into_iter()).is_none(), "an array");
+        assert!(evidence_key(&recorded, ["workload.engine"].into_iter()).is_none(), "missing");
+        // Cut inside the evidence: no answer rather than a wrong one.
+        assert_eq!(replay(&image[..image.len() - 2], &recorded), None);
     }
 }
