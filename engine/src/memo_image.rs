@@ -399,7 +399,7 @@ mod tests {
             let reads = if m.get("packages.vllm.version").is_some() { paths.len() } else { 1 };
             paths.iter().take(reads).map(|p| (p.as_bytes().into(), seen(m, p))).collect()
         };
-        let leaf = |i: usize| if i % 2 == 0 { Leaf::Clear } else { Leaf::Outcome(i as u32) };
+        let leaf = |i: usize| if i.is_multiple_of(2) { Leaf::Clear } else { Leaf::Outcome(i as u32) };
         let mut image = Vec::new();
         let mut traces = Vec::new();
         for (i, m) in seen_machines.iter().enumerate() {
