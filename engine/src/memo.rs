@@ -117,7 +117,8 @@ pub(crate) enum Outcome {
     Matched {
         /// What the rule reported, to render afresh when evidence differs.
         raw: RawOutput,
-        /// The finding's evidence, to see whether it holds again.
+        /// The finding's evidence, to see whether it holds again (empty
+        /// when its leaf holds the evidence fields, `memo_image::evidence_key`).
         evidence: Vec<Evidence>,
         /// The finding rendered for this trace, as its JSON text, shared
         /// with every answer that replays it: a replay copies no part of
@@ -282,14 +283,22 @@ impl Memo {
     ///
     /// A finding's evidence fields, as `fields` has them, go in its leaf
     /// (`memo_image::evidence_key`) when they are all scalars.
-    pub(crate) fn record(&self, reads: Vec<Read>, outcome: Outcome, fields: &FieldMap, budget: &Arc<MemoBudget>) {
+    pub(crate) fn record(&self, reads: Vec<Read>, mut outcome: Outcome, fields: &FieldMap, budget: &Arc<MemoBudget>) {
         // A rule is evaluated by one engine, so the budget is always the same.
         let budget = self.budget.get_or_init(|| Arc::clone(budget));
         let evidence = match &outcome {
             Outcome::Matched { evidence, .. } => memo_image::evidence_key(fields, evidence.iter().map(|e| e.path.as_str())),
             _ => None,
         };
-        let mut bytes = outcome.heap_bytes()
+        // A finding whose leaf holds its evidence never reads the outcome's
+        // `Evidence` values (`Outcome::matched`), and a clear leaf keeps no
+        // outcome: neither is held, nor counted.
+        if let (Some(_), Outcome::Matched { evidence, .. }) = (&evidence, &mut outcome) {
+            *evidence = Vec::new();
+        }
+        let clear = matches!(outcome, Outcome::Clear);
+        let held = if clear { 0 } else { outcome.heap_bytes() };
+        let mut bytes = held
             + memo_image::BYTES_OF_LEAF
             + evidence.as_ref().map_or(0, Vec::len)
             + reads.iter().map(|(path, seen)| memo_image::bytes_of_read(path, seen)).sum::<usize>();
@@ -300,7 +309,6 @@ impl Memo {
         if !budget.reserve(bytes) {
             return;
         }
-        let clear = matches!(outcome, Outcome::Clear);
         let leaf = match u32::try_from(tree.outcomes.len()) {
             _ if clear => Leaf::Clear,
             Ok(index) => match &evidence {
@@ -320,7 +328,7 @@ impl Memo {
         // The trace shared a prefix with the tree: only what it added is
         // held (the reservation was for every read's node).
         let added = tree.image.len() - before;
-        let unused = (bytes - outcome.heap_bytes()).saturating_sub(added);
+        let unused = (bytes - held).saturating_sub(added);
         budget.release(unused);
         bytes -= unused;
         if !clear {
