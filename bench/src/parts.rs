@@ -68,7 +68,7 @@ pub fn measure(bodies: &[Vec<u8>]) -> anyhow::Result<Parts> {
         let value: Value = serde_json::from_slice(&bodies[i]).unwrap_or(Value::Null);
         sink ^= manifest_from_value(value).map_or(0, |m| m.packages.len());
     });
-    let digest_us = per_body(&mut |i| sink ^= usize::from(manifest_digest(&manifests[i])[0]));
+    let digest_us = per_body(&mut |i| sink ^= manifest_digest(&manifests[i]).map_or(0, |d| usize::from(d[0])));
     let prepare_us = per_body(&mut |i| sink ^= Prepared::new(manifests[i].clone()).manifest.packages.len());
     // Keeps the work from being optimised away.
     std::hint::black_box(sink);

@@ -11,6 +11,7 @@ pub mod api;
 mod app;
 pub mod auth;
 pub mod bundle;
+pub mod canonical;
 pub mod config;
 mod error;
 pub mod extract;

@@ -108,25 +108,27 @@ fn revision_is_older(candidate: &str, current: &str) -> bool {
     }
 }
 
-/// The digest of a manifest: SHA-256 of its serialisation from the types
-/// (fields in declaration order, maps sorted). SHA-256 rather than a fast
-/// hash: a client who could make two manifests collide could have its
-/// answer served to someone else. The text is written into a buffer of
-/// this thread's and hashed in one piece: fed to the hasher token by
-/// token, the same bytes took longer (`pitfall-bench`'s `digest_us`).
-pub fn manifest_digest(manifest: &Manifest) -> ManifestDigest {
+/// The digest of a manifest: SHA-256 of its canonical bytes
+/// (`crate::canonical`: fields in declaration order, maps sorted, every
+/// value tagged and every string length-prefixed, so two manifests never
+/// share their bytes). SHA-256 rather than a fast hash: a client who could
+/// make two manifests collide could have its answer served to someone
+/// else. The bytes are written into a buffer of this thread's and hashed
+/// in one piece: fed to the hasher token by token, the same bytes took
+/// longer (`pitfall-bench`'s `digest_us`). `None` if the manifest would
+/// not serialise (its types never refuse): then it is not cached.
+pub fn manifest_digest(manifest: &Manifest) -> Option<ManifestDigest> {
     thread_local! {
-        static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        static BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    TEXT.with(|text| {
-        let mut text = text.borrow_mut();
-        text.clear();
-        // Writing into a Vec cannot fail, and plain data always serialises.
-        let _ = serde_json::to_writer(&mut *text, manifest);
-        let digest = Sha256::digest(&text[..]).into();
+    BYTES.with(|bytes| {
+        let mut bytes = bytes.borrow_mut();
+        bytes.clear();
+        let encoded = crate::canonical::encode(manifest, &mut bytes);
+        let digest = encoded.is_ok().then(|| Sha256::digest(&bytes[..]).into());
         // One outsized manifest does not keep its buffer for good.
-        if text.capacity() > MAX_KEPT_BUFFER {
-            *text = Vec::new();
+        if bytes.capacity() > MAX_KEPT_BUFFER {
+            *bytes = Vec::new();
         }
         digest
     })
@@ -157,7 +159,7 @@ mod tests {
     }
 
     fn digest(json: &str) -> ManifestDigest {
-        manifest_digest(&parse_manifest(json.as_bytes()).unwrap_or_else(|e| panic!("{json}: {e}")))
+        manifest_digest(&parse_manifest(json.as_bytes()).unwrap_or_else(|e| panic!("{json}: {e}"))).expect("serialises")
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::api::types::{BatchItem, ErrorBody};
 use crate::app::{AppState, RequestDeadline, read_body};
 use crate::error::AppError;
 use crate::extract::json_object;
-use crate::result_cache::manifest_digest;
+use crate::result_cache::{ManifestDigest, manifest_digest};
 
 /// `POST /v1/check`: one manifest.
 pub async fn check(
@@ -110,7 +110,7 @@ async fn check_manifests(
     let rules = state.registry().rules();
     let revision = rules.revision().to_owned();
     let mut answers: Vec<Option<Result<Arc<SerializedAnswer>, AppError>>> = Vec::with_capacity(manifests.len());
-    let mut work: Vec<(usize, [u8; 32], Manifest)> = Vec::new();
+    let mut work: Vec<(usize, Option<ManifestDigest>, Manifest)> = Vec::new();
     for (i, manifest) in manifests.into_iter().enumerate() {
         let manifest = match manifest {
             Ok(manifest) => manifest,
@@ -120,7 +120,7 @@ async fn check_manifests(
             }
         };
         let digest = manifest_digest(&manifest);
-        if let Some(hit) = state.cache().get(&digest, &revision) {
+        if let Some(hit) = digest.and_then(|digest| state.cache().get(&digest, &revision)) {
             state.metrics().check_cache_hits.fetch_add(1, Relaxed);
             answers.push(Some(Ok(hit)));
             continue;
@@ -154,7 +154,9 @@ async fn check_manifests(
     }
     for (i, digest, rule_errors, answer) in evaluated {
         state.metrics().rule_errors.fetch_add(rule_errors as u64, Relaxed);
-        state.cache().put(digest, &revision, answer.clone());
+        if let Some(digest) = digest {
+            state.cache().put(digest, &revision, answer.clone());
+        }
         answers[i] = Some(Ok(answer));
     }
     if let Some(past) = past_deadline {
