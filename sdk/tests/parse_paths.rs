@@ -107,3 +107,23 @@ fn a_repeated_or_missing_field_is_decided_and_named_by_the_value_path() {
         assert!(err.contains(want), "{text}: {err}");
     }
 }
+
+#[test]
+fn text_that_is_not_utf8_is_declined_and_named_by_the_value_path() {
+    // The fast reader checks the whole text once, then reads it as `str`.
+    for text in [
+        &b"{\"manifest_version\": 1, \"host\": {\"arch\": \"x86\xff_64\"}}"[..],
+        &b"{\"manifest_version\": 1, \"\xc3\": 1}"[..],
+        &b"{\"manifest_version\": 1} \xe2\x82"[..],
+    ] {
+        assert!(manifest_from_slice(text).is_none(), "{text:?}");
+        let err = parse_manifest(text).err().map(|e| e.message).unwrap_or_default();
+        assert!(err.contains("not valid JSON"), "{text:?}: {err}");
+    }
+    // Escapes, and text beyond ASCII, read alike on both paths.
+    let text = "{\"manifest_version\": 1, \"host\": {\"cpu_model\": \"Graviton\\u00e9 \u{1F680}\"}, \"env\": {\"\\u0041\": \"\\\"q\\\"\"}}";
+    let fast = manifest_from_slice(text.as_bytes()).expect("accepted");
+    assert_eq!(Ok(fast.clone()), through_value(text.as_bytes()));
+    assert_eq!(fast.host.and_then(|h| h.cpu_model).as_deref(), Some("Graviton\u{e9} \u{1F680}"));
+    assert_eq!(fast.env.get("A").map(String::as_str), Some("\"q\""));
+}

@@ -50,9 +50,16 @@ pub fn parse_manifest(json: &[u8]) -> Result<Manifest, ManifestError> {
 /// ([`parse_manifest`], [`manifest_from_value`]), which decides and names
 /// the field at fault. Whatever this accepts, that path reads as the same
 /// manifest.
+///
+/// The text is checked to be UTF-8 once, whole, and then read as a `str`:
+/// read from bytes, serde_json checks each string on its own, and those
+/// hundreds of short checks made reading a fleet manifest 1.3 times as
+/// long (`pitfall-bench`'s `read_us`; BENCHMARKS.md, round 14). Text that
+/// is not UTF-8 is declined, and the path through a value names it.
 pub fn manifest_from_slice(json: &[u8]) -> Option<Manifest> {
     use serde::Deserialize;
-    let mut de = serde_json::Deserializer::from_slice(json);
+    let text = std::str::from_utf8(json).ok()?;
+    let mut de = serde_json::Deserializer::from_str(text);
     let manifest = Manifest::deserialize(&mut de).ok()?;
     de.end().ok()?;
     (manifest.manifest_version == manifest::MANIFEST_VERSION).then_some(manifest)
