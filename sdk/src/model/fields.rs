@@ -15,8 +15,9 @@ use foldhash::fast::RandomState;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::manifest::{Manifest, Package};
-use super::normalize::{Enrichment, package_key};
+use super::manifest::Manifest;
+use super::normalize::Enrichment;
+use super::package_table::PackageTable;
 
 /// The JSON kind of a field, as the ABI numbers it (`field_kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +134,7 @@ pub struct FieldMap {
     /// The manifest as JSON, but for its packages.
     tree: Value,
     /// Each package by its PEP 503 key.
-    packages: HashMap<Box<str>, LazyPackage, RandomState>,
+    packages: PackageTable,
     /// The manifest the packages are read from, shared with the check's
     /// `Prepared`, not copied: a machine has hundreds of packages, and
     /// cloning each (three strings) and dropping the clones was a twentieth
@@ -148,30 +149,6 @@ pub struct FieldMap {
 /// The prefix below which fields are found from their package, not the table.
 const PACKAGES: &str = "packages.";
 
-/// A package (its position in the manifest's list), and its JSON (`name`
-/// normalised to its key) once a lookup needs it. A check reads a few dozen of a
-/// machine's hundreds of packages: building every one's JSON up front was
-/// most of preparing a check (measured on a loaded server: a tenth of its
-/// CPU, the JSON tree and its drop).
-#[derive(Debug, Clone)]
-struct LazyPackage {
-    index: usize,
-    json: OnceLock<Value>,
-}
-
-impl LazyPackage {
-    fn json(&self, key: &str, packages: &[Package]) -> &Value {
-        self.json.get_or_init(|| {
-            let Some(typed) = packages.get(self.index) else { return Value::Null };
-            let mut value = serde_json::to_value(typed).unwrap_or(Value::Null);
-            if let Some(obj) = value.as_object_mut() {
-                obj.insert("name".into(), Value::String(key.to_owned()));
-            }
-            value
-        })
-    }
-}
-
 impl FieldMap {
     /// Flattens a normalised manifest; `enrichment` marks the enriched paths.
     /// The map keeps `manifest` (its packages are read from it lazily).
@@ -180,18 +157,18 @@ impl FieldMap {
         let mut map = FieldMap {
             fields: HashMap::with_capacity_and_hasher(128, RandomState::default()),
             tree: Value::Null,
-            packages: HashMap::default(),
+            packages: PackageTable::default(),
             packages_object: OnceLock::new(),
             enriched: enrichment.paths.clone(),
             manifest,
         };
-        // Packages are looked up by name, not position; the first of a name wins.
+        // Packages are looked up by name, not position; the first of a name
+        // wins. Each package's JSON is built only if a lookup needs it: a
+        // check reads a few dozen of a machine's hundreds of packages, and
+        // building every one's JSON up front was most of preparing a check
+        // (measured on a loaded server: a tenth of its CPU).
         if !map.manifest.packages.is_empty() {
-            map.packages.reserve(map.manifest.packages.len());
-            for (index, p) in map.manifest.packages.iter().enumerate() {
-                let lazy = LazyPackage { index, json: OnceLock::new() };
-                map.packages.entry(package_key(&p.name).into_boxed_str()).or_insert(lazy);
-            }
+            map.packages = PackageTable::new(&map.manifest.packages);
             let source = map.source("packages");
             let field = Stored { kind: FieldKind::Object, text: None, number: None, len: map.packages.len(), source };
             map.fields.insert(b"packages".as_slice().into(), field);
@@ -218,7 +195,8 @@ impl FieldMap {
         }
         if path == "packages" {
             return Some(self.packages_object.get_or_init(|| {
-                Value::Object(self.packages.iter().map(|(k, p)| (k.to_string(), self.package_json(k, p).clone())).collect())
+                let packages = &self.manifest.packages;
+                Value::Object(self.packages.iter().map(|p| (p.key(packages).to_owned(), p.json(packages).clone())).collect())
             }));
         }
         match path.strip_prefix(PACKAGES) {
@@ -231,13 +209,8 @@ impl FieldMap {
     /// by its key (a key never holds a dot), then down from it.
     fn below_packages(&self, below: &str) -> Option<&Value> {
         let (key, rest) = below.split_once('.').map_or((below, None), |(k, r)| (k, Some(r)));
-        let package = self.packages.get_key_value(key).map(|(k, p)| self.package_json(k, p))?;
+        let package = self.packages.get(key, &self.manifest.packages)?.json(&self.manifest.packages);
         rest.map_or(Some(package), |rest| descend(package, rest))
-    }
-
-    /// The JSON of the package filed under `key`, built on first use.
-    fn package_json<'a>(&'a self, key: &str, package: &'a LazyPackage) -> &'a Value {
-        package.json(key, &self.manifest.packages)
     }
 
     /// Where the value at `path` came from.
@@ -274,6 +247,15 @@ impl FieldMap {
     /// The field at `path`.
     pub fn get(&self, path: &str) -> Option<Field<'_>> {
         match path.strip_prefix(PACKAGES) {
+            // A package itself (a rule asking whether it is installed):
+            // an object of its members, counted without building its JSON.
+            Some(key) if !key.contains('.') => {
+                let package = self.packages.get(key, &self.manifest.packages)?.package(&self.manifest.packages)?;
+                let len = 1 + usize::from(package.version.is_some())
+                    + usize::from(package.ecosystem.is_some())
+                    + package.extra.len();
+                Some(Field { kind: FieldKind::Object, text: None, number: None, len, source: self.source(path) })
+            }
             Some(below) => match self.typed_package_scalar(below) {
                 Some(text) => text.map(|text| Field {
                     kind: FieldKind::String,
@@ -300,10 +282,10 @@ impl FieldMap {
     fn typed_package_scalar(&self, below: &str) -> Option<Option<&str>> {
         let (key, member) = below.split_once('.')?;
         // No such package: no member of it either.
-        let Some((key, lazy)) = self.packages.get_key_value(key) else { return Some(None) };
-        let package = self.manifest.packages.get(lazy.index)?;
+        let Some(slot) = self.packages.get(key, &self.manifest.packages) else { return Some(None) };
+        let package = slot.package(&self.manifest.packages)?;
         match member {
-            "name" => Some(Some(key)),
+            "name" => Some(Some(slot.key(&self.manifest.packages))),
             "version" => Some(package.version.as_deref()),
             "ecosystem" => Some(package.ecosystem.as_deref()),
             _ => None,
@@ -321,7 +303,8 @@ impl FieldMap {
 
     /// How many fields (every level counted, those below `packages.` too).
     pub fn len(&self) -> usize {
-        self.fields.len() + self.packages.iter().map(|(k, p)| 1 + nodes_below(self.package_json(k, p))).sum::<usize>()
+        let packages = &self.manifest.packages;
+        self.fields.len() + self.packages.iter().map(|p| 1 + nodes_below(p.json(packages))).sum::<usize>()
     }
 
     /// Whether the manifest had no fields at all.
@@ -421,12 +404,18 @@ mod tests {
             let below = path.strip_prefix(PACKAGES).expect("below packages");
             map.below_packages(below).map(|value| field_of(value, map.source(path)))
         };
+        // Asking for a package, or its version, builds no package's JSON.
+        for path in ["packages.vllm", "packages.nvidia-cudnn", "packages.vllm.version", "packages.missing"] {
+            let _ = map.get(path);
+        }
+        assert!(map.packages.iter().all(|p| !p.json_built()), "a package's JSON was built");
         let mut decided = 0;
         for key in ["vllm", "flash-attn", "torch", "nvidia-cudnn", "missing"] {
-            for member in ["name", "version", "ecosystem", "source", "extra", "extra.pinned", "version.major"] {
-                let path = format!("packages.{key}.{member}");
+            // The package itself too (`packages.vllm`), answered without its JSON.
+            for member in ["", "name", "version", "ecosystem", "source", "extra", "extra.pinned", "version.major"] {
+                let path = if member.is_empty() { format!("packages.{key}") } else { format!("packages.{key}.{member}") };
                 let below = path.strip_prefix(PACKAGES).expect("below packages");
-                decided += usize::from(map.typed_package_scalar(below).is_some());
+                decided += usize::from(!member.is_empty() && map.typed_package_scalar(below).is_some());
                 assert_eq!(map.get(&path), json_route(&path), "{path}");
                 assert_eq!(map.get_bytes(path.as_bytes()), json_route(&path), "{path}");
             }

@@ -12,6 +12,7 @@ pub mod lint;
 pub mod manifest;
 pub mod meta;
 pub mod normalize;
+mod package_table;
 pub mod report;
 pub mod selector;
 pub mod session;

@@ -266,15 +266,26 @@ fn fill_missing<T>(field: &mut Option<T>, value: Option<T>) -> bool {
 fn normalize_package(package: &mut Package) {
     // The name stays as the client spelled it (it is shown back in findings);
     // comparisons go through `package_key`.
-    let trimmed = package.name.trim();
-    if trimmed.len() != package.name.len() {
-        package.name = trimmed.to_owned();
+    // A text whose ends are ASCII letters or digits has nothing to trim,
+    // as nearly every name and version has: the check `trim` makes (each
+    // end decoded as a char and tested for Unicode white space) was most
+    // of normalising a package.
+    let plain_ends = |v: &str| {
+        let plain = |b: Option<&u8>| b.is_some_and(u8::is_ascii_alphanumeric);
+        plain(v.as_bytes().first()) && plain(v.as_bytes().last())
+    };
+    if !plain_ends(&package.name) {
+        let trimmed = package.name.trim();
+        if trimmed.len() != package.name.len() {
+            package.name = trimmed.to_owned();
+        }
     }
     // A manifest has hundreds of packages, nearly all already clean: keep
     // the client's strings then, rather than allocate two per package.
     let is_clean = |v: &Option<String>, lower: bool| {
         v.as_deref().is_some_and(|v| {
-            !v.is_empty() && v.trim().len() == v.len() && !(lower && v.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()))
+            (plain_ends(v) || (!v.is_empty() && v.trim().len() == v.len()))
+                && !(lower && v.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()))
         })
     };
     if !is_clean(&package.version, false) {
@@ -795,6 +806,33 @@ mod tests {
             .map(|b| b.torch_cuda_arch_list)
             .unwrap_or_default();
         assert_eq!(archs, ["7.5", "8.0+PTX", "9.0", "Turing"]);
+    }
+
+    /// The fast checks that leave a clean package's strings alone decide
+    /// as the plain rule does: trim every field, drop an empty version or
+    /// ecosystem, lower-case the ecosystem.
+    #[test]
+    fn a_package_is_normalised_as_trimming_every_field_would() {
+        let spellings = [
+            "torch", " torch", "torch ", "\u{a0}torch", "torch\u{3000}", "2.7.4.post1", "2.7.4+cu126", "1.0-", "-1",
+            "", " ", "\t\n", "PyPI", "pypi", "Ünïcode", "ünï", "a b", "9", ".x.",
+        ];
+        for name in spellings {
+            for other in spellings {
+                let mut package = Package {
+                    name: name.into(),
+                    version: Some(other.into()),
+                    ecosystem: Some(other.into()),
+                    ..Package::default()
+                };
+                normalize_package(&mut package);
+                let trimmed = other.trim();
+                let want = (!trimmed.is_empty()).then_some(trimmed);
+                assert_eq!(package.name, name.trim(), "{name:?}");
+                assert_eq!(package.version.as_deref(), want, "{other:?}");
+                assert_eq!(package.ecosystem, want.map(str::to_lowercase), "{other:?}");
+            }
+        }
     }
 
     #[test]
