@@ -24,7 +24,9 @@ use crate::{CheckArgs, FailOn, Format, bundle, rules, text};
 /// Where the answers come from.
 enum Source {
     Online(Client),
-    Offline(Engine, RuleSet),
+    /// Boxed: a rule set (its index and gates) is several times the size
+    /// of a client.
+    Offline(Engine, Box<RuleSet>),
 }
 
 impl Source {
@@ -66,7 +68,7 @@ impl Source {
                 None => rules::bundled(&engine)?,
             },
         };
-        Ok(Source::Offline(engine, set))
+        Ok(Source::Offline(engine, Box::new(set)))
     }
 }
 
