@@ -99,6 +99,26 @@ impl Encoder<'_> {
     }
 }
 
+/// `Serializer` methods that write their tag, then the value's bytes,
+/// little-endian.
+macro_rules! little_endian {
+    ($($method:ident($ty:ty) => $tag:ident),* $(,)?) => {$(
+        fn $method(self, v: $ty) -> Result<(), EncodeError> {
+            self.tagged(tag::$tag, &v.to_le_bytes());
+            Ok(())
+        }
+    )*};
+}
+
+/// `Serializer` methods that widen their value and pass it on.
+macro_rules! widened {
+    ($($($narrow:ident($from:ty)),+ => $wide:ident($to:ty);)*) => {$($(
+        fn $narrow(self, v: $from) -> Result<(), EncodeError> {
+            self.$wide(<$to>::from(v))
+        }
+    )+)*};
+}
+
 impl<'a, 'b> ser::Serializer for &'a mut Encoder<'b> {
     type Ok = ();
     type Error = EncodeError;
@@ -114,42 +134,16 @@ impl<'a, 'b> ser::Serializer for &'a mut Encoder<'b> {
         self.out.push(if v { tag::TRUE } else { tag::FALSE });
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result<(), EncodeError> {
-        self.serialize_i64(i64::from(v))
+    // Every integer as its widest kind, so one value has one spelling
+    // whatever field type holds it; a float as its bits.
+    widened! {
+        serialize_i8(i8), serialize_i16(i16), serialize_i32(i32) => serialize_i64(i64);
+        serialize_u8(u8), serialize_u16(u16), serialize_u32(u32) => serialize_u64(u64);
+        serialize_f32(f32) => serialize_f64(f64);
     }
-    fn serialize_i16(self, v: i16) -> Result<(), EncodeError> {
-        self.serialize_i64(i64::from(v))
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), EncodeError> {
-        self.serialize_i64(i64::from(v))
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), EncodeError> {
-        self.tagged(tag::INT, &v.to_le_bytes());
-        Ok(())
-    }
-    fn serialize_i128(self, v: i128) -> Result<(), EncodeError> {
-        self.tagged(tag::INT128, &v.to_le_bytes());
-        Ok(())
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), EncodeError> {
-        self.serialize_u64(u64::from(v))
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), EncodeError> {
-        self.serialize_u64(u64::from(v))
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), EncodeError> {
-        self.serialize_u64(u64::from(v))
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), EncodeError> {
-        self.tagged(tag::UINT, &v.to_le_bytes());
-        Ok(())
-    }
-    fn serialize_u128(self, v: u128) -> Result<(), EncodeError> {
-        self.tagged(tag::UINT128, &v.to_le_bytes());
-        Ok(())
-    }
-    fn serialize_f32(self, v: f32) -> Result<(), EncodeError> {
-        self.serialize_f64(f64::from(v))
+    little_endian! {
+        serialize_i64(i64) => INT, serialize_i128(i128) => INT128,
+        serialize_u64(u64) => UINT, serialize_u128(u128) => UINT128,
     }
     fn serialize_f64(self, v: f64) -> Result<(), EncodeError> {
         self.tagged(tag::FLOAT, &v.to_bits().to_le_bytes());
@@ -240,53 +234,45 @@ impl<'a, 'b> ser::Serializer for &'a mut Encoder<'b> {
     }
 }
 
-impl ser::SerializeSeq for &mut Encoder<'_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.out.push(tag::END);
-        Ok(())
-    }
+/// The compound serialisers: each element or field serialised in turn
+/// (a struct's with its name first), then [`tag::END`].
+macro_rules! compound {
+    ($($trait:ident :: $method:ident),* $(,)?) => {$(
+        impl ser::$trait for &mut Encoder<'_> {
+            type Ok = ();
+            type Error = EncodeError;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
+                value.serialize(&mut **self)
+            }
+            fn end(self) -> Result<(), EncodeError> {
+                self.out.push(tag::END);
+                Ok(())
+            }
+        }
+    )*};
+    ($($trait:ident),* ; named) => {$(
+        impl ser::$trait for &mut Encoder<'_> {
+            type Ok = ();
+            type Error = EncodeError;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), EncodeError> {
+                self.bytes(tag::STR, key.as_bytes());
+                value.serialize(&mut **self)
+            }
+            fn end(self) -> Result<(), EncodeError> {
+                self.out.push(tag::END);
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for &mut Encoder<'_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.out.push(tag::END);
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for &mut Encoder<'_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.out.push(tag::END);
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for &mut Encoder<'_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.out.push(tag::END);
-        Ok(())
-    }
-}
+compound!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
+compound!(SerializeStruct, SerializeStructVariant; named);
 
 impl ser::SerializeMap for &mut Encoder<'_> {
     type Ok = ();
@@ -295,32 +281,6 @@ impl ser::SerializeMap for &mut Encoder<'_> {
         key.serialize(&mut **self)
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.out.push(tag::END);
-        Ok(())
-    }
-}
-
-impl ser::SerializeStruct for &mut Encoder<'_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), EncodeError> {
-        self.bytes(tag::STR, key.as_bytes());
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.out.push(tag::END);
-        Ok(())
-    }
-}
-
-impl ser::SerializeStructVariant for &mut Encoder<'_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), EncodeError> {
-        self.bytes(tag::STR, key.as_bytes());
         value.serialize(&mut **self)
     }
     fn end(self) -> Result<(), EncodeError> {
