@@ -287,11 +287,7 @@ fn insert_at(image: &mut Vec<u8>, reads: &[Read], leaf: Leaf<'_>) -> Option<bool
             }
         }
         let block = u32::try_from(image.len()).ok()?;
-        image.extend_from_slice(&1u32.to_le_bytes());
-        image.extend_from_slice(&0u32.to_le_bytes());
-        let slot = write_key(image, seen)?;
-        let child = u32::try_from(image.len()).ok()?;
-        put_u32(image, slot, child);
+        write_branch(image, seen)?;
         write_chain(image, &reads[i + 1..], leaf)?;
         put_u32(image, last + 4, block);
         return Some(true);
@@ -316,6 +312,17 @@ fn write_key(image: &mut Vec<u8>, seen: &Observed) -> Option<usize> {
     Some(slot)
 }
 
+/// Writes a block of one branch, for `seen`, whose child is written next
+/// (right after it).
+fn write_branch(image: &mut Vec<u8>, seen: &Observed) -> Option<()> {
+    image.extend_from_slice(&1u32.to_le_bytes());
+    image.extend_from_slice(&0u32.to_le_bytes());
+    let slot = write_key(image, seen)?;
+    let child = u32::try_from(image.len()).ok()?;
+    put_u32(image, slot, child);
+    Some(())
+}
+
 /// Writes the nodes of `reads`, each with one branch whose child follows
 /// at once, and then the leaf.
 fn write_chain(image: &mut Vec<u8>, reads: &[Read], leaf: Leaf<'_>) -> Option<()> {
@@ -323,11 +330,7 @@ fn write_chain(image: &mut Vec<u8>, reads: &[Read], leaf: Leaf<'_>) -> Option<()
         image.push(READ);
         image.extend_from_slice(&u32::try_from(path.len()).ok()?.to_le_bytes());
         image.extend_from_slice(path);
-        image.extend_from_slice(&1u32.to_le_bytes());
-        image.extend_from_slice(&0u32.to_le_bytes());
-        let slot = write_key(image, seen)?;
-        let child = u32::try_from(image.len()).ok()?;
-        put_u32(image, slot, child);
+        write_branch(image, seen)?;
     }
     match leaf {
         Leaf::Clear => image.push(CLEAR),
