@@ -19,58 +19,31 @@ use std::collections::HashMap;
 use foldhash::fast::RandomState;
 
 use pitfall_sdk::model::selector::{ManifestFacts, PackageVersion, Selector};
-use pitfall_sdk::version::{PackedInterval, Specifier, Version};
+use pitfall_sdk::version::{PackedInterval, Version};
 
-/// Packed keys from `lower` (inclusive) to `upper` (exclusive). Keys use
-/// 125 bits, so an inclusive bound's successor and "unbounded"
-/// (`u128::MAX`) both fit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct KeyRange {
-    lower: u128,
-    upper: u128,
-}
-
-impl KeyRange {
-    const ALL: KeyRange = KeyRange { lower: 0, upper: u128::MAX };
-
-    fn of(spec: &Specifier) -> Option<KeyRange> {
-        let PackedInterval { lower, upper } = spec.packed_interval()?;
-        let upper = match upper {
-            None => u128::MAX,
-            Some((key, false)) => key,
-            Some((key, true)) => key.checked_add(1).filter(|&k| k < u128::MAX)?,
-        };
-        Some(KeyRange { lower: lower.unwrap_or(0), upper })
-    }
-
-    fn contains(&self, key: u128) -> bool {
-        self.lower <= key && key < self.upper
-    }
-
-    /// Whether some version admits the range: `Some(true)` as soon as one
-    /// does (a missing or unparsed version cannot be excluded), `None` when
-    /// none did but one did not pack.
-    fn admits_any<'v>(&self, versions: impl Iterator<Item = Option<&'v Version>>) -> Option<bool> {
-        let mut undecided = false;
-        for version in versions {
-            match version.map(Version::packed_public) {
-                None => return Some(true),
-                Some(Some(key)) if self.contains(key) => return Some(true),
-                Some(Some(_)) => {}
-                Some(None) => undecided = true,
-            }
+/// Whether some version is in `range`: `Some(true)` as soon as one is (a
+/// missing or unparsed version cannot be excluded), `None` when none was
+/// but one did not pack.
+fn admits_any<'v>(range: &PackedInterval, versions: impl Iterator<Item = Option<&'v Version>>) -> Option<bool> {
+    let mut undecided = false;
+    for version in versions {
+        match version.map(Version::packed_public) {
+            None => return Some(true),
+            Some(Some(key)) if range.contains(key) => return Some(true),
+            Some(Some(_)) => {}
+            Some(None) => undecided = true,
         }
-        if undecided { None } else { Some(false) }
     }
+    if undecided { None } else { Some(false) }
 }
 
 /// One selector as numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Test {
     /// The package (by its number) is listed, at a version in the range.
-    Package { name: u32, versions: KeyRange },
+    Package { name: u32, versions: PackedInterval },
     Vendor(u32),
-    Capability(KeyRange),
+    Capability(PackedInterval),
     Arch(u32),
     Engine(u32),
     Container,
@@ -140,12 +113,12 @@ impl Gates {
             Selector::Package { name, versions } => Test::Package {
                 name: number(&mut self.packages, name),
                 versions: match versions {
-                    None => KeyRange::ALL,
-                    Some(spec) => KeyRange::of(spec)?,
+                    None => PackedInterval::ALL,
+                    Some(spec) => spec.packed_interval()?,
                 },
             },
             Selector::Accelerator(vendor) => Test::Vendor(number(&mut self.vendors, vendor)),
-            Selector::Capability(spec) => Test::Capability(KeyRange::of(spec)?),
+            Selector::Capability(spec) => Test::Capability(spec.packed_interval()?),
             Selector::Arch(arch) => Test::Arch(number(&mut self.arches, arch)),
             Selector::Engine(engine) => Test::Engine(number(&mut self.engines, engine)),
             Selector::Container => Test::Container,
@@ -196,13 +169,13 @@ impl GateFacts<'_, '_> {
         match *test {
             Test::Package { name, versions } => {
                 let Ok(at) = self.packages.binary_search_by_key(&name, |&(n, _)| n) else { return Some(false) };
-                if versions == KeyRange::ALL {
+                if versions == PackedInterval::ALL {
                     return Some(true);
                 }
-                versions.admits_any(self.packages[at].1.iter().map(PackageVersion::get))
+                admits_any(&versions, self.packages[at].1.iter().map(PackageVersion::get))
             }
             Test::Vendor(vendor) => Some(self.vendors.binary_search(&vendor).is_ok()),
-            Test::Capability(range) => range.admits_any(self.capabilities.iter().map(Option::as_ref)),
+            Test::Capability(range) => admits_any(&range, self.capabilities.iter().map(Option::as_ref)),
             Test::Arch(arch) => Some(self.arch == Some(arch)),
             Test::Engine(engine) => Some(self.engine == Some(engine)),
             Test::Container => Some(self.container),

@@ -946,19 +946,21 @@ impl Specifier {
     /// reading the specifier. `None` for anything else (`>`, `!=`, `~=`,
     /// wildcards, `===`), whose PEP 440 rules are not one interval.
     pub fn packed_interval(&self) -> Option<PackedInterval> {
-        let mut interval = PackedInterval::default();
+        let mut interval = PackedInterval::ALL;
         for clause in &self.clauses {
             let Clause::Cmp(op, s) = clause else { return None };
             let key = s.packed?;
+            // Keys are integers below 2^125: `<= key` is `< key + 1`.
+            let after = key + 1;
             match op {
                 Op::Ge => interval.raise(key),
-                Op::Le => interval.cap(key, true),
-                Op::Lt if s.is_prerelease() => interval.cap(key, false),
+                Op::Le => interval.cap(after),
+                Op::Lt if s.is_prerelease() => interval.cap(key),
                 // `<V` is `<V.dev0` (V keeps its post), as `clause_contains`.
-                Op::Lt => interval.cap(pack(s.epoch, &s.release, None, s.post, Some(0))?, false),
+                Op::Lt => interval.cap(pack(s.epoch, &s.release, None, s.post, Some(0))?),
                 Op::Eq if s.local.is_none() => {
                     interval.raise(key);
-                    interval.cap(key, true);
+                    interval.cap(after);
                 }
                 _ => return None,
             }
@@ -1125,34 +1127,33 @@ fn clause_contains(c: &Clause, v: &Version) -> bool {
     }
 }
 
-/// Versions as an interval of packed public keys
-/// ([`Specifier::packed_interval`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Versions as packed public keys from `lower` (admitted) up to `upper`
+/// (not admitted), [`Specifier::packed_interval`]. Keys use 125 bits
+/// ([`Version::packed_public`]), so an inclusive bound's successor and
+/// `u128::MAX` (unbounded above) are never a version's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PackedInterval {
-    /// The least key admitted, if bounded below.
-    pub lower: Option<u128>,
-    /// The bound above, and whether it is admitted itself.
-    pub upper: Option<(u128, bool)>,
+    /// The least key admitted (0: unbounded below).
+    pub lower: u128,
+    /// The least key above the interval (`u128::MAX`: unbounded above).
+    pub upper: u128,
 }
 
 impl PackedInterval {
+    /// Every version.
+    pub const ALL: PackedInterval = PackedInterval { lower: 0, upper: u128::MAX };
+
     /// Whether a version with this packed key is in the interval.
     pub fn contains(&self, key: u128) -> bool {
-        self.lower.is_none_or(|lower| key >= lower)
-            && self.upper.is_none_or(|(upper, inclusive)| key < upper || (inclusive && key == upper))
+        self.lower <= key && key < self.upper
     }
 
     fn raise(&mut self, lower: u128) {
-        self.lower = Some(self.lower.map_or(lower, |l| l.max(lower)));
+        self.lower = self.lower.max(lower);
     }
 
-    fn cap(&mut self, upper: u128, inclusive: bool) {
-        self.upper = Some(match self.upper {
-            None => (upper, inclusive),
-            Some((u, i)) if u < upper => (u, i),
-            Some((u, i)) if u == upper => (u, i && inclusive),
-            Some(_) => (upper, inclusive),
-        });
+    fn cap(&mut self, upper: u128) {
+        self.upper = self.upper.min(upper);
     }
 }
 
