@@ -514,16 +514,22 @@ pub fn package_key_cow(name: &str) -> alloc::borrow::Cow<'_, str> {
     if is_key { alloc::borrow::Cow::Borrowed(name) } else { alloc::borrow::Cow::Owned(package_key(name)) }
 }
 
+/// `text.trim()`, without its cost where it has nothing to do: `trim`
+/// decodes each end as a char and tests it for Unicode white space, and
+/// ASCII letters and digits at both ends (nearly every package name and
+/// version a host reads) cannot be white space. A host trims hundreds of
+/// them per manifest.
+pub(crate) fn trim(text: &str) -> &str {
+    let plain = |b: Option<&u8>| b.is_some_and(u8::is_ascii_alphanumeric);
+    if plain(text.as_bytes().first()) && plain(text.as_bytes().last()) { text } else { text.trim() }
+}
+
 /// Appends [`package_key`]`(name)` to `out`. Works on bytes, written
 /// straight into `out`'s spare capacity: every byte it changes or drops is
 /// ASCII, so multi-byte characters pass through whole (as
 /// `char::to_ascii_lowercase` leaves them).
 fn push_package_key(out: &mut String, name: &str) {
-    let bytes = name.as_bytes();
-    // `trim` only when an end might be whitespace: ASCII letters and digits
-    // at both ends (the usual case) cannot be.
-    let plain_end = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
-    let name = if plain_end(bytes.first()) && plain_end(bytes.last()) { name } else { name.trim() };
+    let name = trim(name);
     out.reserve(name.len());
     // SAFETY: only whole ASCII bytes are dropped (separators) or replaced
     // by ASCII (`-`, lower-case letters); every other byte is appended in

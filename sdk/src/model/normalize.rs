@@ -17,6 +17,7 @@ use std::collections::BTreeSet;
 
 use super::hardware::{self, GpuSpec};
 use super::manifest::{Accelerator, Build, Host, Manifest, Package, Workload};
+use crate::view::trim;
 
 /// Which manifest values came from the hardware table rather than the client.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -266,26 +267,17 @@ fn fill_missing<T>(field: &mut Option<T>, value: Option<T>) -> bool {
 fn normalize_package(package: &mut Package) {
     // The name stays as the client spelled it (it is shown back in findings);
     // comparisons go through `package_key`.
-    // A text whose ends are ASCII letters or digits has nothing to trim,
-    // as nearly every name and version has: the check `trim` makes (each
-    // end decoded as a char and tested for Unicode white space) was most
-    // of normalising a package.
-    let plain_ends = |v: &str| {
-        let plain = |b: Option<&u8>| b.is_some_and(u8::is_ascii_alphanumeric);
-        plain(v.as_bytes().first()) && plain(v.as_bytes().last())
-    };
-    if !plain_ends(&package.name) {
-        let trimmed = package.name.trim();
-        if trimmed.len() != package.name.len() {
-            package.name = trimmed.to_owned();
-        }
+    // `view::trim`: a name or version whose ends are ASCII letters or
+    // digits is not run through `trim`, most of normalising a package.
+    let trimmed = trim(&package.name);
+    if trimmed.len() != package.name.len() {
+        package.name = trimmed.to_owned();
     }
     // A manifest has hundreds of packages, nearly all already clean: keep
     // the client's strings then, rather than allocate two per package.
     let is_clean = |v: &Option<String>, lower: bool| {
         v.as_deref().is_some_and(|v| {
-            (plain_ends(v) || (!v.is_empty() && v.trim().len() == v.len()))
-                && !(lower && v.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()))
+            !v.is_empty() && trim(v).len() == v.len() && !(lower && v.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()))
         })
     };
     if !is_clean(&package.version, false) {
