@@ -572,7 +572,9 @@ fn http_phases(
     let instantiated = server.metric("pitfall_rule_instantiations_total")?;
     let memo_bytes = server.metric("pitfall_rule_memo_bytes")?;
     let result_cache_bytes = server.metric("pitfall_result_cache_bytes")?;
-    let warmed = warmed_phases(runtime, server, args, report, &echo_bodies, &|seed, n| bodies(seed, n))?;
+    let warm_up = bodies(400, warm_up_machines(args));
+    let fresh = chunks(bodies(500, per_round.requests * rounds));
+    let warmed = warmed_phases(runtime, server, report, &echo_bodies, warm_up, &fresh, per_round)?;
     report.line(format!(
         "http rule_memo hit_rate={:.3} evaluations={:.0} sandboxed_reusing_an_instance={:.3} memo_mib={:.1} result_cache_mib={:.1}",
         hits / (hits + misses).max(1.0),
@@ -613,39 +615,26 @@ fn warm_up_machines(args: &Args) -> usize {
 fn warmed_phases(
     runtime: &tokio::runtime::Runtime,
     server: &startup::Server,
-    args: &Args,
     report: &mut Report,
     echo_bodies: &[Arc<Vec<Vec<u8>>>],
-    bodies: &dyn Fn(u64, usize) -> Arc<Vec<Vec<u8>>>,
+    warm_up: Arc<Vec<Vec<u8>>>,
+    fresh: &[Arc<Vec<Vec<u8>>>],
+    per_round: http::Load,
 ) -> anyhow::Result<f64> {
-    let load = http::Load {
-        requests: warm_up_machines(args),
-        concurrency: args.concurrency,
-        deadline: Duration::from_secs(30),
-    };
     eprintln!("phase warm_up starts");
-    let warm_up = runtime.block_on(http::run(server.addr, "/v1/check", bodies(400, load.requests), load))?;
-    let per_round = http::Load {
-        requests: (args.requests / HTTP_ROUNDS).max(1),
-        ..load
-    };
-    let fresh = bodies(500, per_round.requests * HTTP_ROUNDS);
+    let all = http::Load { requests: warm_up.len(), ..per_round };
+    let warm_up = runtime.block_on(http::run(server.addr, "/v1/check", warm_up, all))?;
     let (hits, misses) = (
         server.metric("pitfall_rule_memo_hits_total")?,
         server.metric("pitfall_rule_memo_misses_total")?,
     );
     let mut ratios = Vec::new();
     let mut distinct_rps = Vec::new();
-    for (round, echo) in echo_bodies.iter().enumerate().take(HTTP_ROUNDS) {
+    for (round, (echo, fresh)) in echo_bodies.iter().zip(fresh).enumerate() {
         eprintln!("phase echo starts (warmed round {round})");
         let e = runtime.block_on(http::run(server.addr, "/bench/echo", echo.clone(), per_round))?;
         eprintln!("phase check_distinct_warmed starts (round {round})");
-        let chunk = fresh
-            .chunks(per_round.requests)
-            .nth(round)
-            .map(|c| Arc::new(c.to_vec()))
-            .context("a round of fresh machines")?;
-        let d = runtime.block_on(http::run(server.addr, "/v1/check", chunk, per_round))?;
+        let d = runtime.block_on(http::run(server.addr, "/v1/check", fresh.clone(), per_round))?;
         ratios.push(d.throughput() / e.throughput());
         distinct_rps.push(d.throughput());
     }
