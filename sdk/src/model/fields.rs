@@ -144,6 +144,8 @@ pub struct FieldMap {
     packages_object: OnceLock<Value>,
     /// The enriched paths (for the source of a lazily found field).
     enriched: BTreeSet<String>,
+    /// Whether any of them lies below `packages.`.
+    enriched_packages: bool,
 }
 
 /// The prefix below which fields are found from their package, not the table.
@@ -160,6 +162,7 @@ impl FieldMap {
             packages: PackageTable::default(),
             packages_object: OnceLock::new(),
             enriched: enrichment.paths.clone(),
+            enriched_packages: enrichment.paths.iter().any(|p| p.starts_with(PACKAGES)),
             manifest,
         };
         // Packages are looked up by name, not position; the first of a name
@@ -247,31 +250,47 @@ impl FieldMap {
     /// The field at `path`.
     pub fn get(&self, path: &str) -> Option<Field<'_>> {
         match path.strip_prefix(PACKAGES) {
+            Some(below) => self.below_packages_field(below),
+            None => self.fields.get(path.as_bytes()).map(Stored::field),
+        }
+    }
+
+    /// The field at `packages.BELOW`: a package itself, one of its typed
+    /// members, or anything else found in its JSON.
+    fn below_packages_field(&self, below: &str) -> Option<Field<'_>> {
+        let source = self.package_source(below);
+        match below.split_once('.') {
             // A package itself (a rule asking whether it is installed):
             // an object of its members, counted without building its JSON.
-            Some(key) if !key.contains('.') => {
-                let package = self.packages.get(key, &self.manifest.packages)?.package(&self.manifest.packages)?;
+            None => {
+                let package = self.packages.get(below, &self.manifest.packages)?.package(&self.manifest.packages)?;
                 let len = 1 + usize::from(package.version.is_some())
                     + usize::from(package.ecosystem.is_some())
                     + package.extra.len();
-                Some(Field { kind: FieldKind::Object, text: None, number: None, len, source: self.source(path) })
+                Some(Field { kind: FieldKind::Object, text: None, number: None, len, source })
             }
-            Some(below) => match self.typed_package_scalar(below) {
+            Some((key, member)) => match self.typed_package_scalar(key, member) {
                 Some(text) => text.map(|text| Field {
                     kind: FieldKind::String,
                     text: Some(Cow::Borrowed(text)),
                     number: None,
                     len: 0,
-                    source: self.source(path),
+                    source,
                 }),
-                None => self.below_packages(below).map(|value| field_of(value, self.source(path))),
+                None => self.below_packages(below).map(|value| field_of(value, source)),
             },
-            None => self.fields.get(path.as_bytes()).map(Stored::field),
         }
     }
 
+    /// [`FieldMap::source`] for `packages.BELOW`: the manifest's, without a
+    /// lookup, unless an enriched path lies below `packages.` (none does
+    /// today; every replay of a rule that reads a version asks this).
+    fn package_source(&self, below: &str) -> Source {
+        if self.enriched_packages { self.source(&format!("{PACKAGES}{below}")) } else { Source::Manifest }
+    }
+
     /// A package's `name`, `version` or `ecosystem` (`below` is
-    /// `KEY.version`), read from the typed package: `Some(None)` when the
+    /// `KEY` and `version`), read from the typed package: `Some(None)` when the
     /// package has none or there is no such package (then nothing below
     /// it exists), `None` for any other member (found in the package's
     /// JSON). Nearly every read below `packages.` is a version, and building
@@ -279,8 +298,7 @@ impl FieldMap {
     /// The three are plain strings (serde puts a member of one of their
     /// names in the field, never in `extra`), and `name` is the key, as in
     /// the JSON.
-    fn typed_package_scalar(&self, below: &str) -> Option<Option<&str>> {
-        let (key, member) = below.split_once('.')?;
+    fn typed_package_scalar(&self, key: &str, member: &str) -> Option<Option<&str>> {
         // No such package: no member of it either.
         let Some(slot) = self.packages.get(key, &self.manifest.packages) else { return Some(None) };
         let package = slot.package(&self.manifest.packages)?;
@@ -295,8 +313,9 @@ impl FieldMap {
     /// The field at `path` given as bytes (as a host call receives it);
     /// `None` for bytes that are not UTF-8.
     pub fn get_bytes(&self, path: &[u8]) -> Option<Field<'_>> {
-        if path.starts_with(PACKAGES.as_bytes()) {
-            return self.get(std::str::from_utf8(path).ok()?);
+        if let Some(below) = path.strip_prefix(PACKAGES.as_bytes()) {
+            // `PACKAGES` is ASCII, so only the rest needs checking.
+            return self.below_packages_field(std::str::from_utf8(below).ok()?);
         }
         self.fields.get(path).map(Stored::field)
     }
@@ -415,7 +434,9 @@ mod tests {
             for member in ["", "name", "version", "ecosystem", "source", "extra", "extra.pinned", "version.major"] {
                 let path = if member.is_empty() { format!("packages.{key}") } else { format!("packages.{key}.{member}") };
                 let below = path.strip_prefix(PACKAGES).expect("below packages");
-                decided += usize::from(!member.is_empty() && map.typed_package_scalar(below).is_some());
+                decided += usize::from(
+                    below.split_once('.').is_some_and(|(key, member)| map.typed_package_scalar(key, member).is_some()),
+                );
                 assert_eq!(map.get(&path), json_route(&path), "{path}");
                 assert_eq!(map.get_bytes(path.as_bytes()), json_route(&path), "{path}");
             }
@@ -445,6 +466,8 @@ mod tests {
         let mem = f.get("accelerators.0.memory_mib").expect("memory present");
         assert_eq!((mem.number, mem.source), (Some(15360.0), Source::Enriched));
         assert_eq!(f.get("packages.flash-attn.version").and_then(|x| x.text).as_deref(), Some("2.7.0"));
+        assert_eq!(f.get_bytes(b"packages.flash-attn.version").map(|x| x.source), Some(Source::Manifest));
+        assert_eq!(f.get_bytes(b"packages.flash-attn\xff.version"), None, "a path that is not UTF-8 finds nothing");
         assert_eq!(f.get("workload.head_dims.1").and_then(|x| x.number), Some(512.0));
         assert_eq!(f.get("env.A").and_then(|x| x.text).as_deref(), Some("b"));
         assert!(f.get("drivers.cuda").is_none());
