@@ -56,6 +56,15 @@ use crate::memo_image::{self, Found, Leaf};
 /// comparisons before it runs, a few microseconds.
 pub const MAX_LEAVES_PER_RULE: usize = 512;
 
+/// A tree is written again with each node's branches in one block
+/// (`memo_image::compact`) once this many branches, or a quarter of its
+/// leaves if more, were appended to it since it last was. Each appended
+/// branch is a block of its own, linked from the last, so a node that met
+/// many values would be a chain of blocks across the image; compacting is
+/// a copy of the image, so at most every quarter of its leaves it costs a
+/// few copies of each byte over the tree's life.
+const COMPACT_AFTER: usize = 8;
+
 /// The engine-wide byte budget of all rules' trees, and what they hold now.
 #[derive(Debug)]
 pub(crate) struct MemoBudget {
@@ -238,6 +247,8 @@ struct Tree {
     /// The outcomes its leaves point to (a clear leaf points to none).
     outcomes: Vec<Outcome>,
     leaves: usize,
+    /// Branches appended to the tree's nodes since it was last compacted.
+    appended: usize,
     /// What the budget counts: the image's length and the outcomes' heap
     /// (the image's spare capacity, below its length, is not counted).
     bytes: usize,
@@ -336,6 +347,9 @@ impl Memo {
             budget.release(bytes);
             return;
         }
+        if before > 0 {
+            tree.appended += 1;
+        }
         // The trace shared a prefix with the tree: only what it added is
         // held (the reservation was for every read's node).
         let added = tree.image.len() - before;
@@ -347,6 +361,16 @@ impl Memo {
         }
         tree.leaves += 1;
         tree.bytes += bytes;
+        if tree.appended >= COMPACT_AFTER.max(tree.leaves / 4) {
+            tree.appended = 0;
+            if let Some(compacted) = memo_image::compact(&tree.image) {
+                // Fewer block headers: never longer.
+                let saved = tree.image.len().saturating_sub(compacted.len());
+                tree.image = compacted;
+                tree.bytes -= saved;
+                budget.release(saved);
+            }
+        }
     }
 }
 

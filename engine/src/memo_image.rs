@@ -16,14 +16,26 @@
 //! tree go at the end, and the node it leaves from gets a new block of
 //! branches there, linked from its last block (the one patch in place).
 //! So recording costs what it adds, not the tree's size (round 13 first
-//! rewrote the whole image at each recording: 5 % of a check).
+//! rewrote the whole image at each recording: 5 % of a check). A node that
+//! meets many values (a version read on every machine of a fleet) gathers
+//! a chain of one-branch blocks that way, spread over the image; every so
+//! often ([`compact`]) the image is written again with each node's
+//! branches in one block, so a replay reads one table per node.
 //!
-//! Layout (little-endian; every offset counts from the image's start and
-//! points past the place that holds it, so a walk only goes forward):
+//! A block starts with a table of its branches: each key's fingerprint
+//! (a hash of what it records, [`fingerprint`]) and where the key is. A
+//! replay hashes the field it sees once and scans the table, and compares
+//! a key only where the fingerprints agree; a scan that compared every
+//! key's text was a tenth of a check (round 15).
+//!
+//! Layout (little-endian; every offset counts from the image's start;
+//! a child's and a block's point past the place that holds them, so a
+//! walk only goes forward):
 //! - a read: [`READ`], the path's length (u32), the path, then its first
 //!   block of branches.
 //! - a block: the number of branches in it (u32), the next block's offset
-//!   (u32, 0 for none), then each branch's key: the kind seen (u8),
+//!   (u32, 0 for none), each branch's entry (its key's fingerprint, u32,
+//!   and the key's offset, u32), then the keys: the kind seen (u8),
 //!   whether a text and a number were seen ([`HAS_TEXT`], [`HAS_NUMBER`]),
 //!   the length seen (u64), the number's bits (u64), the child's offset
 //!   (u32), the text's length (u32) and the text.
@@ -37,6 +49,9 @@
 //!   own.
 //! - any other leaf: [`OUTCOME`], its index in the memo's outcomes (u32).
 
+use std::hash::{BuildHasher, Hasher};
+
+use foldhash::fast::FixedState;
 use pitfall_sdk::model::fields::{Field, FieldKind, FieldMap, Source};
 use pitfall_sdk::model::session::{Observed, Read};
 
@@ -55,6 +70,8 @@ const KEY_CHILD: usize = 18;
 const KEY_TEXT_LEN: usize = 22;
 /// A block's header: branch count, next block.
 const BLOCK: usize = 4 + 4;
+/// A branch's entry in its block's table: fingerprint, key's offset.
+const ENTRY: usize = 4 + 4;
 /// A read node's header before its first block: tag, path length.
 const READ_HEADER: usize = 1 + 4;
 /// The largest leaf.
@@ -120,32 +137,112 @@ fn source_byte(source: Source) -> u8 {
 
 /// Whether the evidence written at `at` (by [`evidence_key`]) is seen
 /// again in `fields`; `None` on bytes this module did not write.
-fn evidence_holds(image: &[u8], mut at: usize, fields: &FieldMap) -> Option<bool> {
-    let count = u32_at(image, at)?;
-    at += 4;
+fn evidence_holds(image: &[u8], at: usize, fields: &FieldMap) -> Option<bool> {
+    let mut entries = EvidenceEntries::at(image, at)?;
     let mut holds = true;
-    for _ in 0..count {
-        let path_len = u32_at(image, at)? as usize;
-        let path = image.get(at + 4..at + 4 + path_len)?;
-        at += 4 + path_len;
-        let (source, kind, has_text) = (*image.get(at)?, *image.get(at + 1)?, *image.get(at + 2)? != 0);
-        let text_len = u32_at(image, at + 3)? as usize;
-        let text = image.get(at + 7..at + 7 + text_len)?;
-        at += 7 + text_len;
-        // Every entry is read through, so bad bytes answer `None`.
-        holds &= fields.get_bytes(path).is_some_and(|f| {
-            source_byte(f.source) == source
-                && f.kind as u8 == kind
-                && f.text.as_deref().map(str::as_bytes) == has_text.then_some(text)
+    // Every entry is read through, so bad bytes answer `None`.
+    while let Some(entry) = entries.next_entry()? {
+        holds &= fields.get_bytes(entry.path).is_some_and(|f| {
+            source_byte(f.source) == entry.source
+                && f.kind as u8 == entry.kind
+                && f.text.as_deref().map(str::as_bytes) == entry.has_text.then_some(entry.text)
         });
     }
     Some(holds)
 }
 
+/// Where the evidence written at `at` ends.
+fn evidence_end(image: &[u8], at: usize) -> Option<usize> {
+    let mut entries = EvidenceEntries::at(image, at)?;
+    while entries.next_entry()?.is_some() {}
+    Some(entries.at)
+}
+
+/// One evidence field as a matched leaf holds it.
+struct EvidenceEntry<'a> {
+    path: &'a [u8],
+    source: u8,
+    kind: u8,
+    has_text: bool,
+    text: &'a [u8],
+}
+
+/// The evidence fields of a matched leaf, in order.
+struct EvidenceEntries<'a> {
+    image: &'a [u8],
+    at: usize,
+    left: u32,
+}
+
+impl<'a> EvidenceEntries<'a> {
+    fn at(image: &'a [u8], at: usize) -> Option<Self> {
+        Some(EvidenceEntries { image, at: at + 4, left: u32_at(image, at)? })
+    }
+
+    /// The next field: `Some(None)` past the last, `None` on bytes this
+    /// module did not write.
+    fn next_entry(&mut self) -> Option<Option<EvidenceEntry<'a>>> {
+        if self.left == 0 {
+            return Some(None);
+        }
+        self.left -= 1;
+        let (image, at) = (self.image, self.at);
+        let path_len = u32_at(image, at)? as usize;
+        let path = image.get(at + 4..at + 4 + path_len)?;
+        let at = at + 4 + path_len;
+        let (source, kind, has_text) = (*image.get(at)?, *image.get(at + 1)?, *image.get(at + 2)? != 0);
+        let text_len = u32_at(image, at + 3)? as usize;
+        let text = image.get(at + 7..at + 7 + text_len)?;
+        self.at = at + 7 + text_len;
+        Some(Some(EvidenceEntry { path, source, kind, has_text, text }))
+    }
+}
+
 /// What one read of a trace adds to an image at most (its node and a
 /// block with its branch), for the memo's budget.
 pub(crate) fn bytes_of_read(path: &[u8], seen: &Observed) -> usize {
-    READ_HEADER + path.len() + BLOCK + KEY + seen.text().map_or(0, str::len)
+    READ_HEADER + path.len() + BLOCK + ENTRY + KEY + seen.text().map_or(0, str::len)
+}
+
+/// A hash of what a branch key records: the kind, the length, the number's
+/// bits and the text, each with whether it was seen, so a field a key
+/// matches (`key_matches`) always has the key's fingerprint. Only a
+/// filter: keys whose fingerprints agree are still compared, so a
+/// collision (a client can aim for one; the seed is fixed) costs a
+/// comparison, never a wrong answer.
+fn fingerprint(kind: u8, len: u64, number: Option<u64>, text: Option<&[u8]>) -> u32 {
+    const SEED: u64 = 0x6d65_6d6f_5f66_7021;
+    let mut h = FixedState::with_seed(SEED).build_hasher();
+    h.write_u8(kind);
+    h.write_u64(len);
+    match number {
+        Some(bits) => {
+            h.write_u8(1);
+            h.write_u64(bits);
+        }
+        None => h.write_u8(0),
+    }
+    match text {
+        Some(text) => {
+            h.write_u8(1);
+            h.write(text);
+        }
+        None => h.write_u8(0),
+    }
+    h.finish() as u32
+}
+
+/// The fingerprint of the key a rule seeing `field` would match.
+fn fingerprint_of_field(field: Option<&Field<'_>>) -> u32 {
+    match field {
+        None => fingerprint(FieldKind::Missing as u8, 0, None, None),
+        Some(f) => fingerprint(f.kind as u8, f.len as u64, f.number.map(f64::to_bits), f.text.as_deref().map(str::as_bytes)),
+    }
+}
+
+/// The fingerprint of the key recording `seen`.
+fn fingerprint_of_seen(seen: &Observed) -> u32 {
+    fingerprint(seen.kind() as u8, seen.len() as u64, seen.number_bits(), seen.text().map(str::as_bytes))
 }
 
 /// What a trace's leaf adds to an image at most.
@@ -180,7 +277,10 @@ pub(crate) fn replay(image: &[u8], fields: &FieldMap) -> Option<Found> {
                 let path_len = u32_at(image, at + 1)? as usize;
                 let path = image.get(at + READ_HEADER..at + READ_HEADER + path_len)?;
                 let field = fields.get_bytes(path);
-                let child = find(image, at + READ_HEADER + path_len, |key, text| key_matches(image, key, text, field.as_ref()))?;
+                let wanted = fingerprint_of_field(field.as_ref());
+                let child = find(image, at + READ_HEADER + path_len, wanted, |key, text| {
+                    key_matches(image, key, text, field.as_ref())
+                })?;
                 at = child.filter(|&c| c > at)?;
             }
             _ => return None,
@@ -188,21 +288,29 @@ pub(crate) fn replay(image: &[u8], fields: &FieldMap) -> Option<Found> {
     }
 }
 
-/// Scans the blocks from `block` for a key `wanted` accepts: `Some(Some(child))`
-/// when one does, `Some(None)` when none does, `None` on bytes this module
-/// did not write.
-fn find(image: &[u8], mut block: usize, mut wanted: impl FnMut(usize, &[u8]) -> Option<bool>) -> Option<Option<usize>> {
+/// Scans the blocks from `block` for a key with the fingerprint `wanted`
+/// that `accepts`: `Some(Some(child))` when one does, `Some(None)` when none
+/// does, `None` on bytes this module did not write.
+fn find(
+    image: &[u8],
+    mut block: usize,
+    wanted: u32,
+    mut accepts: impl FnMut(usize, &[u8]) -> Option<bool>,
+) -> Option<Option<usize>> {
     loop {
-        let branches = u32_at(image, block)?;
+        let branches = u32_at(image, block)? as usize;
         let next = u32_at(image, block + 4)? as usize;
-        let mut key = block + BLOCK;
-        for _ in 0..branches {
+        let table = image.get(block + BLOCK..block + BLOCK + branches.checked_mul(ENTRY)?)?;
+        for entry in table.chunks_exact(ENTRY) {
+            if u32::from_le_bytes(entry[..4].try_into().ok()?) != wanted {
+                continue;
+            }
+            let key = u32::from_le_bytes(entry[4..].try_into().ok()?) as usize;
             let text_len = u32_at(image, key + KEY_TEXT_LEN)? as usize;
             let text = image.get(key + KEY..key + KEY + text_len)?;
-            if wanted(key, text)? {
+            if accepts(key, text)? {
                 return Some(Some(u32_at(image, key + KEY_CHILD)? as usize));
             }
-            key += KEY + text_len;
         }
         if next == 0 {
             return Some(None);
@@ -274,7 +382,7 @@ fn insert_at(image: &mut Vec<u8>, reads: &[Read], leaf: Leaf<'_>) -> Option<bool
         }
         let first = at + READ_HEADER + path_len;
         let view: &[u8] = image;
-        if let Some(child) = find(view, first, |key, text| key_is(view, key, text, seen))? {
+        if let Some(child) = find(view, first, fingerprint_of_seen(seen), |key, text| key_is(view, key, text, seen))? {
             at = child;
             continue;
         }
@@ -317,6 +425,9 @@ fn write_key(image: &mut Vec<u8>, seen: &Observed) -> Option<usize> {
 fn write_branch(image: &mut Vec<u8>, seen: &Observed) -> Option<()> {
     image.extend_from_slice(&1u32.to_le_bytes());
     image.extend_from_slice(&0u32.to_le_bytes());
+    image.extend_from_slice(&fingerprint_of_seen(seen).to_le_bytes());
+    let key = u32::try_from(image.len() + 4).ok()?;
+    image.extend_from_slice(&key.to_le_bytes());
     let slot = write_key(image, seen)?;
     let child = u32::try_from(image.len()).ok()?;
     put_u32(image, slot, child);
@@ -343,6 +454,71 @@ fn write_chain(image: &mut Vec<u8>, reads: &[Read], leaf: Leaf<'_>) -> Option<()
             image.extend_from_slice(&index.to_le_bytes());
             image.extend_from_slice(evidence);
         }
+    }
+    Some(())
+}
+
+/// The image written again with each node's branches in one block (in
+/// the order a scan met them) and each subtree after its node's keys:
+/// what replays see is unchanged, and a node's scan reads one table.
+/// `None` on bytes this module did not write (the caller keeps them).
+pub(crate) fn compact(image: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(image.len());
+    if !image.is_empty() {
+        copy_node(image, 0, &mut out, 0)?;
+    }
+    u32::try_from(out.len()).ok()?;
+    Some(out)
+}
+
+/// Copies the node at `at`, and everything below it, to the end of `out`.
+fn copy_node(image: &[u8], at: usize, out: &mut Vec<u8>, depth: usize) -> Option<()> {
+    // A trace is at most `MAX_RECORDED_READS` reads long.
+    if depth > pitfall_sdk::model::session::MAX_RECORDED_READS {
+        return None;
+    }
+    match *image.get(at)? {
+        CLEAR => out.push(CLEAR),
+        OUTCOME => out.extend_from_slice(image.get(at..at + LEAF)?),
+        MATCHED => out.extend_from_slice(image.get(at..evidence_end(image, at + LEAF)?)?),
+        READ => {
+            let path_len = u32_at(image, at + 1)? as usize;
+            let first = at + READ_HEADER + path_len;
+            out.extend_from_slice(image.get(at..first)?);
+            // Every branch's entry, block by block.
+            let mut entries = Vec::new();
+            let mut block = first;
+            loop {
+                let count = u32_at(image, block)? as usize;
+                let next = u32_at(image, block + 4)? as usize;
+                entries.extend_from_slice(image.get(block + BLOCK..block + BLOCK + count.checked_mul(ENTRY)?)?);
+                if next == 0 {
+                    break;
+                }
+                block = Some(next).filter(|&n| n > block)?;
+            }
+            let count = entries.len() / ENTRY;
+            out.extend_from_slice(&u32::try_from(count).ok()?.to_le_bytes());
+            out.extend_from_slice(&0u32.to_le_bytes());
+            let table = out.len();
+            out.extend_from_slice(&entries);
+            let mut children = Vec::with_capacity(count);
+            for (i, entry) in entries.chunks_exact(ENTRY).enumerate() {
+                let key = u32::from_le_bytes(entry[4..].try_into().ok()?) as usize;
+                let text_len = u32_at(image, key + KEY_TEXT_LEN)? as usize;
+                let moved = out.len();
+                put_u32(out, table + i * ENTRY + 4, u32::try_from(moved).ok()?);
+                out.extend_from_slice(image.get(key..key + KEY + text_len)?);
+                let child = Some(u32_at(image, key + KEY_CHILD)? as usize).filter(|&c| c > at)?;
+                children.push((moved + KEY_CHILD, child));
+            }
+            for (slot, child) in children {
+                let moved = u32::try_from(out.len()).ok()?;
+                put_u32(out, slot, moved);
+                copy_node(image, child, out, depth + 1)?;
+            }
+        }
+        _ => return None,
     }
     Some(())
 }
@@ -437,10 +613,78 @@ mod tests {
             hits += usize::from(expected.is_some());
         }
         assert_eq!(hits, seen_machines.len() + 1, "every machine seen, and the unseen one without vLLM");
+        // Compacted, every node's branches in one block: the same answers,
+        // fewer bytes, and compacting again changes nothing.
+        let compacted = compact(&image).expect("an image this module wrote");
+        assert!(compacted.len() < image.len(), "{} >= {}", compacted.len(), image.len());
+        assert_eq!(compact(&compacted).as_deref(), Some(compacted.as_slice()));
+        for m in seen_machines.iter().chain(&unseen) {
+            assert_eq!(replay(&compacted, m), replay(&image, m));
+        }
+        // It grows on as before: a new trace appended, the rest unchanged.
+        let mut grown = compacted.clone();
+        let new_trace = trace(&unseen[0]);
+        assert!(insert(&mut grown, &new_trace, Leaf::Outcome(99)));
+        assert_eq!(replay(&grown, &unseen[0]), Some(Found::Outcome(99)));
+        for m in &seen_machines {
+            assert_eq!(replay(&grown, m), replay(&image, m));
+        }
+        // A fingerprint is a filter, not an answer: with every entry of
+        // the root's table given the first machine's fingerprint (as
+        // colliding keys would have), that machine still reaches its own
+        // leaf by comparing keys, and no machine reaches another's.
+        let path_len = u32_at(&compacted, 1).expect("a root") as usize;
+        let root_block = READ_HEADER + path_len;
+        let branches = u32_at(&compacted, root_block).expect("a block") as usize;
+        let first = fingerprint_of_field(seen_machines[0].get(paths[0]).as_ref());
+        let mut collided = compacted.clone();
+        for i in 0..branches {
+            put_u32(&mut collided, root_block + BLOCK + i * ENTRY, first);
+        }
+        assert_eq!(replay(&collided, &seen_machines[0]), replay(&image, &seen_machines[0]));
+        for m in seen_machines.iter().chain(&unseen) {
+            let answer = replay(&collided, m);
+            assert!(answer.is_none() || answer == replay(&image, m), "{answer:?}");
+        }
+        assert_eq!(compact(&compacted[..compacted.len() - 1]), None, "cut short");
         // Bytes this module did not write answer nothing, and never loop.
         assert_eq!(replay(&[], &seen_machines[0]), None);
         assert_eq!(replay(&image[..40], &seen_machines[0]), None, "cut inside the first key");
         assert_eq!(replay(&[9, 0, 0], &seen_machines[0]), None);
+    }
+
+    /// A field and what a rule saw there have the same fingerprint, for
+    /// every kind of field (missing, text, number, array, object, bool):
+    /// a replay finds the key its field matches.
+    #[test]
+    fn a_field_and_its_observation_have_one_fingerprint() {
+        let m = fields(serde_json::json!({
+            "manifest_version": 1,
+            "accelerators": [{"vendor": "nvidia", "compute_capability": "9.0", "memory_mib": 81920}],
+            "packages": [{"name": "vllm", "version": "0.27.1"}],
+            "env": {"FLAG": "1"},
+            "workload": {"head_dims": [64, 128], "quantized": true},
+        }));
+        let paths = [
+            "packages.vllm.version",
+            "packages.vllm",
+            "packages.torch.version",
+            "accelerators",
+            "accelerators.0.compute_capability",
+            "accelerators.0.memory_mib",
+            "env.FLAG",
+            "workload.head_dims",
+            "workload.quantized",
+            "nothing.here",
+        ];
+        let mut fingerprints = std::collections::HashSet::new();
+        for path in paths {
+            let field = m.get(path);
+            let fp = fingerprint_of_field(field.as_ref());
+            assert_eq!(fp, fingerprint_of_seen(&Observed::of(field.as_ref())), "{path}");
+            fingerprints.insert(fp);
+        }
+        assert!(fingerprints.len() >= paths.len() - 1, "distinct values, (nearly) distinct fingerprints");
     }
 
     /// A matched leaf's evidence holds on a manifest whose evidence fields

@@ -188,3 +188,27 @@ fn a_rules_tree_is_regrown_when_full_and_the_budget_holds_and_is_given_back() {
     }
     assert!(small.memo_stats().bytes > 0);
 }
+
+/// A tree that met hundreds of values at one node is compacted as it grows
+/// (each node's branches into one block): every trace recorded before and
+/// after a compaction still answers, and the budget counts what it holds.
+#[test]
+fn a_compacted_tree_answers_every_trace_it_recorded() {
+    let wasm = reads_the_machine();
+    let engine = engine(Limits::default().memo_bytes);
+    let set = RuleSet::new(vec![Arc::new(engine.load(&wasm).expect("loads"))], "r");
+    let machines = 300;
+    for i in 0..machines {
+        set.check(&engine, machine(i));
+    }
+    let recorded = engine.memo_stats();
+    assert_eq!((recorded.hits, recorded.misses), (0, machines as u64));
+    for i in (0..machines).rev() {
+        set.check(&engine, machine(i));
+    }
+    let replayed = engine.memo_stats();
+    assert_eq!(replayed.hits, machines as u64, "every machine answered from the memo");
+    assert_eq!(replayed.bytes, recorded.bytes, "replays hold nothing more");
+    drop(set);
+    assert_eq!(engine.memo_stats().bytes, 0, "compaction kept the budget's count exact");
+}
