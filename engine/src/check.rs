@@ -8,6 +8,7 @@
 //! at before each evaluation in the sandbox: the check then ends there with
 //! [`PastDeadline`] rather than an answer.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
@@ -63,7 +64,9 @@ impl RuleSet {
     pub fn candidates(&self, prepared: &Prepared) -> Vec<&Arc<Rule>> {
         // Only the packages a selector names: the rest of a machine's
         // hundreds change nothing here.
-        let facts = ManifestFacts::of_packages(&prepared.manifest, |key| self.index.names_package(key));
+        // The packages with the keys the field map derived for them.
+        let packages = prepared.fields.packages_with_keys().map(|(p, key)| (p, Cow::Borrowed(key)));
+        let facts = ManifestFacts::of_keyed_packages(&prepared.manifest, packages, |key| self.index.names_package(key));
         let gate_facts = self.gates.facts(&facts);
         self.index
             .candidates(&facts)

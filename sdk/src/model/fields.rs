@@ -15,7 +15,7 @@ use foldhash::fast::RandomState;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::manifest::Manifest;
+use super::manifest::{Manifest, Package};
 use super::normalize::Enrichment;
 use super::package_table::PackageTable;
 
@@ -308,6 +308,13 @@ impl FieldMap {
             "ecosystem" => Some(package.ecosystem.as_deref()),
             _ => None,
         }
+    }
+
+    /// Every package of the manifest with its key, in the manifest's order
+    /// (the keys the map derived, so nothing derives them again).
+    pub fn packages_with_keys(&self) -> impl Iterator<Item = (&Package, &str)> {
+        let packages = &self.manifest.packages;
+        packages.iter().zip(self.packages.keys(packages))
     }
 
     /// The field at `path` given as bytes (as a host call receives it);

@@ -66,6 +66,10 @@ pub(crate) struct PackageTable {
     table: HashTable<Slot>,
     /// Seeded per table: the names come from the client.
     hasher: RandomState,
+    /// The key of every package whose name is not its key, by position
+    /// (ascending), first of its key or not: with the names, every
+    /// package's key, so a check derives each once (`keys`).
+    renamed: Vec<(u32, Box<str>)>,
 }
 
 impl PackageTable {
@@ -73,6 +77,7 @@ impl PackageTable {
     pub(crate) fn new(packages: &[Package]) -> PackageTable {
         let hasher = RandomState::default();
         let mut table = HashTable::with_capacity(packages.len());
+        let mut renamed = Vec::new();
         for (index, package) in packages.iter().enumerate() {
             let key = package_key_cow(&package.name);
             let hash = hasher.hash_one(&*key);
@@ -81,15 +86,31 @@ impl PackageTable {
                 |slot: &Slot| slot.key(packages) == key,
                 |slot: &Slot| hasher.hash_one(slot.key(packages)),
             );
+            let owned_key = match key {
+                std::borrow::Cow::Borrowed(_) => None,
+                std::borrow::Cow::Owned(key) => {
+                    let key = key.into_boxed_str();
+                    renamed.push((index as u32, key.clone()));
+                    Some(key)
+                }
+            };
             if let hashbrown::hash_table::Entry::Vacant(vacant) = entry {
-                let owned_key = match key {
-                    std::borrow::Cow::Borrowed(_) => None,
-                    std::borrow::Cow::Owned(key) => Some(key.into_boxed_str()),
-                };
                 vacant.insert(Slot { index: index as u32, owned_key, json: OnceLock::new() });
             }
         }
-        PackageTable { table, hasher }
+        PackageTable { table, hasher, renamed }
+    }
+
+    /// Every package's key, in the manifest's order (each name that is its
+    /// own key, as nearly every one is, read from `packages`).
+    pub(crate) fn keys<'a>(&'a self, packages: &'a [Package]) -> impl Iterator<Item = &'a str> {
+        let mut renamed = self.renamed.iter().peekable();
+        packages.iter().enumerate().map(move |(index, package)| {
+            match renamed.next_if(|(at, _)| *at as usize == index) {
+                Some((_, key)) => &**key,
+                None => package.name.as_str(),
+            }
+        })
     }
 
     /// The package filed under `key` (already a key: `flash-attn`).
@@ -130,6 +151,11 @@ mod tests {
         for absent in ["Flash_Attn", "zope.interface", " torch ", "flash", ""] {
             assert!(table.get(absent, &list).is_none(), "{absent:?}");
         }
+        // Every package's key, in order, duplicates and renamed ones too.
+        let keys: Vec<&str> = table.keys(&list).collect();
+        let derived: Vec<String> = list.iter().map(|p| package_key_cow(&p.name).into_owned()).collect();
+        assert_eq!(keys, derived);
+        assert_eq!(keys, ["vllm", "flash-attn", "flash-attn", "zope-interface", "torch", "Ünïcode"]);
         // A name that is its own key keeps no copy of it.
         let vllm = table.get("vllm", &list).expect("present");
         assert!(vllm.owned_key.is_none());

@@ -18,6 +18,7 @@ use std::fmt;
 use foldhash::fast::RandomState;
 
 use super::Manifest;
+use super::manifest::Package;
 use super::normalize::{package_key, package_key_cow};
 use crate::version::{Specifier, Version};
 
@@ -191,9 +192,6 @@ pub struct ManifestFacts<'m> {
     container: bool,
 }
 
-/// The group of a package [`ManifestFacts::of_packages`] leaves out.
-const UNWANTED: u32 = u32::MAX;
-
 /// A version a package is listed with, parsed on first use.
 #[derive(Debug, Clone)]
 pub struct PackageVersion<'m> {
@@ -222,23 +220,31 @@ impl<'m> ManifestFacts<'m> {
     /// every package its selectors name (a rule set): a machine lists
     /// hundreds of packages, and most concern no rule.
     pub fn of_packages(m: &'m Manifest, wanted: impl Fn(&str) -> bool) -> ManifestFacts<'m> {
+        ManifestFacts::of_keyed_packages(m, m.packages.iter().map(|p| (p, package_key_cow(&p.name))), wanted)
+    }
+
+    /// [`ManifestFacts::of_packages`] with the packages given with their
+    /// keys (`m`'s own are not read): a check's field map derived the
+    /// keys already (`FieldMap::packages_with_keys`).
+    pub fn of_keyed_packages(
+        m: &'m Manifest,
+        packages: impl Iterator<Item = (&'m Package, Cow<'m, str>)>,
+        wanted: impl Fn(&str) -> bool,
+    ) -> ManifestFacts<'m> {
         // Each package's key numbered in order of first listing, then the
         // versions placed by key (a counting sort, stable within a key).
         let mut groups: HashMap<Cow<'m, str>, u32, RandomState> = HashMap::default();
-        let group_of: Vec<u32> = m
-            .packages
-            .iter()
-            .map(|p| {
-                let key = package_key_cow(&p.name);
+        let group_of: Vec<(&'m Package, u32)> = packages
+            .filter_map(|(p, key)| {
                 if !wanted(&key) {
-                    return UNWANTED;
+                    return None;
                 }
                 let next = groups.len() as u32;
-                *groups.entry(key).or_insert(next)
+                Some((p, *groups.entry(key).or_insert(next)))
             })
             .collect();
         let mut counts = vec![0u32; groups.len()];
-        for &group in group_of.iter().filter(|&&g| g != UNWANTED) {
+        for &(_, group) in &group_of {
             counts[group as usize] += 1;
         }
         let mut at = 0;
@@ -251,7 +257,7 @@ impl<'m> ManifestFacts<'m> {
             .collect();
         let mut next: Vec<u32> = spans.iter().map(|&(start, _)| start).collect();
         let mut versions = vec![PackageVersion { text: None, parsed: OnceCell::new() }; at as usize];
-        for (p, group) in m.packages.iter().zip(group_of).filter(|&(_, g)| g != UNWANTED) {
+        for (p, group) in group_of {
             let slot = &mut next[group as usize];
             versions[*slot as usize].text = p.version.as_deref();
             *slot += 1;
