@@ -62,14 +62,15 @@ impl RuleSet {
     /// from the packages some selector names; a candidate's gate decides
     /// for its selectors when it can (`crate::gate`), without reading them.
     pub fn candidates(&self, prepared: &Prepared) -> Vec<&Arc<Rule>> {
-        // Only the packages a selector names: the rest of a machine's
-        // hundreds change nothing here.
-        // The packages with the keys the field map derived for them.
+        // Only the packages a selector names (the rest of a machine's
+        // hundreds change nothing here), with the keys the field map
+        // derived for them.
         let packages = prepared.fields.packages_with_keys().map(|(p, key)| (p, Cow::Borrowed(key)));
         let facts = ManifestFacts::of_keyed_packages(&prepared.manifest, packages, |key| self.index.names_package(key));
         let gate_facts = self.gates.facts(&facts);
-        self.index
-            .candidates(&facts)
+        let positions = self.index.candidates(&facts);
+        self.gates.prefetch(&positions);
+        positions
             .into_iter()
             .filter(|&i| {
                 self.gates

@@ -27,6 +27,7 @@ use crate::host::{self, GrowthLimiter, HostState};
 use crate::inspect::inspect;
 use crate::limits::{EPOCH_TICK, KEEP_RESIDENT_BYTES, Limits, MAX_TABLE_ELEMENTS};
 use crate::memo::{MemoBudget, MemoStats, Outcome};
+use crate::prefetch::prefetch;
 use crate::reset;
 use crate::rule::{Linked, Rule};
 
@@ -321,6 +322,12 @@ impl Engine {
     /// replays' own would come one after another. A hint only.
     pub fn prefetch_replays(&self, rules: &[&Arc<Rule>]) {
         if self.inner.memo.enabled() {
+            // First each rule's first cache line (its memo's lock and
+            // image pointer), so that reading them below waits for one
+            // miss, not one per rule.
+            for rule in rules {
+                prefetch(Arc::as_ptr(rule));
+            }
             for rule in rules {
                 rule.memo.prefetch();
             }

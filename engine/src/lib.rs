@@ -25,6 +25,7 @@ pub mod inspect;
 pub mod limits;
 pub mod memo;
 mod memo_image;
+mod prefetch;
 mod reset;
 pub mod rule;
 

@@ -41,6 +41,7 @@ use pitfall_sdk::model::session::{RawOutput, Read};
 
 use crate::engine::rendered;
 use crate::memo_image::{self, Found, Leaf};
+use crate::prefetch::prefetch;
 
 /// Outcomes one rule keeps before its tree is dropped and regrown.
 ///
@@ -208,18 +209,6 @@ impl Outcome {
             }
         }
     }
-}
-
-/// A hint to load the cache line at `p` (x86-64 only; elsewhere none).
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing and cannot fault, whatever `p` is.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Counts what is written to it.
