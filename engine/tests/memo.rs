@@ -149,7 +149,10 @@ const READS_THE_MACHINE: &str = r#";; expect: clean
 "#;
 
 fn reads_the_machine() -> Vec<u8> {
-    let path = std::env::temp_dir().join(format!("pitfall-memo-reads-the-machine-{}.wat", std::process::id()));
+    // A file of its own per call: tests run side by side in one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("pitfall-memo-reads-the-machine-{}-{call}.wat", std::process::id()));
     std::fs::write(&path, READS_THE_MACHINE).expect("writes");
     let wasm = corpus::load_module(&path).wasm;
     let _ = std::fs::remove_file(&path);
