@@ -293,30 +293,48 @@ pub(crate) fn replay(image: &[u8], fields: &FieldMap) -> Option<Found> {
 /// does, `None` on bytes this module did not write.
 fn find(
     image: &[u8],
-    mut block: usize,
+    block: usize,
     wanted: u32,
     mut accepts: impl FnMut(usize, &[u8]) -> Option<bool>,
 ) -> Option<Option<usize>> {
-    loop {
-        let branches = u32_at(image, block)? as usize;
-        let next = u32_at(image, block + 4)? as usize;
-        let table = image.get(block + BLOCK..block + BLOCK + branches.checked_mul(ENTRY)?)?;
+    let mut chain = BlockChain { image, next: Some(block) };
+    while let Some((_, table)) = chain.next_block()? {
         for entry in table.chunks_exact(ENTRY) {
-            if u32::from_le_bytes(entry[..4].try_into().ok()?) != wanted {
+            if u32_at(entry, 0)? != wanted {
                 continue;
             }
-            let key = u32::from_le_bytes(entry[4..].try_into().ok()?) as usize;
+            let key = u32_at(entry, 4)? as usize;
             let text_len = u32_at(image, key + KEY_TEXT_LEN)? as usize;
             let text = image.get(key + KEY..key + KEY + text_len)?;
             if accepts(key, text)? {
                 return Some(Some(u32_at(image, key + KEY_CHILD)? as usize));
             }
         }
-        if next == 0 {
-            return Some(None);
-        }
-        // Blocks are appended after the ones they continue.
-        block = Some(next).filter(|&n| n > block)?;
+    }
+    Some(None)
+}
+
+/// A node's blocks, from its first: each block's offset and its table of
+/// entries, for the scan, the last block's link and the compaction alike.
+struct BlockChain<'a> {
+    image: &'a [u8],
+    next: Option<usize>,
+}
+
+impl<'a> BlockChain<'a> {
+    /// The next block: `Some(None)` past the last, `None` on bytes this
+    /// module did not write.
+    fn next_block(&mut self) -> Option<Option<(usize, &'a [u8])>> {
+        let Some(block) = self.next else { return Some(None) };
+        let image = self.image;
+        let branches = u32_at(image, block)? as usize;
+        let table = image.get(block + BLOCK..block + BLOCK + branches.checked_mul(ENTRY)?)?;
+        self.next = match u32_at(image, block + 4)? as usize {
+            0 => None,
+            // Blocks are appended after the ones they continue.
+            next => Some(Some(next).filter(|&n| n > block)?),
+        };
+        Some(Some((block, table)))
     }
 }
 
@@ -388,11 +406,9 @@ fn insert_at(image: &mut Vec<u8>, reads: &[Read], leaf: Leaf<'_>) -> Option<bool
         }
         // A new branch: a block of one, appended, linked from the last block.
         let mut last = first;
-        loop {
-            match u32_at(image, last + 4)? {
-                0 => break,
-                next => last = next as usize,
-            }
+        let mut chain = BlockChain { image: view, next: Some(first) };
+        while let Some((block, _)) = chain.next_block()? {
+            last = block;
         }
         let block = u32::try_from(image.len()).ok()?;
         write_branch(image, seen)?;
@@ -487,15 +503,9 @@ fn copy_node(image: &[u8], at: usize, out: &mut Vec<u8>, depth: usize) -> Option
             out.extend_from_slice(image.get(at..first)?);
             // Every branch's entry, block by block.
             let mut entries = Vec::new();
-            let mut block = first;
-            loop {
-                let count = u32_at(image, block)? as usize;
-                let next = u32_at(image, block + 4)? as usize;
-                entries.extend_from_slice(image.get(block + BLOCK..block + BLOCK + count.checked_mul(ENTRY)?)?);
-                if next == 0 {
-                    break;
-                }
-                block = Some(next).filter(|&n| n > block)?;
+            let mut chain = BlockChain { image, next: Some(first) };
+            while let Some((_, table)) = chain.next_block()? {
+                entries.extend_from_slice(table);
             }
             let count = entries.len() / ENTRY;
             out.extend_from_slice(&u32::try_from(count).ok()?.to_le_bytes());
@@ -504,7 +514,7 @@ fn copy_node(image: &[u8], at: usize, out: &mut Vec<u8>, depth: usize) -> Option
             out.extend_from_slice(&entries);
             let mut children = Vec::with_capacity(count);
             for (i, entry) in entries.chunks_exact(ENTRY).enumerate() {
-                let key = u32::from_le_bytes(entry[4..].try_into().ok()?) as usize;
+                let key = u32_at(entry, 4)? as usize;
                 let text_len = u32_at(image, key + KEY_TEXT_LEN)? as usize;
                 let moved = out.len();
                 put_u32(out, table + i * ENTRY + 4, u32::try_from(moved).ok()?);
