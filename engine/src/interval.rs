@@ -6,6 +6,8 @@
 
 use pitfall_sdk::version::Version;
 
+use crate::prefetch::prefetch;
+
 /// A range of versions, both ends inclusive, `None` for unbounded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Range {
@@ -48,11 +50,11 @@ pub(crate) struct IntervalTree {
     all: Vec<u32>,
     /// The same tree over packed keys, when every end packs
     /// ([`Version::packed_public`]) and none has a local label: a stab of a
-    /// version that packs compares integers in flat lists, where the
+    /// version that packs compares integers in one array, where the
     /// nodes' lists hold a pair of `Version`s (a few hundred bytes) per
     /// range, scanned in order: a check stabs a tree for each package it
     /// has rules about, each tree among thousands out of the caches.
-    packed: Option<Vec<PackedNode>>,
+    packed: Option<PackedTree>,
 }
 
 /// A [`Node`] over packed keys: the tags of the ranges unbounded at an
@@ -103,6 +105,123 @@ impl PackedNode {
     }
 }
 
+/// A packed tree in one array of `u32` words, its nodes in the tree's
+/// preorder (a node's left child right after its lists), each node its
+/// [`HEADER`] words then its lists: the tags of its lower-unbounded
+/// ranges; its other ranges' lower keys (four words each), then their
+/// tags; the same two for the upper ends. A stab reads each node it
+/// passes in one run of words, where nodes with a list per field cost a
+/// cache miss per list among thousands of trees.
+#[derive(Debug, Clone)]
+struct PackedTree {
+    words: Box<[u32]>,
+}
+
+/// A node's header: its centre's key (four words), the lengths of its four
+/// lists, and the offsets of its children ([`NO_CHILD`] for none).
+const HEADER: usize = 10;
+const NO_CHILD: u32 = u32::MAX;
+
+/// A key's words, low first.
+fn key_words(key: u128) -> [u32; 4] {
+    [key as u32, (key >> 32) as u32, (key >> 64) as u32, (key >> 96) as u32]
+}
+
+fn key_at(words: &[u32], at: usize) -> u128 {
+    let w = &words[at..at + 4];
+    u128::from(w[0]) | u128::from(w[1]) << 32 | u128::from(w[2]) << 64 | u128::from(w[3]) << 96
+}
+
+/// How many of `n` keys from word `at` on come before the first for
+/// which `keep` fails (the lists are sorted so that they all do, then none).
+fn keys_while(words: &[u32], at: usize, n: usize, keep: impl Fn(u128) -> bool) -> usize {
+    (0..n).take_while(|&i| keep(key_at(words, at + 4 * i))).count()
+}
+
+impl PackedNode {
+    fn words(&self) -> usize {
+        HEADER + self.lower_unbounded.len() + 5 * self.by_lower.len() + self.upper_unbounded.len() + 5 * self.by_upper.len()
+    }
+}
+
+impl PackedTree {
+    /// Nodes given in preorder (as [`IntervalTree::build`] pushes them);
+    /// `None` if an end does not pack or the tree passes `u32` offsets.
+    fn of(nodes: &[Node]) -> Option<PackedTree> {
+        let packed: Vec<PackedNode> = nodes.iter().map(PackedNode::of).collect::<Option<_>>()?;
+        let mut offsets = Vec::with_capacity(packed.len());
+        let mut total = 0usize;
+        for node in &packed {
+            offsets.push(u32::try_from(total).ok().filter(|&o| o != NO_CHILD)?);
+            total += node.words();
+        }
+        let link = |child: Option<usize>| child.map_or(NO_CHILD, |c| offsets[c]);
+        let mut words = Vec::with_capacity(total);
+        let len = |n: usize| u32::try_from(n).ok();
+        for node in &packed {
+            words.extend(key_words(node.center));
+            words.extend([
+                len(node.lower_unbounded.len())?,
+                len(node.by_lower.len())?,
+                len(node.upper_unbounded.len())?,
+                len(node.by_upper.len())?,
+                link(node.left),
+                link(node.right),
+            ]);
+            for (unbounded, bounded) in [(&node.lower_unbounded, &node.by_lower), (&node.upper_unbounded, &node.by_upper)] {
+                words.extend_from_slice(unbounded);
+                words.extend(bounded.iter().flat_map(|(key, _)| key_words(*key)));
+                words.extend(bounded.iter().map(|(_, tag)| *tag));
+            }
+        }
+        Some(PackedTree { words: words.into_boxed_slice() })
+    }
+
+    /// [`IntervalTree::stab`] over packed keys: the same walk, comparing
+    /// integers, from the root (the first node) on.
+    fn stab(&self, v: u128, out: &mut Vec<u32>) {
+        let words = &self.words[..];
+        let mut at = if words.is_empty() { NO_CHILD } else { 0 };
+        while at != NO_CHILD {
+            let node = at as usize;
+            let count = |i: usize| words[node + 4 + i] as usize;
+            let (lower_unbounded, by_lower, upper_unbounded, by_upper) = (count(0), count(1), count(2), count(3));
+            let lower = node + HEADER;
+            let lower_keys = lower + lower_unbounded;
+            let lower_tags = lower_keys + 4 * by_lower;
+            match v.cmp(&key_at(words, node)) {
+                std::cmp::Ordering::Less => {
+                    let k = keys_while(words, lower_keys, by_lower, |lower| lower <= v);
+                    out.extend_from_slice(&words[lower..lower_keys]);
+                    out.extend_from_slice(&words[lower_tags..lower_tags + k]);
+                    at = words[node + 8];
+                }
+                std::cmp::Ordering::Greater => {
+                    let upper = lower_tags + by_lower;
+                    let upper_keys = upper + upper_unbounded;
+                    let upper_tags = upper_keys + 4 * by_upper;
+                    let k = keys_while(words, upper_keys, by_upper, |upper| v <= upper);
+                    out.extend_from_slice(&words[upper..upper_keys]);
+                    out.extend_from_slice(&words[upper_tags..upper_tags + k]);
+                    at = words[node + 9];
+                }
+                std::cmp::Ordering::Equal => {
+                    out.extend_from_slice(&words[lower..lower_keys]);
+                    out.extend_from_slice(&words[lower_tags..lower_tags + by_lower]);
+                    at = NO_CHILD;
+                }
+            }
+        }
+    }
+
+    /// Hints the CPU to load the root, for a stab soon after.
+    fn prefetch(&self) {
+        if let Some(root) = self.words.first() {
+            prefetch(root);
+        }
+    }
+}
+
 impl IntervalTree {
     /// Builds the tree. Every range must have at least one finite end
     /// (the caller keeps unbounded ones elsewhere: they contain everything).
@@ -114,7 +233,8 @@ impl IntervalTree {
         tree.root = tree.build(ranges);
         // The node lists keep their order (unbounded ends first, then by
         // end), so the packed lists are the same lists.
-        tree.packed = tree.nodes.iter().map(PackedNode::of).collect();
+        debug_assert!(tree.root.is_none_or(|root| root == 0), "the root is the first node pushed");
+        tree.packed = PackedTree::of(&tree.nodes);
         tree
     }
 
@@ -169,8 +289,8 @@ impl IntervalTree {
     /// Appends the tags of the ranges that contain `v`, a version without
     /// a local label (ranges bound public versions).
     pub(crate) fn stab(&self, v: &Version, out: &mut Vec<u32>) {
-        if let (Some(nodes), Some(key)) = (&self.packed, packed_end(v)) {
-            return stab_packed(nodes, self.root, key, out);
+        if let (Some(packed), Some(key)) = (&self.packed, packed_end(v)) {
+            return packed.stab(key, out);
         }
         let mut at = self.root;
         while let Some(i) = at {
@@ -209,6 +329,13 @@ impl IntervalTree {
         IntervalTree { packed: None, ..self.clone() }.stab(v, out)
     }
 
+    /// Hints the CPU to load what a stab reads first (the packed root).
+    pub(crate) fn prefetch(&self) {
+        if let Some(packed) = &self.packed {
+            packed.prefetch();
+        }
+    }
+
     /// Every tag (for a version that cannot be decided).
     pub(crate) fn all(&self) -> &[u32] {
         &self.all
@@ -217,32 +344,6 @@ impl IntervalTree {
     /// Whether the tree holds no range.
     pub(crate) fn is_empty(&self) -> bool {
         self.all.is_empty()
-    }
-}
-
-/// [`IntervalTree::stab`] over packed keys: the same walk, comparing
-/// integers.
-fn stab_packed(nodes: &[PackedNode], root: Option<usize>, v: u128, out: &mut Vec<u32>) {
-    let mut at = root;
-    while let Some(i) = at {
-        let node = &nodes[i];
-        match v.cmp(&node.center) {
-            std::cmp::Ordering::Less => {
-                out.extend_from_slice(&node.lower_unbounded);
-                out.extend(node.by_lower.iter().take_while(|(lower, _)| *lower <= v).map(|(_, t)| *t));
-                at = node.left;
-            }
-            std::cmp::Ordering::Greater => {
-                out.extend_from_slice(&node.upper_unbounded);
-                out.extend(node.by_upper.iter().take_while(|(upper, _)| v <= *upper).map(|(_, t)| *t));
-                at = node.right;
-            }
-            std::cmp::Ordering::Equal => {
-                out.extend_from_slice(&node.lower_unbounded);
-                out.extend(node.by_lower.iter().map(|(_, t)| *t));
-                at = None;
-            }
-        }
     }
 }
 
@@ -320,6 +421,44 @@ mod tests {
                     wide_want.push(500);
                 }
                 assert_eq!(stabbed(&wide, true), wide_want, "at {probe}, one end unpacked");
+            }
+        }
+    }
+
+    /// Stabs `tree` at `probe` packed and unpacked, sorted.
+    fn stab_both(tree: &IntervalTree, probe: &Version) -> (Vec<u32>, Vec<u32>) {
+        let (mut packed, mut unpacked) = (Vec::new(), Vec::new());
+        tree.stab(probe, &mut packed);
+        tree.stab_unpacked(probe, &mut unpacked);
+        packed.sort_unstable();
+        unpacked.sort_unstable();
+        (packed, unpacked)
+    }
+
+    #[test]
+    fn the_one_array_tree_answers_like_its_nodes_at_every_shape() {
+        // Shapes the spread above rarely makes: a lone range (the root
+        // alone), many ranges through one centre (long lists in one node,
+        // with equal keys), a chain of disjoint ranges (a deep tree whose
+        // nodes each hold one range), and ends at the probes themselves.
+        let lone = vec![(range(Some("1.2"), Some("1.4")), 9)];
+        let nested: Vec<_> = (0..40u32).map(|i| (range(Some(&format!("1.{}", i % 7)), Some(&format!("3.{}", i % 5))), i)).collect();
+        let chain: Vec<_> = (0..64u32).map(|i| (range(Some(&format!("{i}.0")), Some(&format!("{i}.5"))), i)).collect();
+        let one_sided: Vec<_> = (0..30u32)
+            .map(|i| if i % 2 == 0 { (range(None, Some(&format!("2.{i}"))), i) } else { (range(Some(&format!("2.{i}")), None), i) })
+            .collect();
+        for ranges in [lone, nested, chain, one_sided] {
+            let tree = IntervalTree::new(ranges.clone());
+            let packed = tree.packed.as_ref().unwrap_or_else(|| panic!("every end packs"));
+            assert_eq!(packed.words.len(), tree.nodes.iter().map(|n| PackedNode::of(n).map_or(0, |p| p.words())).sum::<usize>());
+            for major in 0..66 {
+                for minor in ["0", "1", "2", "4", "5", "5.1", "6", "30", "0rc1"] {
+                    let probe = v(&format!("{major}.{minor}"));
+                    let want: Vec<u32> = ranges.iter().filter(|(r, _)| r.contains(&probe)).map(|(_, t)| *t).collect();
+                    let (packed, unpacked) = stab_both(&tree, &probe);
+                    assert_eq!(packed, want, "packed, at {probe}");
+                    assert_eq!(unpacked, want, "unpacked, at {probe}");
+                }
             }
         }
     }
