@@ -439,8 +439,8 @@ mod tests {
     fn the_one_array_tree_answers_like_its_nodes_at_every_shape() {
         // Shapes the spread above rarely makes: a lone range (the root
         // alone), many ranges through one centre (long lists in one node,
-        // with equal keys), a chain of disjoint ranges (a deep tree whose
-        // nodes each hold one range), and ends at the probes themselves.
+        // with equal keys), disjoint ranges (many nodes, each holding one
+        // range), and ends at the probes themselves.
         let lone = vec![(range(Some("1.2"), Some("1.4")), 9)];
         let nested: Vec<_> = (0..40u32).map(|i| (range(Some(&format!("1.{}", i % 7)), Some(&format!("3.{}", i % 5))), i)).collect();
         let chain: Vec<_> = (0..64u32).map(|i| (range(Some(&format!("{i}.0")), Some(&format!("{i}.5"))), i)).collect();
