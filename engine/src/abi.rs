@@ -34,4 +34,6 @@ pub const HOST_FUNCTIONS: &[HostFunction] = &[
     HostFunction { name: "missing", params: &[I32, I32], results: &[] },
     HostFunction { name: "param", params: &[I32, I32, I32, I32], results: &[] },
     HostFunction { name: "remedy", params: &[I32], results: &[] },
+    HostFunction { name: "version_in", params: &[I32, I32, I32, I32], results: &[I32] },
+    HostFunction { name: "param_field", params: &[I32, I32, I32, I32], results: &[] },
 ];

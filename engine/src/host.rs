@@ -3,7 +3,7 @@
 //! checks the guest's pointers, and pays for its work in fuel so a loop
 //! around host calls runs out as surely as any other loop.
 
-use pitfall_sdk::model::session::{OutputError, Session, guest_range, guest_range_mut};
+use pitfall_sdk::model::session::{OutputError, Session, SpecifierError, guest_range, guest_range_mut};
 use wasmtime::{Caller, Linker, Memory};
 
 use crate::limits::{HOST_CALL_FUEL, HOST_MODULE};
@@ -56,6 +56,8 @@ pub(crate) enum AbiViolation {
         #[source]
         source: OutputError,
     },
+    #[error("version_in: {0}")]
+    Specifier(#[source] SpecifierError),
     #[error("{call}: called before the rule's memory was bound")]
     NoMemory { call: &'static str },
 }
@@ -152,6 +154,30 @@ pub(crate) fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             let key = slice(data, "param", kp, kl)?;
             let value = slice(data, "param", vp, vl)?;
             state.session.param(key, value).map_err(output("param"))
+        },
+    )?;
+    linker.func_wrap(
+        HOST_MODULE,
+        "param_field",
+        |mut caller: Caller<'_, HostState>, kp: i32, kl: i32, pp: i32, pl: i32| {
+            charge(&mut caller, (kl as u32 as usize).saturating_add(pl as u32 as usize))?;
+            let mem = memory(&caller, "param_field")?;
+            let (data, state) = mem.data_and_store_mut(&mut caller);
+            let key = slice(data, "param_field", kp, kl)?;
+            let path = slice(data, "param_field", pp, pl)?;
+            state.session.param_field(key, path).map_err(output("param_field"))
+        },
+    )?;
+    linker.func_wrap(
+        HOST_MODULE,
+        "version_in",
+        |mut caller: Caller<'_, HostState>, pp: i32, pl: i32, sp: i32, sl: i32| {
+            charge(&mut caller, (pl as u32 as usize).saturating_add(sl as u32 as usize))?;
+            let mem = memory(&caller, "version_in")?;
+            let (data, state) = mem.data_and_store_mut(&mut caller);
+            let path = slice(data, "version_in", pp, pl)?;
+            let spec = slice(data, "version_in", sp, sl)?;
+            state.session.version_in(path, spec).map_err(|e| wasmtime::Error::new(AbiViolation::Specifier(e)))
         },
     )?;
     linker.func_wrap(HOST_MODULE, "remedy", |mut caller: Caller<'_, HostState>, index: i32| {

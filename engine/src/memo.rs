@@ -12,15 +12,20 @@
 //! run. A fleet's machines differ in their hostnames, models, general
 //! packages and versions, but a rule about vLLM on pre-Ampere GPUs reads a
 //! vLLM version and a compute capability: a handful of distinct traces.
+//! Fewer still when it asks the host whether the version is in a range
+//! (`version_in`) rather than reading it: the trace records the answer, so
+//! every release inside the range replays one trace, and a finding quotes
+//! the version through a parameter bound to the field (`param_field`),
+//! filled in at render, which the rule never reads.
 //!
 //! Only clean outcomes are kept (clear, undetermined, matched and
 //! rendered). A failure is never replayed: a deadline depends on the
 //! machine's load, and a trap is rare enough to run again. A matched
 //! rule's finding also quotes evidence, which the host reads when it
-//! renders (with the field's source, which the rule cannot see): a replay
-//! reuses the rendered finding (its JSON text, shared) only when every
-//! evidence value is the same again, and renders afresh from the recorded
-//! output otherwise.
+//! renders (with the field's source, which the rule cannot see), and its
+//! bound parameters: a replay reuses the rendered finding (its JSON text,
+//! shared) only when every evidence value and bound field is the same
+//! again, and renders afresh from the recorded output otherwise.
 //!
 //! Each tree is one allocation (`crate::memo_image`), replayed in place
 //! and grown by appending, so a rule touched once a check costs a few
@@ -170,7 +175,9 @@ impl Outcome {
             Outcome::Clear => Evaluation::Clear,
             Outcome::Undetermined(missing) => Evaluation::Undetermined(missing.clone()),
             Outcome::Matched { raw, evidence, json } => {
-                if evidence.iter().all(|e| evidence_holds(fields, e)) {
+                // Bound parameters are checked only in a leaf's evidence
+                // key (`Memo::record`): without one, render afresh.
+                if raw.param_fields().next().is_none() && evidence.iter().all(|e| evidence_holds(fields, e)) {
                     // A rendered finding's id and severity are its rule's.
                     let finding = LazyFinding::from_json(meta.severity, meta.id.clone(), Arc::clone(json));
                     return Evaluation::Matched(Box::new(finding));
@@ -297,8 +304,13 @@ impl Memo {
     pub(crate) fn record(&self, reads: Vec<Read>, mut outcome: Outcome, fields: &FieldMap, budget: &Arc<MemoBudget>) {
         // A rule is evaluated by one engine, so the budget is always the same.
         let budget = self.budget.get_or_init(|| Arc::clone(budget));
+        // The fields a finding's text shows: its evidence and the fields
+        // its parameters are bound to (`param_field`), which the rule did
+        // not read and its trace does not hold.
         let evidence = match &outcome {
-            Outcome::Matched { evidence, .. } => memo_image::evidence_key(fields, evidence.iter().map(|e| e.path.as_str())),
+            Outcome::Matched { evidence, raw, .. } => {
+                memo_image::evidence_key(fields, evidence.iter().map(|e| e.path.as_str()).chain(raw.param_fields()))
+            }
             _ => None,
         };
         // A finding whose leaf holds its evidence never reads the outcome's

@@ -53,7 +53,7 @@ use std::hash::{BuildHasher, Hasher};
 
 use foldhash::fast::FixedState;
 use pitfall_sdk::model::fields::{Field, FieldKind, FieldMap, Source};
-use pitfall_sdk::model::session::{Observed, Read};
+use pitfall_sdk::model::session::{Observed, Read, observe};
 
 const READ: u8 = 0;
 const CLEAR: u8 = 1;
@@ -276,7 +276,8 @@ pub(crate) fn replay(image: &[u8], fields: &FieldMap) -> Option<Found> {
             READ => {
                 let path_len = u32_at(image, at + 1)? as usize;
                 let path = image.get(at + READ_HEADER..at + READ_HEADER + path_len)?;
-                let field = fields.get_bytes(path);
+                // A field, or the answer to a recorded `version_in`.
+                let field = observe(fields, path);
                 let wanted = fingerprint_of_field(field.as_ref());
                 let child = find(image, at + READ_HEADER + path_len, wanted, |key, text| {
                     key_matches(image, key, text, field.as_ref())

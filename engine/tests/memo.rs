@@ -149,11 +149,16 @@ const READS_THE_MACHINE: &str = r#";; expect: clean
 "#;
 
 fn reads_the_machine() -> Vec<u8> {
+    assemble(READS_THE_MACHINE)
+}
+
+/// A module in the hostile corpus's format, assembled by its loader.
+fn assemble(text: &str) -> Vec<u8> {
     // A file of its own per call: tests run side by side in one process.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("pitfall-memo-reads-the-machine-{}-{call}.wat", std::process::id()));
-    std::fs::write(&path, READS_THE_MACHINE).expect("writes");
+    let path = std::env::temp_dir().join(format!("pitfall-memo-module-{}-{call}.wat", std::process::id()));
+    std::fs::write(&path, text).expect("writes");
     let wasm = corpus::load_module(&path).wasm;
     let _ = std::fs::remove_file(&path);
     wasm
@@ -214,4 +219,115 @@ fn a_compacted_tree_answers_every_trace_it_recorded() {
     assert_eq!(replayed.bytes, recorded.bytes, "replays hold nothing more");
     drop(set);
     assert_eq!(engine.memo_stats().bytes, 0, "compaction kept the budget's count exact");
+}
+
+/// A rule that asks the host whether vLLM's version is in a range
+/// (`version_in`) and quotes it through a parameter bound to the field
+/// (`param_field`): it reads the answer, never the version.
+const ASKS_THE_VERSION: &str = r#";; expect: clean
+;; threat: none; a rule that asks about a version and quotes it without reading it
+;; meta-patch: {"message": "vllm {v} is affected"}
+(module
+  (import "pitfall" "version_in" (func $version_in (param i32 i32 i32 i32) (result i32)))
+  (import "pitfall" "param_field" (func $param_field (param i32 i32 i32 i32)))
+  (import "pitfall" "evidence" (func $evidence (param i32 i32)))
+  (import "pitfall" "missing" (func $missing (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "packages.vllm.version")
+  (data (i32.const 32) ">=0.20,<0.27.2rc0")
+  (data (i32.const 64) "v")
+  (func (export "pitfall_evaluate") (result i32) (local $a i32)
+    (local.set $a (call $version_in (i32.const 0) (i32.const 21) (i32.const 32) (i32.const 17)))
+    (if (i32.eq (local.get $a) (i32.const -1))
+      (then (call $missing (i32.const 0) (i32.const 21)) (return (i32.const 2))))
+    (if (i32.ne (local.get $a) (i32.const 1)) (then (return (i32.const 0))))
+    (call $evidence (i32.const 0) (i32.const 21))
+    (call $param_field (i32.const 64) (i32.const 1) (i32.const 0) (i32.const 21))
+    (i32.const 1)))
+"#;
+
+/// The same question, after looking up a raw path spelled as the memo
+/// records that question (`session::predicate_read`): a rule trying to
+/// make its trace say something other than what it was asked.
+const SPELLS_THE_QUESTION: &str = r#";; expect: clean
+;; threat: a raw read spelled like the memo's record of a version question
+(module
+  (import "pitfall" "field_kind" (func $field_kind (param i32 i32) (result i32)))
+  (import "pitfall" "version_in" (func $version_in (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "packages.vllm.version")
+  (data (i32.const 32) ">=0.20,<0.27.2rc0")
+  (data (i32.const 64) "\ff\11\00\00\00>=0.20,<0.27.2rc0packages.vllm.version")
+  (func (export "pitfall_evaluate") (result i32)
+    (drop (call $field_kind (i32.const 64) (i32.const 43)))
+    (i32.eq (call $version_in (i32.const 0) (i32.const 21) (i32.const 32) (i32.const 17)) (i32.const 1))))
+"#;
+
+/// Machines that differ only in vLLM: releases in and out of the range,
+/// its pre-release, a version that is not PEP 440, none, no vLLM.
+fn vllm_machines() -> Vec<(String, Manifest)> {
+    let mut versions: Vec<Option<String>> = (15..28).flat_map(|minor| (0..3).map(move |patch| Some(format!("0.{minor}.{patch}")))).collect();
+    versions.extend(["0.27.2rc0", "0.27.2", "0.28.0", "1.0.0", "not-a-version"].map(|v| Some(v.to_owned())));
+    versions.push(None);
+    let mut out: Vec<(String, Manifest)> = versions
+        .into_iter()
+        .map(|v| {
+            let package = match &v {
+                Some(v) => format!(r#"{{"name":"vllm","version":"{v}"}}"#),
+                None => r#"{"name":"vllm"}"#.to_owned(),
+            };
+            let text = format!(r#"{{"manifest_version":1,"packages":[{package}]}}"#);
+            (v.unwrap_or_else(|| "no version".into()), parse_manifest(text.as_bytes()).expect("valid"))
+        })
+        .collect();
+    out.push(("no vllm".into(), parse_manifest(br#"{"manifest_version":1}"#).expect("valid")));
+    out
+}
+
+/// A rule that asks `version_in` runs once per answer, not once per
+/// version, and its replayed findings quote each machine's own version:
+/// every answer equals the sandbox's.
+#[test]
+fn a_version_question_is_replayed_for_every_version_with_the_same_answer() {
+    let (memo, sandbox) = (engine(Limits::default().memo_bytes), engine(0));
+    let wasm = assemble(ASKS_THE_VERSION);
+    let memo_set = RuleSet::new(vec![Arc::new(memo.load(&wasm).expect("loads"))], "r");
+    let sandbox_set = RuleSet::new(vec![Arc::new(sandbox.load(&wasm).expect("loads"))], "r");
+    let machines = vllm_machines();
+    let mut matched = 0;
+    for (name, m) in &machines {
+        let want = timeless(sandbox_set.check(&sandbox, m.clone()));
+        let got = timeless(memo_set.check(&memo, m.clone()));
+        assert_eq!(got, want, "{name}");
+        if let Some(finding) = got.findings.first() {
+            assert_eq!(finding.message, format!("vllm {name} is affected"));
+            matched += 1;
+        }
+    }
+    assert_eq!(matched, 8 * 3 - 1, "0.20.0 to 0.27.1 (0.27.2rc0 is not below itself)");
+    let stats = memo.memo_stats();
+    // One trace for each answer: in, out, missing (no version, or no
+    // vLLM at all), not a version.
+    assert_eq!(stats.misses, 4, "{stats:?}");
+    assert_eq!(stats.hits, machines.len() as u64 - 4, "{stats:?}");
+}
+
+/// A rule whose raw read is spelled like a recorded question is not
+/// memoised at all: its trace could not tell the two apart.
+#[test]
+fn a_raw_read_spelled_like_a_question_is_never_replayed() {
+    let (memo, sandbox) = (engine(Limits::default().memo_bytes), engine(0));
+    let wasm = assemble(SPELLS_THE_QUESTION);
+    let memo_set = RuleSet::new(vec![Arc::new(memo.load(&wasm).expect("loads"))], "r");
+    let sandbox_set = RuleSet::new(vec![Arc::new(sandbox.load(&wasm).expect("loads"))], "r");
+    let machines = vllm_machines();
+    for _ in 0..2 {
+        for (name, m) in &machines {
+            let want = timeless(sandbox_set.check(&sandbox, m.clone()));
+            assert_eq!(timeless(memo_set.check(&memo, m.clone())), want, "{name}");
+        }
+    }
+    let stats = memo.memo_stats();
+    assert_eq!((stats.hits, stats.bytes), (0, 0), "{stats:?}");
+    assert_eq!(stats.misses, 2 * machines.len() as u64);
 }

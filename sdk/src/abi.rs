@@ -28,6 +28,16 @@ pub mod kind {
     pub const OBJECT: i32 = 6;
 }
 
+/// Negative results of `field_len`, `field_str` and `version_in`.
+pub mod status {
+    /// The field does not exist.
+    pub const MISSING: i32 = -1;
+    /// The field exists but has the wrong kind for this call.
+    pub const WRONG_KIND: i32 = -2;
+    /// `version_in`: the field's text is not a version.
+    pub const NOT_A_VERSION: i32 = -3;
+}
+
 #[cfg(target_arch = "wasm32")]
 mod raw {
     #[link(wasm_import_module = "pitfall")]
@@ -40,6 +50,8 @@ mod raw {
         pub(super) fn missing(path: *const u8, path_len: usize);
         pub(super) fn param(key: *const u8, key_len: usize, value: *const u8, value_len: usize);
         pub(super) fn remedy(index: u32);
+        pub(super) fn version_in(path: *const u8, path_len: usize, spec: *const u8, spec_len: usize) -> i32;
+        pub(super) fn param_field(key: *const u8, key_len: usize, path: *const u8, path_len: usize);
     }
 }
 
@@ -123,7 +135,29 @@ pub fn remedy(index: u32) {
     unsafe { raw::remedy(index) }
 }
 
+/// Whether the field at `path` is a version the specifier `spec` contains
+/// (`">=0.25,<0.27.2rc0"`, PEP 440 as in `applies_to`): 1 if it is, 0 if
+/// not, [`status::MISSING`], [`status::WRONG_KIND`] or
+/// [`status::NOT_A_VERSION`]. The host compares, so the rule's answer
+/// depends on the answer only, not on the version: the registry can
+/// reuse it for every version with the same answer. A specifier that does
+/// not parse traps (the rule's bug, caught by its tests).
+#[cfg(target_arch = "wasm32")]
+pub fn version_in(path: &str, spec: &str) -> i32 {
+    // SAFETY: both slices are live for the call.
+    unsafe { raw::version_in(path.as_ptr(), path.len(), spec.as_ptr(), spec.len()) }
+}
+
+/// Sets a message/remedy parameter to the text of the field at `path`,
+/// filled in by the host when it renders the finding (the rule does not
+/// read it, so quoting a version costs no read of it).
+#[cfg(target_arch = "wasm32")]
+pub fn param_field(key: &str, path: &str) {
+    // SAFETY: both slices are live for the call.
+    unsafe { raw::param_field(key.as_ptr(), key.len(), path.as_ptr(), path.len()) }
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 pub use crate::testing::native::{
-    evidence, field_kind, field_len, field_num, field_str, missing, param, remedy,
+    evidence, field_kind, field_len, field_num, field_str, missing, param, param_field, remedy, version_in,
 };

@@ -55,6 +55,15 @@ impl Outcome {
         self
     }
 
+    /// Sets parameter `key` to the text of the field at `path`, filled in
+    /// by the host when it renders the finding: the rule quotes a value it
+    /// need not read (a version it only asked `version_in` about), so the
+    /// registry can reuse its outcome for other values.
+    pub fn param_field(self, key: &str, path: &str) -> Outcome {
+        abi::param_field(key, path);
+        self
+    }
+
     /// Sets an integer parameter.
     pub fn param_int(self, key: &str, value: i64) -> Outcome {
         let mut buf = [0u8; 24];

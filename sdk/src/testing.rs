@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use crate::model::cases::{CaseResult, Evaluation, failure_report, run_cases};
 use crate::model::meta::{RuleMeta, TestCase};
 use crate::model::report::{RawOutcome, render};
-use crate::model::session::{OutputError, Session};
+use crate::model::session::Session;
 use crate::model::Prepared;
 use crate::model::selector::Selector;
 
@@ -20,13 +20,14 @@ pub const NATIVE_OUTPUT_LIMIT: usize = 64 * 1024;
 
 thread_local! {
     static SESSION: RefCell<Option<Session>> = const { RefCell::new(None) };
-    static OUTPUT_ERROR: RefCell<Option<OutputError>> = const { RefCell::new(None) };
+    /// The first ABI violation of the evaluation, as the engine words it.
+    static OUTPUT_ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
 /// The ABI calls, natively (what `crate::abi` uses off wasm).
 pub mod native {
     use super::{OUTPUT_ERROR, SESSION};
-    use crate::model::session::{OutputError, Session};
+    use crate::model::session::Session;
 
     fn with<R>(f: impl FnOnce(&mut Session) -> R) -> R {
         SESSION.with(|s| {
@@ -38,12 +39,13 @@ pub mod native {
         })
     }
 
-    fn record(result: Result<(), OutputError>) {
-        if let Err(e) = result {
+    fn record<T: Default, E: std::fmt::Display>(call: &str, result: Result<T, E>) -> T {
+        result.unwrap_or_else(|e| {
             OUTPUT_ERROR.with(|slot| {
-                slot.borrow_mut().get_or_insert(e);
+                slot.borrow_mut().get_or_insert_with(|| format!("{call}: {e}"));
             });
-        }
+            T::default()
+        })
     }
 
     /// See [`crate::abi`].
@@ -64,19 +66,27 @@ pub mod native {
     }
     /// See [`crate::abi`].
     pub fn evidence(path: &str) {
-        record(with(|s| s.evidence(path.as_bytes())));
+        record("evidence", with(|s| s.evidence(path.as_bytes())));
     }
     /// See [`crate::abi`].
     pub fn missing(path: &str) {
-        record(with(|s| s.missing(path.as_bytes())));
+        record("missing", with(|s| s.missing(path.as_bytes())));
     }
     /// See [`crate::abi`].
     pub fn param(key: &str, value: &str) {
-        record(with(|s| s.param(key.as_bytes(), value.as_bytes())));
+        record("param", with(|s| s.param(key.as_bytes(), value.as_bytes())));
+    }
+    /// See [`crate::abi`].
+    pub fn param_field(key: &str, path: &str) {
+        record("param_field", with(|s| s.param_field(key.as_bytes(), path.as_bytes())));
+    }
+    /// See [`crate::abi`].
+    pub fn version_in(path: &str, spec: &str) -> i32 {
+        record("version_in", with(|s| s.version_in(path.as_bytes(), spec.as_bytes())))
     }
     /// See [`crate::abi`].
     pub fn remedy(index: u32) {
-        record(with(|s| s.remedy(index)));
+        record("remedy", with(|s| s.remedy(index)));
     }
 }
 

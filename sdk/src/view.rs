@@ -289,6 +289,24 @@ impl Package {
     pub fn version_path(&self) -> Path {
         self.path.child("version")
     }
+
+    /// Whether its version is one the specifier `spec` contains (PEP 440,
+    /// as in `applies_to`: `">=0.25,<0.27.2rc0"`); `None` when it has no
+    /// version or one that is not PEP 440. The host compares
+    /// (`abi::version_in`): prefer this to [`Package::version`] when the
+    /// rule only needs the answer, since the registry can then reuse the
+    /// rule's outcome for every version with the same answer. Quote the
+    /// version with `Outcome::param_field(key, version_path)`, which
+    /// reads nothing.
+    /// A `spec` that does not parse fails the evaluation, natively as in
+    /// the registry, so the rule's own test cases catch it.
+    pub fn version_in(&self, spec: &str) -> Option<bool> {
+        match abi::version_in(self.version_path().as_str(), spec) {
+            1 => Some(true),
+            0 => Some(false),
+            _ => None,
+        }
+    }
 }
 
 /// One accelerator entry.

@@ -8,8 +8,8 @@
 use pitfall_sdk::prelude::*;
 
 const SM80: ComputeCapability = ComputeCapability::new(8, 0);
-const FIRST_AFFECTED: &str = "0.7.0";
-const FIXED: &str = "0.10.2";
+/// From the first release with the V1 engine to the fix.
+const AFFECTED: &str = ">=0.7.0,<0.10.2";
 
 fn evaluate(m: &Manifest) -> Outcome {
     let Some(vllm) = m.package("vllm") else {
@@ -29,11 +29,12 @@ fn evaluate(m: &Manifest) -> Outcome {
     if cc >= SM80 {
         return Outcome::clear();
     }
-    let Some(version) = vllm.version() else {
+    // The host compares (`version_in`) and fills the version into the
+    // message (`param_field`): the rule never reads it, so the registry
+    // answers every affected release from one evaluation.
+    let Some(affected) = vllm.version_in(AFFECTED) else {
         return Outcome::needs("packages.vllm.version");
     };
-    let affected = pep440_ge(version.as_str(), FIRST_AFFECTED) == Some(true)
-        && pep440_lt(version.as_str(), FIXED) == Some(true);
     if !affected {
         return Outcome::clear();
     }
@@ -43,7 +44,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         .evidence(vllm.version_path().as_str())
         .evidence("env.VLLM_USE_V1")
         .evidence(gpu.field_path("compute_capability").as_str())
-        .param("version", version.as_str())
+        .param_field("version", vllm.version_path().as_str())
         .param("v1", v1.trim())
         .param("gpu", &name)
         .param("cc", cc.write_to(&mut cc_buf))

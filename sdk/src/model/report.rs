@@ -2,6 +2,8 @@
 //! metadata become one. The shapes here are the `findings`, `undetermined`
 //! and `rule_errors` entries of the /v1/check answer (DESIGN.md, "The API").
 
+use std::borrow::Cow;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -9,7 +11,7 @@ use serde_json::Value;
 use super::actions::Action;
 use super::fields::{FieldKind, FieldMap, Source};
 use super::meta::{Reference, Remedy, RuleMeta, Severity};
-use super::session::RawOutput;
+use super::session::{ParamValue, RawOutput};
 
 mod lazy;
 
@@ -118,6 +120,15 @@ pub enum RenderError {
     /// A `{name}` placeholder with no parameter.
     #[error("placeholder `{{{0}}}` has no parameter")]
     UnknownParam(String),
+    /// A parameter bound to a field (`param_field`) the manifest does not
+    /// have as a scalar.
+    #[error("parameter `{key}` is bound to field `{path}`, which the manifest does not have as a scalar")]
+    ParamFieldMissing {
+        /// The parameter.
+        key: String,
+        /// The field's path.
+        path: String,
+    },
     /// A remedy index past the metadata's remedies.
     #[error("remedy {index} selected, but the rule has {count}")]
     NoSuchRemedy {
@@ -174,7 +185,7 @@ pub fn evidence_holds(fields: &FieldMap, evidence: &Evidence) -> bool {
 
 /// Turns a matched rule's raw output into a finding.
 pub fn render(meta: &RuleMeta, raw: &RawOutput, fields: &FieldMap) -> Result<Finding, RenderError> {
-    let params = Params(&raw.params);
+    let params = Params::resolve(&raw.params, fields)?;
     let evidence = raw
         .evidence
         .iter()
@@ -225,11 +236,24 @@ impl Finding {
     }
 }
 
-struct Params<'a>(&'a [(String, String)]);
+/// A matched rule's parameters with their values: text as the rule set
+/// it, a bound field's text as `fields` has it.
+struct Params<'a>(Vec<(&'a str, Cow<'a, str>)>);
 
-impl Params<'_> {
+impl<'a> Params<'a> {
+    fn resolve(params: &'a [(String, ParamValue)], fields: &'a FieldMap) -> Result<Params<'a>, RenderError> {
+        let value = |key: &str, value: &'a ParamValue| match value {
+            ParamValue::Text(text) => Ok(Cow::Borrowed(text.as_str())),
+            ParamValue::Field(path) => fields
+                .get(path)
+                .and_then(|f| f.text)
+                .ok_or_else(|| RenderError::ParamFieldMissing { key: key.to_owned(), path: path.clone() }),
+        };
+        params.iter().map(|(k, v)| Ok((k.as_str(), value(k, v)?))).collect::<Result<_, _>>().map(Params)
+    }
+
     fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.0.iter().rev().find(|(k, _)| *k == name).map(|(_, v)| v.as_ref())
     }
 
     /// Replaces `{name}` by its parameter; `{{` and `}}` are literal braces.
@@ -327,10 +351,39 @@ impl Params<'_> {
 mod tests {
     use super::*;
 
+    /// Parameters set with `param` only.
+    fn text_params(params: &[(String, String)]) -> Params<'_> {
+        Params(params.iter().map(|(k, v)| (k.as_str(), Cow::Borrowed(v.as_str()))).collect())
+    }
+
+    #[test]
+    fn a_bound_parameter_renders_the_fields_text_and_the_last_setting_wins() {
+        let m = crate::model::parse_manifest(
+            br#"{"manifest_version":1,"packages":[{"name":"vllm","version":"0.27.1"}]}"#,
+        )
+        .expect("parses");
+        let fields = crate::model::Prepared::new(m).fields;
+        let params = vec![
+            ("v".to_owned(), ParamValue::Text("typed".to_owned())),
+            ("v".to_owned(), ParamValue::Field("packages.vllm.version".to_owned())),
+            ("w".to_owned(), ParamValue::Field("packages.vllm.version".to_owned())),
+            ("w".to_owned(), ParamValue::Text("typed".to_owned())),
+        ];
+        let p = Params::resolve(&params, &fields).expect("every field is there");
+        assert_eq!(p.substitute("{v} {w}").as_deref(), Ok("0.27.1 typed"));
+        let missing = vec![("v".to_owned(), ParamValue::Field("packages.torch.version".to_owned()))];
+        assert_eq!(
+            Params::resolve(&missing, &fields).err(),
+            Some(RenderError::ParamFieldMissing { key: "v".into(), path: "packages.torch.version".into() })
+        );
+        let composite = vec![("v".to_owned(), ParamValue::Field("packages".to_owned()))];
+        assert!(Params::resolve(&composite, &fields).is_err(), "an object has no text");
+    }
+
     #[test]
     fn placeholders_are_substituted_and_braces_escaped() {
         let params = vec![("cc".to_owned(), "7.5".to_owned()), ("gpu".to_owned(), "T4G".to_owned())];
-        let p = Params(&params);
+        let p = text_params(&params);
         assert_eq!(p.substitute("{gpu} has {cc} {{literal}}").as_deref(), Ok("T4G has 7.5 {literal}"));
         assert_eq!(p.substitute("{nope}"), Err(RenderError::UnknownParam("nope".into())));
     }
@@ -338,7 +391,7 @@ mod tests {
     #[test]
     fn numeric_parameters_stay_text_in_text_fields() {
         let params = vec![("v".to_owned(), "0.28".to_owned()), ("tp".to_owned(), "4".to_owned())];
-        let p = Params(&params);
+        let p = text_params(&params);
         let up = Action::UpgradePackage { package: "vllm".into(), to: "{v}".into() };
         assert_eq!(p.substitute_action(&up), Ok(Action::UpgradePackage { package: "vllm".into(), to: "0.28".into() }));
         let flag = Action::AddFlag { tool: "vllm".into(), flag: "--tensor-parallel-size".into(), value: Some("{tp}".into()) };
@@ -411,7 +464,7 @@ mod tests {
             ("on".to_owned(), "true".to_owned()),
             ("cc".to_owned(), "7.5".to_owned()),
         ];
-        let p = Params(&params);
+        let p = text_params(&params);
         let t = |s: &str| s.to_owned();
         let actions = [
             Action::UpgradePackage { package: t("{pkg}"), to: t("{v}") },
@@ -456,7 +509,7 @@ mod tests {
     fn whole_placeholder_becomes_a_number_in_actions() {
         let params = vec![("tp".to_owned(), "4".to_owned())];
         let a = Action::SetWorkload { field: "tensor_parallel_size".into(), value: Value::String("{tp}".into()) };
-        let out = Params(&params).substitute_action(&a).expect("substitutes");
+        let out = text_params(&params).substitute_action(&a).expect("substitutes");
         assert_eq!(out, Action::SetWorkload { field: "tensor_parallel_size".into(), value: Value::from(4) });
     }
 }

@@ -6,15 +6,16 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::fields::{Field, FieldKind, FieldMap};
+use super::fields::{Field, FieldKind, FieldMap, Source};
+use crate::version::{Specifier, Version, VersionError};
 
-/// Status codes of `field_str` and `field_len` (negative results).
-pub mod status {
-    /// The field does not exist.
-    pub const MISSING: i32 = -1;
-    /// The field exists but has the wrong kind for this call.
-    pub const WRONG_KIND: i32 = -2;
-}
+/// Status codes of `field_str`, `field_len` and `version_in` (negative results).
+pub use crate::abi::status;
+
+/// The first byte of a recorded read that is a `version_in` question
+/// rather than a field ([`predicate_read`]). Not UTF-8, so no field path
+/// starts with it.
+pub const PREDICATE: u8 = 0xFF;
 
 /// The bytes `ptr..ptr + len` of a guest's memory, with both read as the
 /// unsigned 32-bit numbers wasm passes; `None` when the range is not all
@@ -38,11 +39,86 @@ pub struct RawOutput {
     /// Field paths the rule needed and did not find.
     pub missing: Vec<String>,
     /// Message and remedy parameters, in call order (later wins).
-    pub params: Vec<(String, String)>,
+    pub params: Vec<(String, ParamValue)>,
     /// Indices of the metadata's remedies that apply; empty means all.
     pub remedies: Vec<u32>,
     /// Bytes reported so far (paths, keys, values, 4 per remedy index).
     pub bytes: usize,
+}
+
+/// A parameter's value as the rule set it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamValue {
+    /// `param`: this text.
+    Text(String),
+    /// `param_field`: the text of the field at this path, read when the
+    /// finding is rendered. The rule never sees the value, so a rule that
+    /// quotes a version it only asked `version_in` about reads nothing
+    /// more than the answer: the memo can replay it for any version with
+    /// the same answer, and renders the text of the manifest at hand.
+    Field(String),
+}
+
+impl RawOutput {
+    /// The paths of the fields parameters are bound to (`param_field`).
+    pub fn param_fields(&self) -> impl Iterator<Item = &str> {
+        self.params.iter().filter_map(|(_, v)| match v {
+            ParamValue::Field(path) => Some(path.as_str()),
+            ParamValue::Text(_) => None,
+        })
+    }
+}
+
+/// A specifier a rule passed to `version_in` that does not parse (or is
+/// not UTF-8): the rule's own bug, raised as a trap.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("specifier `{spec}` does not parse: {reason}")]
+pub struct SpecifierError {
+    /// The specifier, lossily decoded.
+    pub spec: String,
+    /// Why it does not parse.
+    pub reason: String,
+}
+
+/// `version_in`'s answer on `fields`: 1 if the field at `path` is a
+/// version `spec` contains, 0 if a version it does not, or a [`status`].
+pub fn version_answer(fields: &FieldMap, path: &[u8], spec: &Specifier) -> i32 {
+    let Some(field) = fields.get_bytes(path) else { return status::MISSING };
+    let Some(text) = field.text else { return status::WRONG_KIND };
+    match Version::parse(&text) {
+        Ok(v) => i32::from(spec.contains(&v)),
+        Err(_) => status::NOT_A_VERSION,
+    }
+}
+
+/// The recorded read of asking `version_in(path, spec)`: [`PREDICATE`],
+/// the specifier's length (u32, little-endian), the specifier, the path.
+pub fn predicate_read(path: &[u8], spec: &str) -> Option<Box<[u8]>> {
+    let len = u32::try_from(spec.len()).ok()?;
+    let mut read = Vec::with_capacity(5 + spec.len() + path.len());
+    read.push(PREDICATE);
+    read.extend_from_slice(&len.to_le_bytes());
+    read.extend_from_slice(spec.as_bytes());
+    read.extend_from_slice(path);
+    Some(read.into_boxed_slice())
+}
+
+/// What a rule sees at a recorded read: the field at a path, or for a
+/// [`predicate_read`] the answer as a number field (never missing, so a
+/// rule that looked a raw path up and saw nothing never matches it).
+/// `None` for a predicate read this module did not write.
+pub fn observe<'f>(fields: &'f FieldMap, read: &[u8]) -> Option<Field<'f>> {
+    if read.first() != Some(&PREDICATE) {
+        return fields.get_bytes(read);
+    }
+    let len = u32::from_le_bytes(read.get(1..5)?.try_into().ok()?) as usize;
+    let spec = std::str::from_utf8(read.get(5..5usize.checked_add(len)?)?).ok()?;
+    let spec = Specifier::parse(spec).ok()?;
+    Some(answer_field(version_answer(fields, &read[5 + len..], &spec)))
+}
+
+fn answer_field(answer: i32) -> Field<'static> {
+    Field { kind: FieldKind::Number, text: None, number: Some(f64::from(answer)), len: 0, source: Source::Manifest }
 }
 
 /// Why a rule's output was refused.
@@ -146,8 +222,31 @@ pub const MAX_RECORDED_READS: usize = 64;
 #[derive(Debug, Default)]
 struct ReadLog {
     reads: Vec<Read>,
-    /// More distinct paths than [`MAX_RECORDED_READS`] were read.
+    /// Recording was given up: more distinct paths than
+    /// [`MAX_RECORDED_READS`] were read, or a path spelled like a
+    /// recorded `version_in` question.
     overflowed: bool,
+}
+
+impl ReadLog {
+    /// Records a read, unless its path was read before (a path read again
+    /// reads the same value: only the first counts).
+    fn note(&mut self, path: Box<[u8]>, seen: impl FnOnce() -> Observed) {
+        if self.overflowed || self.reads.iter().any(|(p, _)| *p == path) {
+            return;
+        }
+        if self.reads.len() == MAX_RECORDED_READS {
+            self.overflow();
+        } else {
+            self.reads.push((path, seen()));
+        }
+    }
+
+    /// Gives the recording up: this evaluation will not be memoised.
+    fn overflow(&mut self) {
+        self.overflowed = true;
+        self.reads = Vec::new();
+    }
 }
 
 /// One evaluation's view of the manifest and its output so far.
@@ -232,8 +331,38 @@ impl Session {
     pub fn param(&mut self, key: &[u8], value: &[u8]) -> Result<(), OutputError> {
         let key = self.text(key, "param key")?;
         let value = self.text(value, "param value")?;
-        self.output.params.push((key, value));
+        self.output.params.push((key, ParamValue::Text(value)));
         Ok(())
+    }
+
+    /// `param_field`: set a parameter to the text of the field at `path`,
+    /// read when the finding is rendered ([`ParamValue::Field`]).
+    pub fn param_field(&mut self, key: &[u8], path: &[u8]) -> Result<(), OutputError> {
+        let key = self.text(key, "param key")?;
+        let path = self.text(path, "param path")?;
+        self.output.params.push((key, ParamValue::Field(path)));
+        Ok(())
+    }
+
+    /// `version_in`: whether the field at `path` is a version `spec`
+    /// contains (1 or 0), or a [`status`]. Recorded as one read of the
+    /// answer, not of the field: two manifests with the same answer give
+    /// the rule the same call result, whatever their versions.
+    pub fn version_in(&self, path: &[u8], spec: &[u8]) -> Result<i32, SpecifierError> {
+        let text = std::str::from_utf8(spec).map_err(|_| SpecifierError {
+            spec: String::from_utf8_lossy(spec).into_owned(),
+            reason: "not valid UTF-8".to_owned(),
+        })?;
+        let parsed = Specifier::parse(text)
+            .map_err(|e: VersionError| SpecifierError { spec: text.to_owned(), reason: e.reason().to_owned() })?;
+        let answer = version_answer(&self.fields, path, &parsed);
+        if let Some(log) = &self.log {
+            match predicate_read(path, text) {
+                Some(read) => log.borrow_mut().note(read, || Observed::of(Some(&answer_field(answer)))),
+                None => log.borrow_mut().overflow(),
+            }
+        }
+        Ok(answer)
     }
 
     /// `remedy`: select a metadata remedy by index.
@@ -252,14 +381,12 @@ impl Session {
         let field = self.fields.get_bytes(path);
         if let Some(log) = &self.log {
             let mut log = log.borrow_mut();
-            // A path read again reads the same value: only the first counts.
-            if !log.overflowed && !log.reads.iter().any(|(p, _)| **p == *path) {
-                if log.reads.len() == MAX_RECORDED_READS {
-                    log.overflowed = true;
-                    log.reads = Vec::new();
-                } else {
-                    log.reads.push((path.into(), Observed::of(field.as_ref())));
-                }
+            if path.first() == Some(&PREDICATE) {
+                // Spelled like a recorded question (only a hostile rule
+                // does that): its trace could not tell the two apart.
+                log.overflow();
+            } else {
+                log.note(path.into(), || Observed::of(field.as_ref()));
             }
         }
         field
@@ -320,6 +447,63 @@ mod tests {
         let mut numeric = version.expect("present");
         numeric.number = Some(0.27);
         assert!(!seen.matches(Some(&numeric)), "a number where there was none");
+    }
+
+    #[test]
+    fn a_version_question_is_answered_and_recorded_as_its_answer() {
+        let mut s = session(true);
+        let ask = |s: &Session, path: &str, spec: &str| s.version_in(path.as_bytes(), spec.as_bytes());
+        assert_eq!(ask(&s, "packages.vllm.version", ">=0.20,<0.27.2rc0"), Ok(1));
+        assert_eq!(ask(&s, "packages.vllm.version", ">=0.27.2"), Ok(0));
+        assert_eq!(ask(&s, "packages.torch.version", ">=2"), Ok(status::MISSING));
+        assert_eq!(ask(&s, "packages", ">=2"), Ok(status::WRONG_KIND));
+        assert_eq!(ask(&s, "host.arch", ">=2"), Ok(status::NOT_A_VERSION));
+        let bad = ask(&s, "packages.vllm.version", ">=banana").expect_err("does not parse");
+        assert_eq!(bad.spec, ">=banana");
+        assert!(ask(&s, "packages.vllm.version", "\u{ff}").is_err(), "a specifier that is not PEP 440");
+        // Asked again: the first answer is the read.
+        assert_eq!(ask(&s, "packages.vllm.version", ">=0.20,<0.27.2rc0"), Ok(1));
+        let reads = s.take_reads().expect("recorded");
+        assert_eq!(reads.len(), 5, "the four questions and nothing of the fields they looked at");
+        let (read, seen) = &reads[0];
+        assert_eq!(read[0], PREDICATE);
+        assert_eq!(seen.number_bits(), Some(1f64.to_bits()));
+        // A replay sees the answer on another manifest: the same for
+        // every version the specifier contains.
+        let other = |version: &str| {
+            let m = crate::model::parse_manifest(
+                format!(r#"{{"manifest_version":1,"packages":[{{"name":"vllm","version":"{version}"}}]}}"#).as_bytes(),
+            )
+            .expect("parses");
+            crate::model::Prepared::new(m).fields
+        };
+        for (version, answer) in [("0.20.0", 1.0), ("0.26.3+cu126", 1.0), ("0.27.2rc0", 0.0), ("0.19", 0.0), ("main", -3.0)] {
+            let fields = other(version);
+            let field = observe(&fields, read).expect("a question this module wrote");
+            assert_eq!((field.kind, field.number), (FieldKind::Number, Some(answer)), "{version}");
+        }
+        assert!(observe(&other("0.20.0"), &[PREDICATE, 9, 0]).is_none(), "bytes this module did not write");
+        assert_eq!(observe(&other("0.20.0"), b"packages.vllm.version").and_then(|f| f.text).as_deref(), Some("0.20.0"));
+    }
+
+    #[test]
+    fn a_raw_read_spelled_like_a_question_gives_the_recording_up() {
+        let mut s = session(true);
+        let spelled = predicate_read(b"packages.vllm.version", ">=0.20").expect("short");
+        assert_eq!(s.field_kind(&spelled), FieldKind::Missing as i32);
+        assert_eq!(s.version_in(b"packages.vllm.version", b">=0.20"), Ok(1));
+        assert!(s.take_reads().is_none());
+    }
+
+    #[test]
+    fn a_bound_parameter_is_kept_as_its_path() {
+        let mut s = session(false);
+        s.param(b"v", b"text").expect("fits");
+        s.param_field(b"v", b"packages.vllm.version").expect("fits");
+        let out = s.take_output();
+        assert_eq!(out.params[1], ("v".to_owned(), ParamValue::Field("packages.vllm.version".to_owned())));
+        assert_eq!(out.param_fields().collect::<Vec<_>>(), ["packages.vllm.version"]);
+        assert_eq!(s.param_field(b"v", &[0xff]), Err(OutputError::NotUtf8 { what: "param path" }));
     }
 
     #[test]
