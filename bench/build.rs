@@ -8,8 +8,6 @@ use std::path::PathBuf;
 fn main() {
     println!("cargo:rerun-if-changed=extism-plugin/src");
     println!("cargo:rerun-if-changed=extism-plugin/Cargo.toml");
-    // The plug-in includes the native comparison's version parser by path.
-    println!("cargo:rerun-if-changed=src/dotted.rs");
     println!("cargo:rerun-if-env-changed=PITFALL_NO_INSTALL");
     if std::env::var_os("CARGO_FEATURE_EXTISM").is_none() {
         return;

@@ -28,9 +28,14 @@
 //!   `capability:>=X,<Y`; matched when the first GPU is of that family and
 //!   an environment variable is set; remedy: unset it.
 //!
-//! Each rule reads the fields through the host calls and compares versions
-//! (in the module's own code: `X.Y.Z` releases with an optional local
-//! label; anything else it cannot decide is `clear`) and capabilities.
+//! Each rule reads the fields through the host calls and asks the host
+//! whether its package's version is in its range (`version_in`, PEP 440 as
+//! in its selector; a version that is not PEP 440 is `clear`), compares
+//! capabilities in its own code, and quotes the version and capability
+//! through parameters bound to their fields (`param_field`): what the
+//! SDK's rules do (`Package::version_in`), so a rule's outcome depends on
+//! the answer, not on the version, and the registry's memo can reuse it
+//! for every release in the range.
 
 use serde_json::{Value, json};
 
@@ -406,51 +411,6 @@ fn wat_string(text: &str) -> String {
     out
 }
 
-/// `X.Y.Z` as the template's code encodes it: 20 bits a part.
-pub fn encoded(release_index: usize) -> i64 {
-    let v = release(release_index);
-    v.split('.')
-        .fold(0i64, |acc, p| (acc << 20) | p.parse::<i64>().unwrap_or(0))
-}
-
-/// The WAT helper that parses `X[.Y[.Z]][+local]` at (ptr, len) into
-/// 20-bit parts (`-1`: not such a release, so the rule cannot decide).
-const DOTTED: &str = r#"
-  (func $dotted (param $p i32) (param $n i32) (result i64)
-    (local $end i32) (local $c i32) (local $part i64) (local $acc i64) (local $parts i32) (local $digits i32)
-    (local.set $end (i32.add (local.get $p) (local.get $n)))
-    (block $done
-      (loop $next
-        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
-        (local.set $c (i32.load8_u (local.get $p)))
-        (br_if $done (i32.eq (local.get $c) (i32.const 43)))
-        (if (i32.eq (local.get $c) (i32.const 46))
-          (then
-            (if (i32.eqz (local.get $digits)) (then (return (i64.const -1))))
-            (local.set $acc (i64.or (i64.shl (local.get $acc) (i64.const 20)) (local.get $part)))
-            (local.set $parts (i32.add (local.get $parts) (i32.const 1)))
-            (local.set $part (i64.const 0))
-            (local.set $digits (i32.const 0)))
-          (else
-            (if (i32.gt_u (i32.sub (local.get $c) (i32.const 48)) (i32.const 9)) (then (return (i64.const -1))))
-            (local.set $part (i64.add (i64.mul (local.get $part) (i64.const 10))
-                                      (i64.extend_i32_u (i32.sub (local.get $c) (i32.const 48)))))
-            (if (i64.ge_u (local.get $part) (i64.const 1048576)) (then (return (i64.const -1))))
-            (local.set $digits (i32.add (local.get $digits) (i32.const 1)))))
-        (local.set $p (i32.add (local.get $p) (i32.const 1)))
-        (br $next)))
-    (if (i32.eqz (local.get $digits)) (then (return (i64.const -1))))
-    (local.set $acc (i64.or (i64.shl (local.get $acc) (i64.const 20)) (local.get $part)))
-    (local.set $parts (i32.add (local.get $parts) (i32.const 1)))
-    (if (i32.gt_u (local.get $parts) (i32.const 3)) (then (return (i64.const -1))))
-    (block $padded
-      (loop $pad
-        (br_if $padded (i32.ge_u (local.get $parts) (i32.const 3)))
-        (local.set $acc (i64.shl (local.get $acc) (i64.const 20)))
-        (local.set $parts (i32.add (local.get $parts) (i32.const 1)))
-        (br $pad)))
-    (local.get $acc))"#;
-
 /// The WAT text of a rule.
 pub fn wat(spec: &RuleSpec) -> String {
     let pkg = package_name(spec.package);
@@ -458,19 +418,8 @@ pub fn wat(spec: &RuleSpec) -> String {
     let ver_len = pkg_path.len() + ".version".len();
     let pkg_len = pkg_path.len();
     let flag_path = format!("env.{}", spec.flag_name());
-    let mut range = String::new();
-    if let Some(lo) = spec.lower {
-        range += &format!(
-            "(if (i64.lt_s (local.get $v) (i64.const {})) (then (return (i32.const 0))))\n",
-            encoded(lo)
-        );
-    }
-    if let Some(hi) = spec.upper {
-        range += &format!(
-            "(if (i64.ge_s (local.get $v) (i64.const {})) (then (return (i32.const 0))))\n",
-            encoded(hi)
-        );
-    }
+    let range = spec.version_spec();
+    assert!(!range.is_empty(), "{}: a template rule concerns a range of versions", spec.id());
     // The first GPU must be an NVIDIA one with a known capability.
     let gpu_prelude = r#"
     (if (i32.eqz (call $field_kind (i32.const 176) (i32.const 14))) (then (return (i32.const 0))))
@@ -501,10 +450,9 @@ pub fn wat(spec: &RuleSpec) -> String {
         ""
     } else {
         r#"(call $evidence (i32.const 128) (i32.const 33))
-    (local.set $len (call $field_str (i32.const 128) (i32.const 33) (i32.const 352) (i32.const 32)))
-    (if (i32.gt_u (local.get $len) (i32.const 32)) (then (local.set $len (i32.const 0))))
-    (call $param (i32.const 216) (i32.const 2) (i32.const 352) (local.get $len))"#
+    (call $param_field (i32.const 216) (i32.const 2) (i32.const 128) (i32.const 33))"#
     };
+    let spec_len = range.len();
     let meta = wat_string(&meta(spec).to_string());
     let tests = wat_string(&cases(spec).to_string());
     format!(
@@ -512,9 +460,10 @@ pub fn wat(spec: &RuleSpec) -> String {
   (import "pitfall" "field_kind" (func $field_kind (param i32 i32) (result i32)))
   (import "pitfall" "field_num" (func $field_num (param i32 i32) (result f64)))
   (import "pitfall" "field_str" (func $field_str (param i32 i32 i32 i32) (result i32)))
+  (import "pitfall" "version_in" (func $version_in (param i32 i32 i32 i32) (result i32)))
   (import "pitfall" "evidence" (func $evidence (param i32 i32)))
   (import "pitfall" "missing" (func $missing (param i32 i32)))
-  (import "pitfall" "param" (func $param (param i32 i32 i32 i32)))
+  (import "pitfall" "param_field" (func $param_field (param i32 i32 i32 i32)))
   (import "pitfall" "remedy" (func $remedy (param i32)))
   (memory (export "memory") 1)
   (data (i32.const 16) "{pkg_path}.version")
@@ -523,19 +472,16 @@ pub fn wat(spec: &RuleSpec) -> String {
   (data (i32.const 208) "version")
   (data (i32.const 216) "cc")
   (data (i32.const 224) "{flag_path}")
-  {DOTTED}
-  (func (export "pitfall_evaluate") (result i32) (local $len i32) (local $vlen i32) (local $v i64) (local $cc f64)
+  (data (i32.const 256) "{range}")
+  (func (export "pitfall_evaluate") (result i32) (local $in i32) (local $cc f64)
     (if (i32.eqz (call $field_kind (i32.const 16) (i32.const {pkg_len}))) (then (return (i32.const 0))))
-    (local.set $vlen (call $field_str (i32.const 16) (i32.const {ver_len}) (i32.const 256) (i32.const 64)))
-    (if (i32.eq (local.get $vlen) (i32.const -1))
+    (local.set $in (call $version_in (i32.const 16) (i32.const {ver_len}) (i32.const 256) (i32.const {spec_len})))
+    (if (i32.eq (local.get $in) (i32.const -1))
       (then (call $missing (i32.const 16) (i32.const {ver_len})) (return (i32.const 2))))
-    (if (i32.or (i32.lt_s (local.get $vlen) (i32.const 0)) (i32.gt_s (local.get $vlen) (i32.const 64)))
-      (then (return (i32.const 0))))
-    (local.set $v (call $dotted (i32.const 256) (local.get $vlen)))
-    (if (i64.lt_s (local.get $v) (i64.const 0)) (then (return (i32.const 0))))
-    {range}{gpu}
+    (if (i32.ne (local.get $in) (i32.const 1)) (then (return (i32.const 0))))
+    {gpu}
     (call $evidence (i32.const 16) (i32.const {ver_len}))
-    (call $param (i32.const 208) (i32.const 7) (i32.const 256) (local.get $vlen))
+    (call $param_field (i32.const 208) (i32.const 7) (i32.const 16) (i32.const {ver_len}))
     {cc_param}
     (call $remedy (i32.const 0))
     (i32.const 1))
@@ -578,19 +524,13 @@ mod tests {
     }
 
     #[test]
-    fn releases_are_ordered_and_encoded_in_order() {
+    fn releases_are_ordered() {
         for i in 1..RELEASES {
-            assert!(
-                encoded(i) > encoded(i - 1),
-                "{} vs {}",
-                release(i),
-                release(i - 1)
-            );
             let (a, b) = (
                 pitfall_sdk::version::Version::parse(&release(i)).expect("pep 440"),
                 pitfall_sdk::version::Version::parse(&release(i - 1)).expect("pep 440"),
             );
-            assert!(a > b);
+            assert!(a > b, "{} vs {}", release(i), release(i - 1));
         }
     }
 

@@ -2,8 +2,9 @@
 //! Extism plug-in per compared rule, built from `bench/extism-plugin`
 //! (extism-pdk, compiled to wasm32 by this crate's build script through
 //! tools/wasm-build), with the rule's parameters in the plug-in config and
-//! one host function, `field`, that answers from the prepared manifest's
-//! field map through the same `Session` the engine's host calls use. The
+//! two host functions, `field` and `version_in`, that answer from the
+//! prepared manifest's field map through the same `Session` the engine's
+//! host calls use. The
 //! plug-in's answer is turned into the same raw output and rendered by the
 //! same `render` as the engine does, so both do the same work per call.
 //!
@@ -20,7 +21,7 @@ use pitfall_sdk::model::meta::RuleMeta;
 use pitfall_sdk::model::report::render;
 use pitfall_sdk::model::session::Session;
 
-use crate::corpus::{RuleSpec, Template, encoded, package_name};
+use crate::corpus::{RuleSpec, Template, package_name};
 
 /// The plug-in, built by build.rs.
 pub const PLUGIN: &[u8] = include_bytes!(concat!(
@@ -44,31 +45,34 @@ host_fn!(field(current: Current; path: String) -> String {
     })
 });
 
+host_fn!(version_in(current: Current; path: String, spec: String) -> String {
+    let current = current.get()?;
+    let current = current.lock().map_err(|_| extism::Error::msg("poisoned"))?;
+    let session = current.as_ref().ok_or_else(|| extism::Error::msg("no call in progress"))?;
+    let answer = session.version_in(path.as_bytes(), spec.as_bytes())?;
+    Ok(answer.to_string())
+});
+
 /// The plug-in builder of one compared rule: its parameters in the config,
-/// `field` answering from the session in `current`.
+/// `field` and `version_in` answering from the session in `current`.
 fn builder(spec: &RuleSpec, current: &UserData<Current>) -> PluginBuilder<'static> {
     let template = match spec.template {
         Template::VersionRange => "0",
         Template::VersionAndCapability => "1",
         Template::GpuFamily => "2",
     };
-    let bound = |b: Option<usize>| b.map_or_else(|| "-1".to_owned(), |i| encoded(i).to_string());
     let manifest = Manifest::new([Wasm::data(PLUGIN)])
         .with_config_key("template", template)
         .with_config_key("package", package_name(spec.package))
-        .with_config_key("lower", bound(spec.lower))
-        .with_config_key("upper", bound(spec.upper))
+        .with_config_key("range", spec.version_spec())
         .with_config_key("floor", format!("{:.1}", spec.capability_floor))
         .with_config_key("family_lo", format!("{:.1}", spec.family.0))
         .with_config_key("family_hi", format!("{:.1}", spec.family.1))
         .with_config_key("flag", format!("SYNTH_FLAG_{:02}", spec.flag));
-    PluginBuilder::new(manifest).with_wasi(false).with_function(
-        "field",
-        [extism::PTR],
-        [extism::PTR],
-        current.clone(),
-        field,
-    )
+    PluginBuilder::new(manifest)
+        .with_wasi(false)
+        .with_function("field", [extism::PTR], [extism::PTR], current.clone(), field)
+        .with_function("version_in", [extism::PTR, extism::PTR], [extism::PTR], current.clone(), version_in)
 }
 
 /// How the plug-ins are used across calls.
@@ -164,15 +168,14 @@ fn call(
             Evaluation::Undetermined(session.take_output().missing)
         }
         Some("1") => {
-            let version = words.next().unwrap_or("");
-            let cc = words.next().unwrap_or("-");
             // The first path a template rule reads is its package's version.
             let version_path = meta.reads.first().cloned().unwrap_or_default();
             let _ = session.evidence(version_path.as_bytes());
-            let _ = session.param(b"version", version.as_bytes());
-            if cc != "-" {
-                let _ = session.evidence(b"accelerators.0.compute_capability");
-                let _ = session.param(b"cc", cc.as_bytes());
+            let _ = session.param_field(b"version", version_path.as_bytes());
+            if words.next() == Some("cc") {
+                let cc = b"accelerators.0.compute_capability";
+                let _ = session.evidence(cc);
+                let _ = session.param_field(b"cc", cc);
             }
             let _ = session.remedy(0);
             match render(meta, &session.take_output(), &prepared.fields) {

@@ -14,7 +14,6 @@
 
 pub mod compare;
 pub mod corpus;
-pub mod dotted;
 #[cfg(feature = "extism")]
 pub mod extism;
 pub mod fleet;

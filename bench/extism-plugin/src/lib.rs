@@ -1,10 +1,13 @@
 //! The three templates of pitfall-bench's synthetic corpus as one Extism
 //! plug-in. The rule's parameters come from the plug-in's config (read
-//! once per instance); each call reads the manifest's fields through one
-//! host function, `field`, which answers from the same flattened field map
-//! the Pitfall engine's host calls read, and returns the outcome as text:
-//! `0` (clear), `2 PATH` (undetermined, the missing path), or
-//! `1 VERSION CC` (matched, with the values the message shows).
+//! once per instance); each call reads the manifest's fields through the
+//! host function `field` and asks whether its package's version is in its
+//! range through `version_in`, both answered from the same flattened field
+//! map (and the same comparison) as the Pitfall engine's host calls, and
+//! returns the outcome as text: `0` (clear), `2 PATH` (undetermined, the
+//! missing path), or `1 -` / `1 cc` (matched; the host quotes the version,
+//! and the capability when the second word is `cc`, as the engine's
+//! `param_field` does).
 
 use std::sync::OnceLock;
 
@@ -15,13 +18,14 @@ extern "ExtismHost" {
     /// `V<text>` for a scalar (its text), `O` for an object or array, `M`
     /// for missing.
     fn field(path: String) -> String;
+    /// `1` or `0`, or a negative status (`-1` missing) as text.
+    fn version_in(path: String, spec: String) -> String;
 }
 
 struct Params {
     template: u8,
     package: String,
-    lower: Option<i64>,
-    upper: Option<i64>,
+    range: String,
     floor: f64,
     family: (f64, f64),
     flag: String,
@@ -34,12 +38,10 @@ fn params() -> Result<&'static Params, Error> {
         return Ok(p);
     }
     let get = |key: &str| -> Result<String, Error> { config::get(key)?.ok_or_else(|| Error::msg(format!("no config {key}"))) };
-    let num = |key: &str| -> Result<Option<i64>, Error> { Ok(get(key)?.parse::<i64>().ok().filter(|v| *v >= 0)) };
     let p = Params {
         template: get("template")?.parse()?,
         package: get("package")?,
-        lower: num("lower")?,
-        upper: num("upper")?,
+        range: get("range")?,
         floor: get("floor")?.parse()?,
         family: (get("family_lo")?.parse()?, get("family_hi")?.parse()?),
         flag: get("flag")?,
@@ -64,12 +66,6 @@ fn read(path: &str) -> Result<Field, Error> {
     })
 }
 
-// The version parser of the native comparison, so the plugin and the
-// compiled-in rule parse alike (the file needs nothing but core).
-#[path = "../../src/dotted.rs"]
-mod dotted;
-use dotted::dotted;
-
 #[plugin_fn]
 pub fn evaluate(_input: String) -> FnResult<String> {
     let p = params()?;
@@ -78,16 +74,13 @@ pub fn evaluate(_input: String) -> FnResult<String> {
         return Ok("0".into());
     }
     let version_path = format!("{pkg}.version");
-    let version = match read(&version_path)? {
-        Field::Text(v) => v,
-        Field::Missing => return Ok(format!("2 {version_path}")),
-        Field::Other => return Ok("0".into()),
-    };
-    let Some(v) = dotted(&version) else { return Ok("0".into()) };
-    if p.lower.is_some_and(|lo| v < lo) || p.upper.is_some_and(|hi| v >= hi) {
-        return Ok("0".into());
+    // SAFETY: as in `read`: the host defines `version_in` with this signature.
+    match unsafe { version_in(version_path.clone(), p.range.clone())? }.as_str() {
+        "1" => {}
+        "-1" => return Ok(format!("2 {version_path}")),
+        _ => return Ok("0".into()),
     }
-    let mut cc_text = String::from("-");
+    let mut quoted = "-";
     if p.template != 0 {
         if matches!(read("accelerators.0")?, Field::Missing) {
             return Ok("0".into());
@@ -109,7 +102,7 @@ pub fn evaluate(_input: String) -> FnResult<String> {
         if !inside {
             return Ok("0".into());
         }
-        cc_text = cc;
+        quoted = "cc";
     }
-    Ok(format!("1 {version} {cc_text}"))
+    Ok(format!("1 {quoted}"))
 }
