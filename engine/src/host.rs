@@ -86,6 +86,21 @@ fn output(call: &'static str) -> impl Fn(OutputError) -> wasmtime::Error {
     move |source| wasmtime::Error::new(AbiViolation::Output { call, source })
 }
 
+/// A call that passes two (pointer, length) ranges: charged for both,
+/// then `f` on the session and the two byte ranges.
+fn two_ranges<R>(
+    caller: &mut Caller<'_, HostState>,
+    call: &'static str,
+    (a_ptr, a_len): (i32, i32),
+    (b_ptr, b_len): (i32, i32),
+    f: impl FnOnce(&mut Session, &[u8], &[u8]) -> wasmtime::Result<R>,
+) -> wasmtime::Result<R> {
+    charge(caller, (a_len as u32 as usize).saturating_add(b_len as u32 as usize))?;
+    let mem = memory(caller, call)?;
+    let (data, state) = mem.data_and_store_mut(caller);
+    f(&mut state.session, slice(data, call, a_ptr, a_len)?, slice(data, call, b_ptr, b_len)?)
+}
+
 /// Defines every function of [`crate::abi::HOST_FUNCTIONS`] in `linker`.
 pub(crate) fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.func_wrap(HOST_MODULE, "field_kind", |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| {
@@ -148,36 +163,27 @@ pub(crate) fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         HOST_MODULE,
         "param",
         |mut caller: Caller<'_, HostState>, kp: i32, kl: i32, vp: i32, vl: i32| {
-            charge(&mut caller, (kl as u32 as usize).saturating_add(vl as u32 as usize))?;
-            let mem = memory(&caller, "param")?;
-            let (data, state) = mem.data_and_store_mut(&mut caller);
-            let key = slice(data, "param", kp, kl)?;
-            let value = slice(data, "param", vp, vl)?;
-            state.session.param(key, value).map_err(output("param"))
+            two_ranges(&mut caller, "param", (kp, kl), (vp, vl), |session, key, value| {
+                session.param(key, value).map_err(output("param"))
+            })
         },
     )?;
     linker.func_wrap(
         HOST_MODULE,
         "param_field",
         |mut caller: Caller<'_, HostState>, kp: i32, kl: i32, pp: i32, pl: i32| {
-            charge(&mut caller, (kl as u32 as usize).saturating_add(pl as u32 as usize))?;
-            let mem = memory(&caller, "param_field")?;
-            let (data, state) = mem.data_and_store_mut(&mut caller);
-            let key = slice(data, "param_field", kp, kl)?;
-            let path = slice(data, "param_field", pp, pl)?;
-            state.session.param_field(key, path).map_err(output("param_field"))
+            two_ranges(&mut caller, "param_field", (kp, kl), (pp, pl), |session, key, path| {
+                session.param_field(key, path).map_err(output("param_field"))
+            })
         },
     )?;
     linker.func_wrap(
         HOST_MODULE,
         "version_in",
         |mut caller: Caller<'_, HostState>, pp: i32, pl: i32, sp: i32, sl: i32| {
-            charge(&mut caller, (pl as u32 as usize).saturating_add(sl as u32 as usize))?;
-            let mem = memory(&caller, "version_in")?;
-            let (data, state) = mem.data_and_store_mut(&mut caller);
-            let path = slice(data, "version_in", pp, pl)?;
-            let spec = slice(data, "version_in", sp, sl)?;
-            state.session.version_in(path, spec).map_err(|e| wasmtime::Error::new(AbiViolation::Specifier(e)))
+            two_ranges(&mut caller, "version_in", (pp, pl), (sp, sl), |session, path, spec| {
+                session.version_in(path, spec).map_err(|e| wasmtime::Error::new(AbiViolation::Specifier(e)))
+            })
         },
     )?;
     linker.func_wrap(HOST_MODULE, "remedy", |mut caller: Caller<'_, HostState>, index: i32| {
