@@ -306,10 +306,18 @@ impl Memo {
         let budget = self.budget.get_or_init(|| Arc::clone(budget));
         // The fields a finding's text shows: its evidence and the fields
         // its parameters are bound to (`param_field`), which the rule did
-        // not read and its trace does not hold.
+        // not read and its trace does not hold. Each once: a rule that
+        // offers its version as evidence and quotes it names it twice,
+        // and every replay of the leaf would compare it twice.
         let evidence = match &outcome {
             Outcome::Matched { evidence, raw, .. } => {
-                memo_image::evidence_key(fields, evidence.iter().map(|e| e.path.as_str()).chain(raw.param_fields()))
+                let mut shown: Vec<&str> = Vec::new();
+                for path in evidence.iter().map(|e| e.path.as_str()).chain(raw.param_fields()) {
+                    if !shown.contains(&path) {
+                        shown.push(path);
+                    }
+                }
+                memo_image::evidence_key(fields, shown.into_iter())
             }
             _ => None,
         };
