@@ -25,7 +25,11 @@
 //! renders (with the field's source, which the rule cannot see), and its
 //! bound parameters: a replay reuses the rendered finding (its JSON text,
 //! shared) only when every evidence value and bound field is the same
-//! again, and renders afresh from the recorded output otherwise.
+//! again, and renders afresh from the recorded output otherwise. A leaf
+//! that serves a version range meets many versions, so the texts it
+//! rendered afresh are kept too, a few per leaf keyed by the shown
+//! fields' values ([`Renderings`]): a fleet's common releases are
+//! rendered once each, not on every replay.
 //!
 //! Each tree is one allocation (`crate::memo_image`), replayed in place
 //! and grown by appending, so a rule touched once a check costs a few
@@ -35,7 +39,7 @@
 //! (a full tree is dropped and regrown, so it follows the fleet), and all
 //! trees together at most the engine's `memo_bytes`.
 
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use pitfall_sdk::model::cases::Evaluation;
@@ -71,11 +75,25 @@ pub const MAX_LEAVES_PER_RULE: usize = 512;
 /// few copies of each byte over the tree's life.
 const COMPACT_AFTER: usize = 8;
 
+/// Texts a finding's leaf keeps of its renderings on other values than
+/// the first (a ring: the oldest goes). A fleet runs a few recent
+/// releases of each package, so a handful covers most replays; the
+/// bench's fleet draws head packages from ten releases, skewed to the
+/// newest.
+pub const RENDERINGS_PER_LEAF: usize = 16;
+
+/// The share of the memo's budget the kept renderings may take (a
+/// quarter): they are a convenience of replay, the trees its substance,
+/// and texts must never leave a new rule's trace without room.
+const RENDERINGS_SHARE: usize = 4;
+
 /// The engine-wide byte budget of all rules' trees, and what they hold now.
 #[derive(Debug)]
 pub(crate) struct MemoBudget {
     limit: usize,
     used: AtomicUsize,
+    /// Of `used`, what kept renderings hold ([`RENDERINGS_SHARE`]).
+    renderings: AtomicUsize,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -93,7 +111,7 @@ pub struct MemoStats {
 
 impl MemoBudget {
     pub(crate) fn new(limit: usize) -> MemoBudget {
-        MemoBudget { limit, used: AtomicUsize::new(0), hits: AtomicU64::new(0), misses: AtomicU64::new(0) }
+        MemoBudget { limit, used: AtomicUsize::new(0), renderings: AtomicUsize::new(0), hits: AtomicU64::new(0), misses: AtomicU64::new(0) }
     }
 
     pub(crate) fn enabled(&self) -> bool {
@@ -133,6 +151,28 @@ impl MemoBudget {
     fn release(&self, bytes: usize) {
         self.used.fetch_sub(bytes, Ordering::Relaxed);
     }
+
+    /// Takes `bytes` for a kept rendering if they fit both the budget and
+    /// the renderings' share of it.
+    fn reserve_rendering(&self, bytes: usize) -> bool {
+        let share = self.limit / RENDERINGS_SHARE;
+        let fits_share = self
+            .renderings
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                held.checked_add(bytes).filter(|&total| total <= share)
+            })
+            .is_ok();
+        if fits_share && !self.reserve(bytes) {
+            self.renderings.fetch_sub(bytes, Ordering::Relaxed);
+            return false;
+        }
+        fits_share
+    }
+
+    fn release_rendering(&self, bytes: usize) {
+        self.renderings.fetch_sub(bytes, Ordering::Relaxed);
+        self.release(bytes);
+    }
 }
 
 /// What one evaluation concluded, as the memo keeps it.
@@ -151,7 +191,75 @@ pub(crate) enum Outcome {
         /// the finding, and the server's answer copies the text instead of
         /// serialising the finding again (`LazyFinding`).
         json: Arc<str>,
+        /// The texts rendered afresh on other values of the shown fields.
+        others: Mutex<Renderings>,
     },
+}
+
+/// A finding leaf's texts rendered on values other than its first, each
+/// with the shown fields' values it was rendered on (as
+/// `memo_image::evidence_key` writes them: source, kind and text, so
+/// equal keys render equal texts). At most [`RENDERINGS_PER_LEAF`].
+#[derive(Debug, Default)]
+pub(crate) struct Renderings {
+    texts: Vec<(Box<[u8]>, Arc<str>)>,
+    /// The slot the next text replaces once the ring is full.
+    next: usize,
+    /// What the budget counts for them.
+    bytes: usize,
+}
+
+impl Renderings {
+    fn find(&self, key: &[u8]) -> Option<&Arc<str>> {
+        self.texts.iter().find(|(k, _)| **k == *key).map(|(_, json)| json)
+    }
+
+    /// Keeps `json` as rendered on `key`, if the budget has room.
+    fn keep(&mut self, key: Vec<u8>, json: &Arc<str>, budget: &MemoBudget) {
+        if self.find(&key).is_some() {
+            // Another replay rendered it meanwhile.
+            return;
+        }
+        let bytes = Self::bytes_of(&key, json);
+        if !budget.reserve_rendering(bytes) {
+            return;
+        }
+        self.bytes += bytes;
+        let entry = (key.into_boxed_slice(), Arc::clone(json));
+        if self.texts.len() < RENDERINGS_PER_LEAF {
+            self.texts.push(entry);
+            return;
+        }
+        let slot = self.next % RENDERINGS_PER_LEAF;
+        self.next = slot + 1;
+        let old = std::mem::replace(&mut self.texts[slot], entry);
+        let freed = Self::bytes_of(&old.0, &old.1);
+        self.bytes -= freed;
+        budget.release_rendering(freed);
+    }
+
+    /// One kept text's cost: its key, its text, the entry and the
+    /// text's reference counts.
+    fn bytes_of(key: &[u8], json: &str) -> usize {
+        key.len() + json.len() + std::mem::size_of::<(Box<[u8]>, Arc<str>)>() + 16
+    }
+}
+
+/// The fields a finding's text shows: its evidence and the fields its
+/// parameters are bound to (`param_field`), which the rule did not read
+/// and its trace does not hold. Each once: a rule that offers its version
+/// as evidence and quotes it names it twice, and every replay of the leaf
+/// would compare it twice. A rendered finding's evidence is exactly its
+/// output's (`render` fails on a missing one), so the recorded output says
+/// which they are.
+fn shown_fields(raw: &RawOutput) -> Vec<&str> {
+    let mut shown: Vec<&str> = Vec::new();
+    for path in raw.evidence.iter().map(String::as_str).chain(raw.param_fields()) {
+        if !shown.contains(&path) {
+            shown.push(path);
+        }
+    }
+    shown
 }
 
 impl Outcome {
@@ -165,6 +273,7 @@ impl Outcome {
                 evidence: finding.evidence.clone(),
                 // Written here once; the evaluation's answer shares it.
                 json: Arc::clone(finding.json()),
+                others: Mutex::default(),
             }),
             _ => None,
         }
@@ -174,7 +283,7 @@ impl Outcome {
         match self {
             Outcome::Clear => Evaluation::Clear,
             Outcome::Undetermined(missing) => Evaluation::Undetermined(missing.clone()),
-            Outcome::Matched { raw, evidence, json } => {
+            Outcome::Matched { raw, evidence, json, .. } => {
                 // Bound parameters are checked only in a leaf's evidence
                 // key (`Memo::record`): without one, render afresh.
                 if raw.param_fields().next().is_none() && evidence.iter().all(|e| evidence_holds(fields, e)) {
@@ -188,15 +297,40 @@ impl Outcome {
     }
 
     /// A finding whose evidence the image checked (`Found::Matched`):
-    /// replayed as rendered when it holds, rendered afresh when not.
-    fn matched(&self, meta: &RuleMeta, fields: &FieldMap, evidence_holds: bool) -> Evaluation {
+    /// replayed as rendered when it holds, from the texts kept for other
+    /// values when one was rendered on these, rendered afresh (and kept,
+    /// within `budget`) when not.
+    fn matched(&self, meta: &RuleMeta, fields: &FieldMap, evidence_holds: bool, budget: Option<&MemoBudget>) -> Evaluation {
+        let shared = |json: &Arc<str>| {
+            Evaluation::Matched(Box::new(LazyFinding::from_json(meta.severity, meta.id.clone(), Arc::clone(json))))
+        };
         match self {
-            Outcome::Matched { json, .. } if evidence_holds => {
-                Evaluation::Matched(Box::new(LazyFinding::from_json(meta.severity, meta.id.clone(), Arc::clone(json))))
+            Outcome::Matched { json, .. } if evidence_holds => shared(json),
+            Outcome::Matched { raw, others, .. } => {
+                let Some(key) = memo_image::evidence_key(fields, shown_fields(raw).into_iter()) else {
+                    return rendered(meta, raw, fields);
+                };
+                if let Some(json) = others.lock().unwrap_or_else(|p| p.into_inner()).find(&key) {
+                    return shared(json);
+                }
+                // Rendered outside the lock: replays of this leaf on
+                // values already kept need not wait for it.
+                let evaluation = rendered(meta, raw, fields);
+                if let (Evaluation::Matched(finding), Some(budget)) = (&evaluation, budget) {
+                    others.lock().unwrap_or_else(|p| p.into_inner()).keep(key, finding.json(), budget);
+                }
+                evaluation
             }
-            Outcome::Matched { raw, .. } => rendered(meta, raw, fields),
             // Only a finding's leaf is written as matched.
             other => other.evaluation(meta, fields),
+        }
+    }
+
+    /// What the budget counts for this outcome's kept renderings.
+    fn renderings_bytes(&mut self) -> usize {
+        match self {
+            Outcome::Matched { others, .. } => others.get_mut().unwrap_or_else(|p| p.into_inner()).bytes,
+            _ => 0,
         }
     }
 
@@ -206,7 +340,7 @@ impl Outcome {
         match self {
             Outcome::Clear => base,
             Outcome::Undetermined(missing) => base + missing.iter().map(|m| m.len() + 24).sum::<usize>(),
-            Outcome::Matched { raw, evidence, json } => {
+            Outcome::Matched { raw, evidence, json, .. } => {
                 let raw_bytes = raw.bytes + 24 * (raw.evidence.len() + raw.missing.len() + 2 * raw.params.len());
                 // The evidence's JSON text's length: an estimate, short of
                 // the heap of a JSON object value (BENCHMARKS.md, RSS).
@@ -247,7 +381,17 @@ struct Tree {
     appended: usize,
     /// What the budget counts: the image's length and the outcomes' heap
     /// (the image's spare capacity, below its length, is not counted).
+    /// Their kept renderings are counted apart (`Renderings::bytes`).
     bytes: usize,
+}
+
+impl Tree {
+    /// Gives back to `budget` everything this tree holds, and empties it.
+    fn release_all(&mut self, budget: &MemoBudget) {
+        let renderings: usize = self.outcomes.iter_mut().map(Outcome::renderings_bytes).sum();
+        budget.release_rendering(renderings);
+        budget.release(std::mem::take(self).bytes);
+    }
 }
 
 /// One rule's memo.
@@ -263,8 +407,7 @@ pub(crate) struct Memo {
 impl Drop for Memo {
     fn drop(&mut self) {
         if let Some(budget) = self.budget.get() {
-            let tree = self.tree.get_mut().unwrap_or_else(|p| p.into_inner());
-            budget.release(tree.bytes);
+            self.tree.get_mut().unwrap_or_else(|p| p.into_inner()).release_all(budget);
         }
     }
 }
@@ -278,7 +421,8 @@ impl Memo {
             Found::Clear => Some(Evaluation::Clear),
             Found::Outcome(i) => Some(tree.outcomes.get(i as usize)?.evaluation(meta, fields)),
             Found::Matched { index, evidence_holds } => {
-                Some(tree.outcomes.get(index as usize)?.matched(meta, fields, evidence_holds))
+                let budget = self.budget.get().map(Arc::as_ref);
+                Some(tree.outcomes.get(index as usize)?.matched(meta, fields, evidence_holds, budget))
             }
         }
     }
@@ -304,21 +448,8 @@ impl Memo {
     pub(crate) fn record(&self, reads: Vec<Read>, mut outcome: Outcome, fields: &FieldMap, budget: &Arc<MemoBudget>) {
         // A rule is evaluated by one engine, so the budget is always the same.
         let budget = self.budget.get_or_init(|| Arc::clone(budget));
-        // The fields a finding's text shows: its evidence and the fields
-        // its parameters are bound to (`param_field`), which the rule did
-        // not read and its trace does not hold. Each once: a rule that
-        // offers its version as evidence and quotes it names it twice,
-        // and every replay of the leaf would compare it twice.
         let evidence = match &outcome {
-            Outcome::Matched { evidence, raw, .. } => {
-                let mut shown: Vec<&str> = Vec::new();
-                for path in evidence.iter().map(|e| e.path.as_str()).chain(raw.param_fields()) {
-                    if !shown.contains(&path) {
-                        shown.push(path);
-                    }
-                }
-                memo_image::evidence_key(fields, shown.into_iter())
-            }
+            Outcome::Matched { raw, .. } => memo_image::evidence_key(fields, shown_fields(raw).into_iter()),
             _ => None,
         };
         // A finding whose leaf holds its evidence never reads the outcome's
@@ -335,7 +466,7 @@ impl Memo {
             + reads.iter().map(|(path, seen)| memo_image::bytes_of_read(path, seen)).sum::<usize>();
         let mut tree = self.tree.write().unwrap_or_else(|p| p.into_inner());
         if tree.leaves >= MAX_LEAVES_PER_RULE {
-            budget.release(std::mem::take(&mut *tree).bytes);
+            tree.release_all(budget);
         }
         if !budget.reserve(bytes) {
             return;

@@ -331,3 +331,61 @@ fn a_raw_read_spelled_like_a_question_is_never_replayed() {
     assert_eq!((stats.hits, stats.bytes), (0, 0), "{stats:?}");
     assert_eq!(stats.misses, 2 * machines.len() as u64);
 }
+
+/// A finding's leaf serves every version in its range, and keeps the texts
+/// it rendered on versions other than its first (`Renderings`): a version
+/// seen again is answered with the text rendered for it before (the same
+/// shared text, not a fresh rendering), every answer is the sandbox's,
+/// and the budget gets every kept byte back when the rule goes.
+#[test]
+fn a_leaf_keeps_the_findings_it_rendered_on_other_versions() {
+    let (memo, sandbox) = (engine(Limits::default().memo_bytes), engine(0));
+    let wasm = assemble(ASKS_THE_VERSION);
+    let memo_set = RuleSet::new(vec![Arc::new(memo.load(&wasm).expect("loads"))], "r");
+    let sandbox_set = RuleSet::new(vec![Arc::new(sandbox.load(&wasm).expect("loads"))], "r");
+    let affected: Vec<(String, Manifest)> =
+        vllm_machines().into_iter().filter(|(v, _)| v.starts_with("0.2") && !v.starts_with("0.27.2")).collect();
+    let (ring, more) = (pitfall_engine::memo::RENDERINGS_PER_LEAF, 5);
+    assert!(affected.len() > ring + more, "more affected versions than a leaf keeps");
+    let text = |m: &Manifest| {
+        let answer = memo_set.check(&memo, m.clone());
+        assert_eq!(timeless(answer.clone()), timeless(sandbox_set.check(&sandbox, m.clone())));
+        Arc::clone(answer.findings.first().expect("affected").json())
+    };
+    // The first version is the leaf's own text; the next `ring` are kept.
+    let first = text(&affected[0].1);
+    let kept: Vec<Arc<str>> = affected[1..=ring].iter().map(|(_, m)| text(m)).collect();
+    let held = memo.memo_stats().bytes;
+    for ((name, m), before) in affected[1..=ring].iter().zip(&kept).rev() {
+        assert!(Arc::ptr_eq(&text(m), before), "{name} was rendered again");
+    }
+    assert!(Arc::ptr_eq(&text(&affected[0].1), &first));
+    assert_eq!(memo.memo_stats().bytes, held, "a replay of a kept text keeps nothing more");
+    // Past the ring the oldest go: the newest stay, and it holds no more.
+    for (_, m) in &affected[ring + 1..ring + 1 + more] {
+        text(m);
+    }
+    let (name, m) = &affected[ring + more];
+    let again = text(m);
+    assert!(Arc::ptr_eq(&again, &text(m)), "{name}, the newest, was rendered again");
+    assert!(!Arc::ptr_eq(&text(&affected[1].1), &kept[0]), "the oldest was not replaced");
+    // Every version here has as many characters, so each replaced text
+    // gives back what its successor takes.
+    assert_eq!(memo.memo_stats().bytes, held, "the ring grew");
+    let stats = memo.memo_stats();
+    assert_eq!(stats.misses, 1, "one evaluation in the sandbox: {stats:?}");
+    drop(memo_set);
+    assert_eq!(memo.memo_stats().bytes, 0, "kept texts give their bytes back");
+
+    // A budget with no room for texts beside the tree: still the
+    // sandbox's answers, rendered afresh, and the budget holds.
+    let small = engine(1024);
+    let small_set = RuleSet::new(vec![Arc::new(small.load(&wasm).expect("loads"))], "r");
+    for _ in 0..2 {
+        for (name, m) in &affected {
+            let want = timeless(sandbox_set.check(&sandbox, m.clone()));
+            assert_eq!(timeless(small_set.check(&small, m.clone())), want, "{name}");
+            assert!(small.memo_stats().bytes <= 1024, "{:?}", small.memo_stats());
+        }
+    }
+}
