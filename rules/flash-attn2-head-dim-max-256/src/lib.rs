@@ -16,14 +16,11 @@ use selection::Selection;
 
 const AMPERE: ComputeCapability = ComputeCapability::new(8, 0);
 const MAX_HEAD_DIM: u32 = 256;
-/// vLLM's V1 engine, which validates the forced backend, is the default from here.
-const VLLM_V1_DEFAULT: &str = "0.8.0";
-/// The V0 engine (and `VLLM_USE_V1=0`) is gone from here.
-const VLLM_V0_REMOVED: &str = "0.11.0";
-
-fn lt(v: &Version, bound: &str) -> bool {
-    Version::parse(bound).is_ok_and(|b| *v < b)
-}
+/// vLLM before its V1 engine, which validates the forced backend, was the
+/// default (PEP 440 ranges, compared by the host: `version_in`).
+const VLLM_BEFORE_V1_DEFAULT: &str = "<0.8.0";
+/// vLLM before the V0 engine (and `VLLM_USE_V1=0`) was removed.
+const VLLM_BEFORE_V0_REMOVED: &str = "<0.11.0";
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
@@ -53,14 +50,16 @@ fn evaluate(m: &Manifest) -> Outcome {
     }
     let vllm = m.package("vllm");
     if let Some(vllm) = &vllm {
-        let Some(version) = vllm.version() else {
+        // The rule asks, never reads, the version: the registry answers
+        // every release with the same answers from one evaluation.
+        let Some(before_v1) = vllm.version_in(VLLM_BEFORE_V1_DEFAULT) else {
             return Outcome::needs("packages.vllm.version");
         };
-        if lt(&version, VLLM_V1_DEFAULT) {
+        if before_v1 {
             return Outcome::clear();
         }
         let v0_forced = m.env("VLLM_USE_V1").is_some_and(|v| v.trim() == "0");
-        if v0_forced && lt(&version, VLLM_V0_REMOVED) {
+        if v0_forced && vllm.version_in(VLLM_BEFORE_V0_REMOVED) == Some(true) {
             return Outcome::clear();
         }
     }

@@ -16,8 +16,10 @@ mod selection;
 use selection::Selection;
 
 const AMPERE: ComputeCapability = ComputeCapability::new(8, 0);
-/// The first vLLM release that runs compute capability < 8.0 on the V1 engine (B20).
-const VLLM_V1_ON_TURING: &str = "0.10.2";
+/// vLLM releases that run compute capability < 8.0 on the V0 engine, before
+/// the first that runs them on V1 (B20). PEP 440: 0.10.2's own release
+/// candidates are not below it, and carry the V1 change.
+const VLLM_V0_ON_TURING: &str = "<0.10.2";
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
@@ -39,15 +41,14 @@ fn evaluate(m: &Manifest) -> Outcome {
     }
     let vllm = m.package("vllm");
     if let Some(vllm) = &vllm {
-        let Some(version) = vllm.version() else {
-            return Outcome::needs("packages.vllm.version");
-        };
-        let Ok(v1) = Version::parse(VLLM_V1_ON_TURING) else {
-            return Outcome::clear();
-        };
-        if version < v1 {
+        // The host compares (`version_in`): the rule never reads the
+        // version, so the registry answers every release on one side of
+        // the bound from one evaluation.
+        match vllm.version_in(VLLM_V0_ON_TURING) {
+            None => return Outcome::needs("packages.vllm.version"),
             // V0 engine: falls back to xFormers with a log line, nothing fails.
-            return Outcome::clear();
+            Some(true) => return Outcome::clear(),
+            Some(false) => {}
         }
     }
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));

@@ -5,12 +5,11 @@
 
 use pitfall_sdk::prelude::*;
 
-/// vLLM's first release with Gemma 4 support.
-const FIRST_GEMMA4: &str = "0.19.0";
-/// Builds from main after 0.27.1 carry the fix (the field reports' nightly).
-const FIXED: &str = "0.27.2rc0";
-/// The transformers release that made per-layer attributes ambiguous.
-const BREAKING_TRANSFORMERS: &str = "5.15.0";
+/// vLLM from its first release with Gemma 4 support to the fix: builds
+/// from main after 0.27.1 carry it (the field reports' nightly).
+const AFFECTED_VLLM: &str = ">=0.19.0,<0.27.2rc0";
+/// transformers from the release that made per-layer attributes ambiguous.
+const BREAKING_TRANSFORMERS: &str = ">=5.15.0";
 
 fn is_gemma4(model: &str) -> bool {
     let lower = model.to_ascii_lowercase();
@@ -24,26 +23,29 @@ fn evaluate(m: &Manifest) -> Outcome {
     if !m.workload().model().is_some_and(|id| is_gemma4(&id)) {
         return Outcome::clear();
     }
-    let Some(vllm_version) = vllm.version() else {
+    // Both versions are asked about (`version_in`) and quoted through
+    // parameters bound to their fields (`param_field`), never read: the
+    // registry answers every release with the same answers from one
+    // evaluation.
+    let Some(affected) = vllm.version_in(AFFECTED_VLLM) else {
         return Outcome::needs("packages.vllm.version");
     };
-    let affected = pep440_ge(vllm_version.as_str(), FIRST_GEMMA4) == Some(true)
-        && pep440_lt(vllm_version.as_str(), FIXED) == Some(true);
     if !affected {
         return Outcome::clear();
     }
-    let Some(transformers) = m.package("transformers").and_then(|p| p.version()) else {
+    let transformers = m.package("transformers");
+    let Some(breaking) = transformers.as_ref().and_then(|p| p.version_in(BREAKING_TRANSFORMERS)) else {
         return Outcome::needs("packages.transformers.version");
     };
-    if pep440_ge(transformers.as_str(), BREAKING_TRANSFORMERS) != Some(true) {
+    if !breaking {
         return Outcome::clear();
     }
     Outcome::matched()
         .evidence("workload.model")
         .evidence(vllm.version_path().as_str())
         .evidence("packages.transformers.version")
-        .param("transformers", transformers.as_str())
-        .param("vllm", vllm_version.as_str())
+        .param_field("transformers", "packages.transformers.version")
+        .param_field("vllm", vllm.version_path().as_str())
 }
 
 pitfall_sdk::export_rule!(evaluate);
