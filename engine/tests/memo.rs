@@ -67,6 +67,27 @@ fn manifests(rules: &[Arc<Rule>]) -> Vec<(String, Manifest)> {
     out
 }
 
+/// A rule set of the one module `wasm`, loaded into `engine`.
+fn one_rule(engine: &Engine, wasm: &[u8]) -> RuleSet {
+    RuleSet::new(vec![Arc::new(engine.load(wasm).expect("loads"))], "r")
+}
+
+/// One rule, loaded into an engine with the memo and one without.
+struct Beside {
+    wasm: Vec<u8>,
+    memo: Engine,
+    sandbox: Engine,
+    memo_set: RuleSet,
+    sandbox_set: RuleSet,
+}
+
+fn beside_the_sandbox(wat: &str) -> Beside {
+    let (memo, sandbox) = (engine(Limits::default().memo_bytes), engine(0));
+    let wasm = assemble(wat);
+    let (memo_set, sandbox_set) = (one_rule(&memo, &wasm), one_rule(&sandbox, &wasm));
+    Beside { wasm, memo, sandbox, memo_set, sandbox_set }
+}
+
 /// An answer without its timing.
 fn timeless(mut answer: CheckResponse) -> CheckResponse {
     answer.stats.elapsed_us = 0;
@@ -124,7 +145,7 @@ fn memoized_checks_answer_as_the_sandbox_does() {
 fn failures_are_never_replayed() {
     let engine = engine(Limits::default().memo_bytes);
     let wasm = corpus::load_module(&corpus::corpus_dir().join("trap-unreachable.wat")).wasm;
-    let set = RuleSet::new(vec![Arc::new(engine.load(&wasm).expect("loads"))], "r");
+    let set = one_rule(&engine, &wasm);
     let (_, manifest) = manifests(&[]).into_iter().next().expect("a fixture");
     for _ in 0..3 {
         let answer = set.check(&engine, manifest.clone());
@@ -172,7 +193,7 @@ fn machine(i: usize) -> Manifest {
 fn a_rules_tree_is_regrown_when_full_and_the_budget_holds_and_is_given_back() {
     let wasm = reads_the_machine();
     let engine = engine(Limits::default().memo_bytes);
-    let set = RuleSet::new(vec![Arc::new(engine.load(&wasm).expect("loads"))], "r");
+    let set = one_rule(&engine, &wasm);
     let mut peak = 0;
     for i in 0..pitfall_engine::memo::MAX_LEAVES_PER_RULE {
         set.check(&engine, machine(i));
@@ -189,7 +210,7 @@ fn a_rules_tree_is_regrown_when_full_and_the_budget_holds_and_is_given_back() {
 
     // A budget of a few traces: it is never exceeded.
     let small = self::engine(2048);
-    let set = RuleSet::new(vec![Arc::new(small.load(&wasm).expect("loads"))], "r");
+    let set = one_rule(&small, &wasm);
     for i in 0..40 {
         set.check(&small, machine(i));
         assert!(small.memo_stats().bytes <= 2048, "{:?}", small.memo_stats());
@@ -204,7 +225,7 @@ fn a_rules_tree_is_regrown_when_full_and_the_budget_holds_and_is_given_back() {
 fn a_compacted_tree_answers_every_trace_it_recorded() {
     let wasm = reads_the_machine();
     let engine = engine(Limits::default().memo_bytes);
-    let set = RuleSet::new(vec![Arc::new(engine.load(&wasm).expect("loads"))], "r");
+    let set = one_rule(&engine, &wasm);
     let machines = 300;
     for i in 0..machines {
         set.check(&engine, machine(i));
@@ -289,10 +310,7 @@ fn vllm_machines() -> Vec<(String, Manifest)> {
 /// every answer equals the sandbox's.
 #[test]
 fn a_version_question_is_replayed_for_every_version_with_the_same_answer() {
-    let (memo, sandbox) = (engine(Limits::default().memo_bytes), engine(0));
-    let wasm = assemble(ASKS_THE_VERSION);
-    let memo_set = RuleSet::new(vec![Arc::new(memo.load(&wasm).expect("loads"))], "r");
-    let sandbox_set = RuleSet::new(vec![Arc::new(sandbox.load(&wasm).expect("loads"))], "r");
+    let Beside { memo, sandbox, memo_set, sandbox_set, .. } = beside_the_sandbox(ASKS_THE_VERSION);
     let machines = vllm_machines();
     let mut matched = 0;
     for (name, m) in &machines {
@@ -316,10 +334,7 @@ fn a_version_question_is_replayed_for_every_version_with_the_same_answer() {
 /// memoised at all: its trace could not tell the two apart.
 #[test]
 fn a_raw_read_spelled_like_a_question_is_never_replayed() {
-    let (memo, sandbox) = (engine(Limits::default().memo_bytes), engine(0));
-    let wasm = assemble(SPELLS_THE_QUESTION);
-    let memo_set = RuleSet::new(vec![Arc::new(memo.load(&wasm).expect("loads"))], "r");
-    let sandbox_set = RuleSet::new(vec![Arc::new(sandbox.load(&wasm).expect("loads"))], "r");
+    let Beside { memo, sandbox, memo_set, sandbox_set, .. } = beside_the_sandbox(SPELLS_THE_QUESTION);
     let machines = vllm_machines();
     for _ in 0..2 {
         for (name, m) in &machines {
@@ -339,10 +354,7 @@ fn a_raw_read_spelled_like_a_question_is_never_replayed() {
 /// and the budget gets every kept byte back when the rule goes.
 #[test]
 fn a_leaf_keeps_the_findings_it_rendered_on_other_versions() {
-    let (memo, sandbox) = (engine(Limits::default().memo_bytes), engine(0));
-    let wasm = assemble(ASKS_THE_VERSION);
-    let memo_set = RuleSet::new(vec![Arc::new(memo.load(&wasm).expect("loads"))], "r");
-    let sandbox_set = RuleSet::new(vec![Arc::new(sandbox.load(&wasm).expect("loads"))], "r");
+    let Beside { wasm, memo, sandbox, memo_set, sandbox_set } = beside_the_sandbox(ASKS_THE_VERSION);
     let affected: Vec<(String, Manifest)> =
         vllm_machines().into_iter().filter(|(v, _)| v.starts_with("0.2") && !v.starts_with("0.27.2")).collect();
     let (ring, more) = (pitfall_engine::memo::RENDERINGS_PER_LEAF, 5);
@@ -380,7 +392,7 @@ fn a_leaf_keeps_the_findings_it_rendered_on_other_versions() {
     // A budget with no room for texts beside the tree: still the
     // sandbox's answers, rendered afresh, and the budget holds.
     let small = engine(1024);
-    let small_set = RuleSet::new(vec![Arc::new(small.load(&wasm).expect("loads"))], "r");
+    let small_set = one_rule(&small, &wasm);
     for _ in 0..2 {
         for (name, m) in &affected {
             let want = timeless(sandbox_set.check(&sandbox, m.clone()));
