@@ -174,15 +174,15 @@ on_both_backends! {
         assert!(store.is_owner(&new.meta.id, principal(&alice).account_id).await.expect("owner"));
 
         let approved = store
-            .set_state(&new.meta.id, "1.0.0", VersionState::Approved, &maintainer, Some("sources check out"))
+            .set_state(&new.meta.id, &new.meta.version, VersionState::Approved, &maintainer, Some("sources check out"))
             .await
             .expect("approve");
         assert_eq!(approved.state, VersionState::Approved);
         assert_eq!(approved.reviewed_by.as_ref().map(|a| a.name.as_str()), Some("maria"));
         assert_eq!(approved.review_reason.as_deref(), Some("sources check out"));
-        assert_eq!(served(&store).await, vec![(new.meta.id.clone(), "1.0.0".to_owned())]);
+        assert_eq!(served(&store).await, vec![(new.meta.id.clone(), new.meta.version.clone())]);
         assert!(store.pending_versions().await.expect("queue").is_empty());
-        assert_eq!(store.module(&new.meta.id, "1.0.0").await.expect("module"), Some(new.module.clone()));
+        assert_eq!(store.module(&new.meta.id, &new.meta.version).await.expect("module"), Some(new.module.clone()));
         assert_eq!(store.module(&new.meta.id, "9.9.9").await.expect("module"), None);
     }
 }
