@@ -10,7 +10,7 @@
 //! 10,000 rules serves within a second or two of starting and leaves the
 //! other cores to checks while it compiles.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -181,10 +181,10 @@ impl Registry {
 
 /// Stores these modules (the bundled rules, or a subset in tests) as
 /// approved versions, idempotently: a version already stored is left
-/// alone. Each new one goes through the publish pipeline first, so a
-/// bundled rule meets the bar a contributed one does. Only the
-/// modules whose exact (id, version, sha256) the store lacks are assessed:
-/// id and version are read with `inspect` (no compile), so a restart with
+/// alone, whatever its bytes. Each new one goes through the publish
+/// pipeline first, so a bundled rule meets the bar a contributed one does.
+/// Only the modules whose (id, version) the store lacks are assessed: id
+/// and version are read with `inspect` (no compile), so a restart with
 /// everything stored compiles and tests nothing.
 pub async fn seed_modules(store: &Store, engine: &Engine, modules: Vec<BundledModule>) -> anyhow::Result<usize> {
     let plan = plan_seed(store, engine, modules).await?;
@@ -200,6 +200,12 @@ pub struct SeedPlan {
     /// Whether the store held no version at all, in any state (a registry
     /// that never had a rule).
     pub store_was_empty: bool,
+    /// Bundled versions the store holds with other bytes (`id@version`):
+    /// the same rule built again (an SDK change or another toolchain
+    /// changes every module's bytes). A version is immutable, so the
+    /// stored one is kept; seeding it would be refused, and its refusal
+    /// used to fail the whole seed, new bundled versions included.
+    pub rebuilt: Vec<String>,
 }
 
 /// Reads the stored versions' digests once and tells which of `modules`
@@ -207,22 +213,28 @@ pub struct SeedPlan {
 pub async fn plan_seed(store: &Store, engine: &Engine, modules: Vec<BundledModule>) -> anyhow::Result<SeedPlan> {
     let stored = store.version_digests().await.context("reading the stored versions")?;
     let store_was_empty = stored.is_empty();
+    let versions: HashSet<(String, String)> = stored.iter().map(|(id, version, _)| (id.clone(), version.clone())).collect();
     let limits = engine.limits().clone();
-    let unstored = tokio::task::spawn_blocking(move || {
-        modules
-            .into_iter()
-            .map(|m| {
-                let info = pitfall_engine::inspect::inspect(m.wasm, &limits)
-                    .with_context(|| format!("bundled rule {} fails the publish pipeline", m.crate_name))?;
-                let key = (info.meta.id, info.meta.version, sha256_hex(m.wasm));
-                Ok((!stored.contains(&key)).then_some(m))
-            })
-            .filter_map(Result::transpose)
-            .collect::<anyhow::Result<Vec<_>>>()
+    let (unstored, rebuilt) = tokio::task::spawn_blocking(move || {
+        let (mut unstored, mut rebuilt) = (Vec::new(), Vec::new());
+        for m in modules {
+            let info = pitfall_engine::inspect::inspect(m.wasm, &limits)
+                .with_context(|| format!("bundled rule {} fails the publish pipeline", m.crate_name))?;
+            let key = (info.meta.id, info.meta.version, sha256_hex(m.wasm));
+            if stored.contains(&key) {
+                continue;
+            }
+            if versions.contains(&(key.0.clone(), key.1.clone())) {
+                rebuilt.push(format!("{}@{}", key.0, key.1));
+            } else {
+                unstored.push(m);
+            }
+        }
+        anyhow::Ok((unstored, rebuilt))
     })
     .await
     .context("seeding task")??;
-    Ok(SeedPlan { unstored, store_was_empty })
+    Ok(SeedPlan { unstored, store_was_empty, rebuilt })
 }
 
 /// Assesses `fresh` (modules the store lacks, from [`plan_seed`])

@@ -33,6 +33,10 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     // Which bundled versions the store lacks is cheap to tell (no compile),
     // so a restart that has them all says so before it serves.
     let plan = plan_seed(&store, &engine, pitfall_bundled_rules::MODULES.to_vec()).await?;
+    if !plan.rebuilt.is_empty() {
+        // Kept as stored: a rule's change must come with a higher version.
+        tracing::warn!(versions = plan.rebuilt.join(", "), "bundled versions differ from the stored ones in bytes; serving the stored ones");
+    }
     let unstored = plan.unstored;
     if unstored.is_empty() || plan.store_was_empty {
         let inserted = seed_unstored(&store, &engine, unstored).await?;

@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use pitfall_engine::{Engine, Limits};
-use pitfall_server::registry::{Registry, seed_modules};
+use pitfall_server::registry::{Registry, plan_seed, seed_modules};
 use pitfall_server::store::{Actor, Role, Store};
 use pitfall_server::{AppState, ServerLimits, app};
 use serde_json::{Value, json};
@@ -531,5 +531,33 @@ async fn a_second_seed_assesses_nothing_already_stored() {
         let new: Vec<_> = pitfall_bundled_rules::MODULES.iter().copied().skip(3).take(1).collect();
         let refused = seed_modules(&store, &strict, new).await.expect_err("a new module is assessed");
         assert!(format!("{refused:#}").contains("fails the publish pipeline"), "{refused:#}");
+    }
+}
+
+/// The same bundled version built again (an SDK change, another
+/// toolchain: other bytes, same id and version) is left as stored, and
+/// the rest of the seed goes on: the rebuilt one's refusal used to fail
+/// the whole seed, so an upgrade's new bundled versions never arrived.
+#[tokio::test]
+async fn a_rebuilt_bundled_version_is_kept_as_stored_and_the_rest_is_seeded() {
+    for db in databases().await {
+        let store = Store::connect(db.url()).await.expect("store");
+        let engine = Engine::new(Limits::default()).expect("engine");
+        let modules = pitfall_bundled_rules::MODULES;
+        assert_eq!(seed_modules(&store, &engine, vec![modules[0]]).await.expect("seed"), 1);
+        let before = store.version_digests().await.expect("digests");
+        // A custom section the host ignores: the same rule, other bytes.
+        let mut bytes = modules[0].wasm.to_vec();
+        bytes.extend_from_slice(&[0, 8, 7]);
+        bytes.extend_from_slice(b"rebuilt");
+        let rebuilt = pitfall_bundled_rules::BundledModule { wasm: Box::leak(bytes.into_boxed_slice()), ..modules[0] };
+        let plan = plan_seed(&store, &engine, vec![rebuilt, modules[1]]).await.expect("plan");
+        let id = pitfall_engine::inspect::inspect(modules[0].wasm, engine.limits()).expect("inspects").meta;
+        assert_eq!(plan.rebuilt, vec![format!("{}@{}", id.id, id.version)]);
+        assert_eq!(plan.unstored.len(), 1, "only the new version is assessed");
+        assert_eq!(seed_modules(&store, &engine, vec![rebuilt, modules[1]]).await.expect("the seed goes on"), 1);
+        let after = store.version_digests().await.expect("digests");
+        assert!(before.is_subset(&after), "the stored version keeps its bytes");
+        assert_eq!(after.len(), before.len() + 1);
     }
 }
