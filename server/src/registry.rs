@@ -10,7 +10,7 @@
 //! 10,000 rules serves within a second or two of starting and leaves the
 //! other cores to checks while it compiles.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -213,21 +213,17 @@ pub struct SeedPlan {
 pub async fn plan_seed(store: &Store, engine: &Engine, modules: Vec<BundledModule>) -> anyhow::Result<SeedPlan> {
     let stored = store.version_digests().await.context("reading the stored versions")?;
     let store_was_empty = stored.is_empty();
-    let versions: HashSet<(String, String)> = stored.iter().map(|(id, version, _)| (id.clone(), version.clone())).collect();
     let limits = engine.limits().clone();
     let (unstored, rebuilt) = tokio::task::spawn_blocking(move || {
         let (mut unstored, mut rebuilt) = (Vec::new(), Vec::new());
         for m in modules {
             let info = pitfall_engine::inspect::inspect(m.wasm, &limits)
                 .with_context(|| format!("bundled rule {} fails the publish pipeline", m.crate_name))?;
-            let key = (info.meta.id, info.meta.version, sha256_hex(m.wasm));
-            if stored.contains(&key) {
-                continue;
-            }
-            if versions.contains(&(key.0.clone(), key.1.clone())) {
-                rebuilt.push(format!("{}@{}", key.0, key.1));
-            } else {
-                unstored.push(m);
+            let version = (info.meta.id, info.meta.version);
+            match stored.get(&version) {
+                None => unstored.push(m),
+                Some(sha256) if *sha256 == sha256_hex(m.wasm) => {}
+                Some(_) => rebuilt.push(format!("{}@{}", version.0, version.1)),
             }
         }
         anyhow::Ok((unstored, rebuilt))

@@ -457,6 +457,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Prepared;
 
     /// The cache of parsed specifiers answers as a fresh parse does, for
     /// more texts than it has slots (so slots are shared and replaced),
@@ -485,7 +486,6 @@ mod tests {
             }
         }
     }
-    use crate::model::Prepared;
 
     fn session(recording: bool) -> Session {
         let m = crate::model::parse_manifest(

@@ -138,11 +138,11 @@ impl Store {
             .collect()
     }
 
-    /// Every stored version's (rule id, version, sha256), in any state: what
-    /// the seed need not assess again.
-    pub async fn version_digests(&self) -> Result<std::collections::HashSet<(String, String, String)>> {
+    /// Every stored version's sha256 by (rule id, version), in any state:
+    /// what the seed need not assess again.
+    pub async fn version_digests(&self) -> Result<std::collections::HashMap<(String, String), String>> {
         let rows = sqlx::query("SELECT rule_id, version, sha256 FROM versions").fetch_all(&self.pool).await?;
-        rows.iter().map(|row| Ok((row.try_get("rule_id")?, row.try_get("version")?, row.try_get("sha256")?))).collect()
+        rows.iter().map(|row| Ok(((row.try_get("rule_id")?, row.try_get("version")?), row.try_get("sha256")?))).collect()
     }
 
     /// A rule with its owners and all its versions (any state), highest first.

@@ -557,7 +557,7 @@ async fn a_rebuilt_bundled_version_is_kept_as_stored_and_the_rest_is_seeded() {
         assert_eq!(plan.unstored.len(), 1, "only the new version is assessed");
         assert_eq!(seed_modules(&store, &engine, vec![rebuilt, modules[1]]).await.expect("the seed goes on"), 1);
         let after = store.version_digests().await.expect("digests");
-        assert!(before.is_subset(&after), "the stored version keeps its bytes");
+        assert!(before.iter().all(|(version, sha256)| after.get(version) == Some(sha256)), "the stored version keeps its bytes");
         assert_eq!(after.len(), before.len() + 1);
     }
 }
