@@ -95,7 +95,7 @@ pub fn start(exe: &Path, data_dir: &Path, cache: bool, rules: usize) -> anyhow::
         }
     }
     let started = Instant::now();
-    let mut child = Command::new(exe)
+    let child = Command::new(exe)
         .args(["serve-child", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)
         .envs(CHILD_ENV.iter().copied())
@@ -103,7 +103,10 @@ pub fn start(exe: &Path, data_dir: &Path, cache: bool, rules: usize) -> anyhow::
         .stdout(Stdio::piped())
         .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
-    let mut stdout = BufReader::new(child.stdout.take().context("child stdout")?);
+    // Killed if it does not get ready and warm (the `Server` that would
+    // end it is only made then).
+    let mut child = Unready(Some(child));
+    let mut stdout = BufReader::new(child.get().stdout.take().context("child stdout")?);
     let addr: SocketAddr = read_value(&mut stdout, "listening")?
         .parse()
         .context("listening=")?;
@@ -130,9 +133,9 @@ pub fn start(exe: &Path, data_dir: &Path, cache: bool, rules: usize) -> anyhow::
     };
     read_value(&mut stdout, "warm_ms")?;
     let warm = started.elapsed();
-    let (rss_bytes, peak_rss_bytes) = rss(child.id())?;
+    let (rss_bytes, peak_rss_bytes) = rss(child.get().id())?;
     Ok(Server {
-        child,
+        child: child.0.take().context("the child")?,
         addr,
         cold_start,
         all_served,
@@ -183,6 +186,24 @@ impl Drop for Server {
         if let Ok(None) = self.child.try_wait() {
             let _ = self.child.kill();
             let _ = self.child.wait();
+        }
+    }
+}
+
+/// A child that is not yet a [`Server`]: killed if dropped as it is.
+struct Unready(Option<Child>);
+
+impl Unready {
+    fn get(&mut self) -> &mut Child {
+        self.0.as_mut().expect("taken only when the server is made")
+    }
+}
+
+impl Drop for Unready {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }
