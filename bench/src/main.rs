@@ -51,6 +51,14 @@ struct Args {
     /// Connections of the HTTP load.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
+    /// Just-started servers the HTTP measurement takes (at least 1), one
+    /// after another over the same registry, each a restart with the
+    /// compiled-code cache: one start is one sample of a noisy figure
+    /// (the distinct ratio moves by a tenth or more from one start of the
+    /// same build to the next), so the summary reports the median over
+    /// the starts.
+    #[arg(long, default_value_t = 3, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    starts: usize,
     /// Keep the server section's registry (and its compiled-code cache)
     /// under `--out`, for `--sections http` to reuse.
     #[arg(long)]
@@ -395,7 +403,8 @@ fn publish_cost(specs: &[corpus::RuleSpec], report: &mut Report) -> anyhow::Resu
 }
 
 /// A server process with 10,000 rules: first start, restart without the
-/// compiled-code cache, restart with it; then HTTP against the last one.
+/// compiled-code cache, restart with it; then HTTP against the last one,
+/// the first of [`Args::starts`] just-started servers.
 fn server(args: &Args, bundled: usize, report: &mut Report) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
     let dir = startup::registry_dir(&args.out, SERVER_RULES);
@@ -420,7 +429,8 @@ fn server(args: &Args, bundled: usize, report: &mut Report) -> anyhow::Result<()
     ] {
         let s = startup::start(&exe, &dir, cache, SERVER_RULES + bundled)?;
         report.line(format!(
-            "startup {label} rules={} cold_start_ms={:.0} target<=2000 {} all_served_ms={:.0} warm_ms={:.0} rss_mib={:.0} peak_rss_mib={:.0} target<=512 {}",
+            "startup {label}{} rules={} cold_start_ms={:.0} target<=2000 {} all_served_ms={:.0} warm_ms={:.0} rss_mib={:.0} peak_rss_mib={:.0} target<=512 {}",
+            if cache { " start=1" } else { "" },
             SERVER_RULES + bundled,
             s.cold_start.as_secs_f64() * 1e3,
             verdict(s.cold_start <= Duration::from_secs(2)),
@@ -437,18 +447,17 @@ fn server(args: &Args, bundled: usize, report: &mut Report) -> anyhow::Result<()
         }
     }
     let server = server.context("the last server")?;
-    http_phases(&runtime, &server, args, report)?;
-    server.stop()?;
+    http_starts(&runtime, server, args, SERVER_RULES + bundled, report)?;
     if !args.keep_registry {
         std::fs::remove_dir_all(&dir)?;
     }
     Ok(())
 }
 
-/// The HTTP phases alone, against a kept registry (a restart with its
-/// compiled-code cache, as the server section's last start).
+/// The HTTP phases alone, against a kept registry: [`Args::starts`]
+/// restarts with its compiled-code cache, as the server section's last
+/// start.
 fn http_only(args: &Args, report: &mut Report) -> anyhow::Result<()> {
-    let exe = std::env::current_exe()?;
     let dir = startup::registry_dir(&args.out, SERVER_RULES);
     if !dir.join("pitfall.db").exists() {
         anyhow::bail!(
@@ -459,65 +468,155 @@ fn http_only(args: &Args, report: &mut Report) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let server = startup::start(
-        &exe,
-        &dir,
-        true,
-        SERVER_RULES + pitfall_bundled_rules::MODULES.len(),
-    )?;
+    let rules = SERVER_RULES + pitfall_bundled_rules::MODULES.len();
+    let server = restart(&dir, rules, 1, report)?;
+    http_starts(&runtime, server, args, rules, report)
+}
+
+/// Restarts the server over the registry in `dir` with its compiled-code
+/// cache, and prints its start-up line (`start`: which of the HTTP
+/// measurement's starts it is). Every such start begins with an empty
+/// memo and result cache: a just-started server.
+fn restart(
+    dir: &std::path::Path,
+    rules: usize,
+    start: usize,
+    report: &mut Report,
+) -> anyhow::Result<startup::Server> {
+    let exe = std::env::current_exe()?;
+    let server = startup::start(&exe, dir, true, rules)?;
     report.line(format!(
-        "startup restart_with_cache cold_start_ms={:.0} warm_ms={:.0} rss_mib={:.0} pid={}",
+        "startup restart_with_cache start={start} cold_start_ms={:.0} warm_ms={:.0} rss_mib={:.0} pid={}",
         server.cold_start.as_secs_f64() * 1e3,
         server.warm.as_secs_f64() * 1e3,
         server.rss_bytes as f64 / (1 << 20) as f64,
         server.pid(),
     ));
-    http_phases(&runtime, &server, args, report)?;
-    server.stop()
+    Ok(server)
 }
 
-/// Echo, distinct manifests (each sent once: cache misses) and repeated
-/// ones (cache hits), against one server; then its RSS.
-fn http_phases(
+/// The HTTP measurement over [`Args::starts`] just-started servers in
+/// turn: `first` (started by the caller), then restarts over the same
+/// registry, each once the one before has stopped, so no two servers
+/// share the machine. One start is one sample of a figure that moves from
+/// one start to the next, so the summary is the median over the starts;
+/// the warmed phases run once, on the last start's server.
+fn http_starts(
     runtime: &tokio::runtime::Runtime,
-    server: &startup::Server,
+    first: startup::Server,
     args: &Args,
+    rules: usize,
     report: &mut Report,
 ) -> anyhow::Result<()> {
-    let load = http::Load {
-        requests: args.requests,
-        concurrency: args.concurrency,
-        deadline: Duration::from_secs(30),
+    let dir = startup::registry_dir(&args.out, SERVER_RULES);
+    let bodies = HttpBodies::draw(args);
+    // Before the load, with the first server idle.
+    request_parts(&bodies, report)?;
+    let mut next = Some(first);
+    let mut starts = Vec::new();
+    let mut warmed = None;
+    for start in 1..=args.starts {
+        // An error below returns at once: dropping `server` kills its
+        // child, and no later start is made.
+        let server = match next.take() {
+            Some(server) => server,
+            None => restart(&dir, rules, start, report)?,
+        };
+        starts.push(just_started_phases(
+            runtime, &server, &bodies, start, report,
+        )?);
+        if start == args.starts {
+            warmed = Some(last_start(runtime, &server, &bodies, args, start, report)?);
+        }
+        server.stop()?;
+    }
+    let (warmed, last) = (
+        warmed.context("no last start")?,
+        starts.last().context("no start")?,
+    );
+    let per_start = |f: fn(&JustStarted) -> f64| -> (f64, String) {
+        let values: Vec<f64> = starts.iter().map(f).collect();
+        let text = values.iter().map(|v| format!("{v:.2}")).collect::<Vec<_>>();
+        (median(&values), text.join("/"))
     };
-    let bodies = |seed: u64, n: usize| -> Arc<Vec<Vec<u8>>> {
-        Arc::new(
-            fleet::fleet(n, SERVER_RULES, seed)
-                .iter()
-                .map(|m| m.to_string().into_bytes())
-                .collect(),
-        )
-    };
-    // Rounds of the three phases in turn, so a slower stretch of the
-    // machine lands on every phase alike; each ratio is taken within a
-    // round, and the median round reported. Distinct manifests are never
-    // sent twice, across rounds either.
-    let rounds = HTTP_ROUNDS;
-    let per_round = http::Load {
-        requests: (args.requests / rounds).max(1),
-        ..load
-    };
-    let chunks = |all: Arc<Vec<Vec<u8>>>| -> Vec<Arc<Vec<Vec<u8>>>> {
-        all.chunks(per_round.requests)
-            .take(rounds)
-            .map(|c| Arc::new(c.to_vec()))
-            .collect()
-    };
-    let echo_bodies = chunks(bodies(100, per_round.requests * rounds));
-    let distinct_bodies = chunks(bodies(200, per_round.requests * rounds));
-    let repeated_bodies = bodies(300, args.concurrency);
-    // Before the load, with the server idle: the request's parts around
-    // the check, next to the echo's work, on the distinct phase's bodies.
-    let all_distinct: Vec<Vec<u8>> = distinct_bodies.iter().flat_map(|c| c.iter().cloned()).collect();
+    let (distinct, distinct_per_start) = per_start(|s| s.distinct);
+    let (repeated, repeated_per_start) = per_start(|s| s.repeated);
+    report.line(format!(
+        "http check_distinct_over_echo={distinct:.2} per_start={distinct_per_start} check_repeated_over_echo={repeated:.2} repeated_per_start={repeated_per_start} (median over {} just-started servers of each one's median round) target>=0.5 distinct {} repeated {} server_rss_mib={:.0} peak_rss_mib={:.0} (the last start's)",
+        starts.len(),
+        verdict(distinct >= 0.5),
+        verdict(repeated >= 0.5),
+        last.rss_bytes as f64 / (1 << 20) as f64,
+        last.peak_rss_bytes as f64 / (1 << 20) as f64,
+    ));
+    report.line(format!(
+        "http check_distinct_warmed_over_echo={warmed:.2} (the last start's server after {} more distinct machines, unmeasured: a registry that has run a while; median of the rounds' ratios; the target's verdict stays the line above's)",
+        warm_up_machines(args),
+    ));
+    Ok(())
+}
+
+/// `n` fleet manifests drawn from `seed`, as request bodies.
+fn fleet_bodies(seed: u64, n: usize) -> Arc<Vec<Vec<u8>>> {
+    Arc::new(
+        fleet::fleet(n, SERVER_RULES, seed)
+            .iter()
+            .map(|m| m.to_string().into_bytes())
+            .collect(),
+    )
+}
+
+/// `HTTP_ROUNDS` rounds' shares of `n` bodies each, drawn from `seed`:
+/// no body is in two rounds.
+fn round_bodies(seed: u64, n: usize) -> Vec<Arc<Vec<Vec<u8>>>> {
+    fleet_bodies(seed, n * HTTP_ROUNDS)
+        .chunks(n)
+        .take(HTTP_ROUNDS)
+        .map(|c| Arc::new(c.to_vec()))
+        .collect()
+}
+
+/// The bodies of the just-started phases, drawn once and sent alike to
+/// every start: each server starts with an empty memo and result cache,
+/// so a distinct manifest is new to each, and none is sent twice to one.
+struct HttpBodies {
+    /// One phase's load in one round.
+    per_round: http::Load,
+    /// Each round's echo bodies.
+    echo: Vec<Arc<Vec<Vec<u8>>>>,
+    /// Each round's distinct manifests (cache misses).
+    distinct: Vec<Arc<Vec<Vec<u8>>>>,
+    /// One manifest per connection, sent again and again (cache hits).
+    repeated: Arc<Vec<Vec<u8>>>,
+}
+
+impl HttpBodies {
+    /// Draws them for `args`' requests (split into the rounds) and
+    /// connections.
+    fn draw(args: &Args) -> HttpBodies {
+        let per_round = http::Load {
+            requests: (args.requests / HTTP_ROUNDS).max(1),
+            concurrency: args.concurrency,
+            deadline: Duration::from_secs(30),
+        };
+        HttpBodies {
+            per_round,
+            echo: round_bodies(100, per_round.requests),
+            distinct: round_bodies(200, per_round.requests),
+            repeated: fleet_bodies(300, args.concurrency),
+        }
+    }
+}
+
+/// The request's parts around the check, next to the echo's work, on the
+/// distinct phase's bodies: one thread's CPU, no HTTP, so measured once
+/// (with the first server idle), not per start.
+fn request_parts(bodies: &HttpBodies, report: &mut Report) -> anyhow::Result<()> {
+    let all_distinct: Vec<Vec<u8>> = bodies
+        .distinct
+        .iter()
+        .flat_map(|c| c.iter().cloned())
+        .collect();
     let p = parts::measure(&all_distinct)?;
     report.line(format!(
         "http request_parts bodies={} echo_parse_write_us={:.1} read_us={:.1} read_through_value_us={:.1} digest_us={:.1} prepare_us={:.1} read_over_echo={:.2} read_digest_prepare_over_echo={:.2} (one thread's CPU per body, no HTTP)",
@@ -530,18 +629,48 @@ fn http_phases(
         p.read_us / p.echo_us,
         (p.read_us + p.digest_us + p.prepare_us) / p.echo_us,
     ));
+    Ok(())
+}
+
+/// What one just-started server measured.
+struct JustStarted {
+    /// Distinct checks over the echo: the median round's ratio.
+    distinct: f64,
+    /// Repeated checks over the echo: the median round's ratio.
+    repeated: f64,
+    /// The server's RSS after the phases, bytes.
+    rss_bytes: u64,
+    /// Its peak RSS by then, bytes.
+    peak_rss_bytes: u64,
+}
+
+/// The just-started phases against one server: echo, distinct manifests
+/// (each sent once: cache misses) and repeated ones (cache hits), in
+/// rounds of the three in turn, so a slower stretch of the machine lands
+/// on every phase alike; each ratio is taken within a round, and the
+/// median round kept. Prints the start's phase lines and ratios.
+fn just_started_phases(
+    runtime: &tokio::runtime::Runtime,
+    server: &startup::Server,
+    bodies: &HttpBodies,
+    start: usize,
+    report: &mut Report,
+) -> anyhow::Result<JustStarted> {
     let names = ["echo", "check_distinct", "check_repeated"];
     let mut results: [Vec<http::LoadResult>; 3] = Default::default();
-    for round in 0..rounds {
+    for round in 0..HTTP_ROUNDS {
         let phases = [
-            ("/bench/echo", echo_bodies[round].clone()),
-            ("/v1/check", distinct_bodies[round].clone()),
-            ("/v1/check", repeated_bodies.clone()),
+            ("/bench/echo", bodies.echo[round].clone()),
+            ("/v1/check", bodies.distinct[round].clone()),
+            ("/v1/check", bodies.repeated.clone()),
         ];
-        for (phase, (path, bodies)) in phases.into_iter().enumerate() {
+        for (phase, (path, sent)) in phases.into_iter().enumerate() {
             // On stderr, for a profiler attaching to the server's pid.
-            eprintln!("phase {} starts (round {round})", names[phase]);
-            let r = runtime.block_on(http::run(server.addr, path, bodies, per_round))?;
+            eprintln!(
+                "phase {} starts (start {start}, round {round})",
+                names[phase]
+            );
+            let r = runtime.block_on(http::run(server.addr, path, sent, bodies.per_round))?;
             results[phase].push(r);
         }
     }
@@ -550,53 +679,79 @@ fn http_phases(
         let errors: usize = runs.iter().map(|r| r.errors).sum();
         let rps: Vec<f64> = runs.iter().map(http::LoadResult::throughput).collect();
         report.line(format!(
-            "http phase={} ok={ok} errors={errors} rps_per_round={} p50_us={:.0} p99_us={:.0} concurrency={}",
+            "http phase={} start={start} ok={ok} errors={errors} rps_per_round={} p50_us={:.0} p99_us={:.0} concurrency={}",
             names[phase],
             rps.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join("/"),
             median(&runs.iter().map(|r| r.latency.p50).collect::<Vec<_>>()),
             median(&runs.iter().map(|r| r.latency.p99).collect::<Vec<_>>()),
-            load.concurrency
+            bodies.per_round.concurrency
         ));
     }
-    let over_echo = |phase: usize| -> f64 {
-        let ratios: Vec<f64> = (0..rounds)
+    let over_echo = |phase: usize| -> Vec<f64> {
+        (0..HTTP_ROUNDS)
             .map(|i| results[phase][i].throughput() / results[0][i].throughput())
-            .collect();
-        median(&ratios)
+            .collect()
     };
     let (distinct, repeated) = (over_echo(1), over_echo(2));
-    let (rss, peak) = server.rss()?;
+    let joined = |r: &[f64]| {
+        r.iter()
+            .map(|r| format!("{r:.2}"))
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    report.line(format!(
+        "http start={start} distinct_over_echo={:.2} repeated_over_echo={:.2} (median round) distinct_per_round={} repeated_per_round={}",
+        median(&distinct),
+        median(&repeated),
+        joined(&distinct),
+        joined(&repeated),
+    ));
+    let (rss_bytes, peak_rss_bytes) = server.rss()?;
+    Ok(JustStarted {
+        distinct: median(&distinct),
+        repeated: median(&repeated),
+        rss_bytes,
+        peak_rss_bytes,
+    })
+}
+
+/// The last start's server after its just-started phases: its memo's
+/// figures over those phases (read first, as the warmed phases change
+/// them), then the warmed phases. Returns their ratio.
+fn last_start(
+    runtime: &tokio::runtime::Runtime,
+    server: &startup::Server,
+    bodies: &HttpBodies,
+    args: &Args,
+    start: usize,
+    report: &mut Report,
+) -> anyhow::Result<f64> {
     let hits = server.metric("pitfall_rule_memo_hits_total")?;
     let misses = server.metric("pitfall_rule_memo_misses_total")?;
     let reused = server.metric("pitfall_rule_instances_reused_total")?;
     let instantiated = server.metric("pitfall_rule_instantiations_total")?;
     let memo_bytes = server.metric("pitfall_rule_memo_bytes")?;
     let result_cache_bytes = server.metric("pitfall_result_cache_bytes")?;
-    let warm_up = bodies(400, warm_up_machines(args));
-    let fresh = chunks(bodies(500, per_round.requests * rounds));
-    let warmed = warmed_phases(runtime, server, report, &echo_bodies, warm_up, &fresh, per_round)?;
+    let warm_up = fleet_bodies(400, warm_up_machines(args));
+    let fresh = round_bodies(500, bodies.per_round.requests);
+    let warmed = warmed_phases(
+        runtime,
+        server,
+        report,
+        &bodies.echo,
+        warm_up,
+        &fresh,
+        bodies.per_round,
+    )?;
     report.line(format!(
-        "http rule_memo hit_rate={:.3} evaluations={:.0} sandboxed_reusing_an_instance={:.3} memo_mib={:.1} result_cache_mib={:.1}",
+        "http rule_memo start={start} hit_rate={:.3} evaluations={:.0} sandboxed_reusing_an_instance={:.3} memo_mib={:.1} result_cache_mib={:.1} (the last start, over its just-started phases)",
         hits / (hits + misses).max(1.0),
         hits + misses,
         reused / (reused + instantiated).max(1.0),
         memo_bytes / (1 << 20) as f64,
         result_cache_bytes / (1 << 20) as f64,
     ));
-    report.line(format!(
-        "http check_distinct_over_echo={:.2} check_repeated_over_echo={:.2} (median of the rounds' ratios) target>=0.5 distinct {} repeated {} server_rss_mib={:.0} peak_rss_mib={:.0}",
-        distinct,
-        repeated,
-        verdict(distinct >= 0.5),
-        verdict(repeated >= 0.5),
-        rss as f64 / (1 << 20) as f64,
-        peak as f64 / (1 << 20) as f64,
-    ));
-    report.line(format!(
-        "http check_distinct_warmed_over_echo={warmed:.2} (the same server after {} more distinct machines, unmeasured: a registry that has run a while; median of the rounds' ratios; the target's verdict stays the line above's)",
-        warm_up_machines(args),
-    ));
-    Ok(())
+    Ok(warmed)
 }
 
 /// Distinct machines the warmed phase sends first, unmeasured.
@@ -650,4 +805,24 @@ fn warmed_phases(
         server.rss()?.0 as f64 / (1 << 20) as f64,
     ));
     Ok(median(&ratios))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Args;
+
+    fn starts(args: &[&str]) -> Option<usize> {
+        let argv = std::iter::once("pitfall-bench").chain(args.iter().copied());
+        Args::try_parse_from(argv).ok().map(|a| a.starts)
+    }
+
+    /// No start would leave the HTTP summary a median of nothing.
+    #[test]
+    fn starts_below_one_is_refused() {
+        assert_eq!(starts(&[]), Some(3));
+        assert_eq!(starts(&["--starts", "1"]), Some(1));
+        assert_eq!(starts(&["--starts", "0"]), None);
+    }
 }
