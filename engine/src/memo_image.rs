@@ -36,7 +36,8 @@
 //! - a block: the number of branches in it (u32), the next block's offset
 //!   (u32, 0 for none), each branch's entry (its key's fingerprint, u32,
 //!   and the key's offset, u32), then the keys: the kind seen (u8),
-//!   whether a text and a number were seen ([`HAS_TEXT`], [`HAS_NUMBER`]),
+//!   whether a text and a number were seen ([`HAS_TEXT`], [`HAS_NUMBER`])
+//!   or the kind alone ([`KIND_ONLY`]),
 //!   the length seen (u64), the number's bits (u64), the child's offset
 //!   (u32), the text's length (u32) and the text.
 //! - a leaf that concluded clear: [`CLEAR`].
@@ -62,6 +63,19 @@ const MATCHED: u8 = 3;
 
 const HAS_TEXT: u8 = 1;
 const HAS_NUMBER: u8 = 2;
+/// The key records the kind alone (`Observed::is_kind_only`): its length,
+/// number and text are not compared.
+const KIND_ONLY: u8 = 4;
+
+/// Nodes the search of a replay may visit before it gives up. A node can
+/// hold two keys one field matches, its exact value's and its kind's
+/// (traces that asked the path's kind alone), and the first may lead
+/// where the manifest's other reads do not: a replay whose walk along
+/// first matches finds no leaf searches the tree, trying the other too.
+/// Each node has at most two such keys, so a hostile tree could make the
+/// search exponential in its depth; past this bound the replay is a miss,
+/// as it would be without the second key.
+const REPLAY_VISITS: u32 = 256;
 
 /// A branch key's fixed part: kind, flags, length, number, child, text length.
 const KEY: usize = 1 + 1 + 8 + 8 + 4 + 4;
@@ -242,7 +256,18 @@ fn fingerprint_of_field(field: Option<&Field<'_>>) -> u32 {
 
 /// The fingerprint of the key recording `seen`.
 fn fingerprint_of_seen(seen: &Observed) -> u32 {
+    if seen.is_kind_only() {
+        return fingerprint_of_kind(seen.kind() as u8);
+    }
     fingerprint(seen.kind() as u8, seen.len() as u64, seen.number_bits(), seen.text().map(str::as_bytes))
+}
+
+/// The fingerprint of a key recording only the kind `kind`: a mix of its
+/// byte, no hash, since a replay wants it at every node besides the
+/// field's own. Equal to some full key's fingerprint now and then, which
+/// costs a comparison.
+fn fingerprint_of_kind(kind: u8) -> u32 {
+    (u32::from(kind) + 1).wrapping_mul(0x9e37_79b1) ^ 0x6b69_6e64
 }
 
 /// What a trace's leaf adds to an image at most.
@@ -264,27 +289,123 @@ fn put_u32(image: &mut [u8], at: usize, value: u32) {
 /// what one recorded run saw there (`None` otherwise, or on an image this
 /// module did not write).
 pub(crate) fn replay(image: &[u8], fields: &FieldMap) -> Option<Found> {
+    // First the walk that takes each node's first matching key: the one
+    // that leads to the leaf whenever a node holds one key `fields` match,
+    // as nearly every node does. Only where it ends without a leaf is the
+    // search that tries a node's other matching key worth its cost (the
+    // rule would run in the sandbox otherwise).
+    if let Some(found) = walk(image, fields)? {
+        return Some(found);
+    }
+    let mut visits = REPLAY_VISITS;
+    replay_from(image, 0, fields, &mut visits)?
+}
+
+/// [`replay`] along each node's first matching key: `Some(None)` where a
+/// node has none.
+fn walk(image: &[u8], fields: &FieldMap) -> Option<Option<Found>> {
     let mut at = 0;
     loop {
         match *image.get(at)? {
-            CLEAR => return Some(Found::Clear),
-            OUTCOME => return Some(Found::Outcome(u32_at(image, at + 1)?)),
-            MATCHED => {
-                let index = u32_at(image, at + 1)?;
-                return Some(Found::Matched { index, evidence_holds: evidence_holds(image, at + 5, fields)? });
-            }
             READ => {
-                let path_len = u32_at(image, at + 1)? as usize;
-                let path = image.get(at + READ_HEADER..at + READ_HEADER + path_len)?;
-                // A field, or the answer to a recorded `version_in`.
-                let field = observe(fields, path);
-                let wanted = fingerprint_of_field(field.as_ref());
-                let child = find(image, at + READ_HEADER + path_len, wanted, |key, text| {
-                    key_matches(image, key, text, field.as_ref())
-                })?;
-                at = child.filter(|&c| c > at)?;
+                let (field, mut keys) = read_node(image, at, fields)?;
+                let Some(child) = keys.next(|key, text| key_matches(image, key, text, field.as_ref()))? else {
+                    return Some(None);
+                };
+                at = Some(child).filter(|&c| c > at)?;
             }
-            _ => return None,
+            _ => return Some(Some(leaf_at(image, at, fields)?)),
+        }
+    }
+}
+
+/// The read node at `at`: what a rule reading its path in `fields` sees
+/// (a field, or the answer to a recorded `version_in`), and the node's
+/// keys that may match it (by the fingerprint of its value or its kind).
+fn read_node<'a, 'f>(image: &'a [u8], at: usize, fields: &'f FieldMap) -> Option<(Option<Field<'f>>, Matches<'a>)> {
+    let path_len = u32_at(image, at + 1)? as usize;
+    let path = image.get(at + READ_HEADER..at + READ_HEADER + path_len)?;
+    let field = observe(fields, path);
+    let wanted = [
+        fingerprint_of_field(field.as_ref()),
+        fingerprint_of_kind(field.as_ref().map_or(FieldKind::Missing, |f| f.kind) as u8),
+    ];
+    Some((field, Matches::new(image, at + READ_HEADER + path_len, wanted)))
+}
+
+/// The leaf at `at`: `None` if it is not one (or its bytes are not this
+/// module's).
+fn leaf_at(image: &[u8], at: usize, fields: &FieldMap) -> Option<Found> {
+    match *image.get(at)? {
+        CLEAR => Some(Found::Clear),
+        OUTCOME => Some(Found::Outcome(u32_at(image, at + 1)?)),
+        MATCHED => {
+            let index = u32_at(image, at + 1)?;
+            Some(Found::Matched { index, evidence_holds: evidence_holds(image, at + 5, fields)? })
+        }
+        _ => None,
+    }
+}
+
+/// [`replay`] from the node at `at`: `Some(Some(leaf))`, `Some(None)` when
+/// no recorded run read what `fields` hold from here (or the search's
+/// bound ran out), `None` on bytes this module did not write.
+fn replay_from(image: &[u8], at: usize, fields: &FieldMap, visits: &mut u32) -> Option<Option<Found>> {
+    match *image.get(at)? {
+        READ => {
+            let Some(left) = visits.checked_sub(1) else { return Some(None) };
+            *visits = left;
+            let (field, mut keys) = read_node(image, at, fields)?;
+            // Usually one key matches and its subtree has the leaf; the
+            // next is tried only when it has not.
+            while let Some(child) = keys.next(|key, text| key_matches(image, key, text, field.as_ref()))? {
+                let child = Some(child).filter(|&c| c > at)?;
+                if let Some(found) = replay_from(image, child, fields, visits)? {
+                    return Some(Some(found));
+                }
+            }
+            Some(None)
+        }
+        _ => Some(Some(leaf_at(image, at, fields)?)),
+    }
+}
+
+/// The keys of a node, from its first block, whose fingerprint is one of
+/// `wanted` and which a test accepts, in scan order: a replay takes the
+/// first and resumes after it only if its subtree had no leaf.
+struct Matches<'a> {
+    chain: BlockChain<'a>,
+    table: &'a [u8],
+    wanted: [u32; 2],
+}
+
+impl<'a> Matches<'a> {
+    fn new(image: &'a [u8], block: usize, wanted: [u32; 2]) -> Matches<'a> {
+        Matches { chain: BlockChain { image, next: Some(block) }, table: &[], wanted }
+    }
+
+    /// The next accepted key's child: `Some(None)` past the last block,
+    /// `None` on bytes this module did not write.
+    fn next(&mut self, mut accepts: impl FnMut(usize, &[u8]) -> Option<bool>) -> Option<Option<usize>> {
+        let image = self.chain.image;
+        loop {
+            while let Some((entry, rest)) = self.table.split_first_chunk::<ENTRY>() {
+                self.table = rest;
+                let fingerprint = u32_at(entry, 0)?;
+                if fingerprint != self.wanted[0] && fingerprint != self.wanted[1] {
+                    continue;
+                }
+                let key = u32_at(entry, 4)? as usize;
+                let text_len = u32_at(image, key + KEY_TEXT_LEN)? as usize;
+                let text = image.get(key + KEY..key + KEY + text_len)?;
+                if accepts(key, text)? {
+                    return Some(Some(u32_at(image, key + KEY_CHILD)? as usize));
+                }
+            }
+            match self.chain.next_block()? {
+                Some((_, table)) => self.table = table,
+                None => return Some(None),
+            }
         }
     }
 }
@@ -292,27 +413,8 @@ pub(crate) fn replay(image: &[u8], fields: &FieldMap) -> Option<Found> {
 /// Scans the blocks from `block` for a key with the fingerprint `wanted`
 /// that `accepts`: `Some(Some(child))` when one does, `Some(None)` when none
 /// does, `None` on bytes this module did not write.
-fn find(
-    image: &[u8],
-    block: usize,
-    wanted: u32,
-    mut accepts: impl FnMut(usize, &[u8]) -> Option<bool>,
-) -> Option<Option<usize>> {
-    let mut chain = BlockChain { image, next: Some(block) };
-    while let Some((_, table)) = chain.next_block()? {
-        for entry in table.chunks_exact(ENTRY) {
-            if u32_at(entry, 0)? != wanted {
-                continue;
-            }
-            let key = u32_at(entry, 4)? as usize;
-            let text_len = u32_at(image, key + KEY_TEXT_LEN)? as usize;
-            let text = image.get(key + KEY..key + KEY + text_len)?;
-            if accepts(key, text)? {
-                return Some(Some(u32_at(image, key + KEY_CHILD)? as usize));
-            }
-        }
-    }
-    Some(None)
+fn find(image: &[u8], block: usize, wanted: u32, accepts: impl FnMut(usize, &[u8]) -> Option<bool>) -> Option<Option<usize>> {
+    Matches::new(image, block, [wanted; 2]).next(accepts)
 }
 
 /// A node's blocks, from its first: each block's offset and its table of
@@ -339,12 +441,16 @@ impl<'a> BlockChain<'a> {
     }
 }
 
-/// Whether a rule would see `field` as the branch key at `key` records it:
-/// `Observed::matches`, over the image's bytes.
+/// Whether a rule would see `field` as the branch key at `key` records it
+/// (for a kind-only key, of the same kind): `Observed::matches`, over the
+/// image's bytes.
 fn key_matches(image: &[u8], key: usize, text: &[u8], field: Option<&Field<'_>>) -> Option<bool> {
     let kind = *image.get(key)?;
     let Some(f) = field else { return Some(kind == FieldKind::Missing as u8) };
     let flags = *image.get(key + 1)?;
+    if flags & KIND_ONLY != 0 {
+        return Some(f.kind as u8 == kind);
+    }
     let same_number = match f.number {
         Some(n) => flags & HAS_NUMBER != 0 && n.to_bits() == u64_at(image, key + 10)?,
         None => flags & HAS_NUMBER == 0,
@@ -362,7 +468,8 @@ fn key_is(image: &[u8], key: usize, text: &[u8], seen: &Observed) -> Option<bool
     let number = (flags & HAS_NUMBER != 0).then(|| u64_at(image, key + 10)).flatten();
     let text = (flags & HAS_TEXT != 0).then_some(text);
     Some(
-        *image.get(key)? == seen.kind() as u8
+        (flags & KIND_ONLY != 0) == seen.is_kind_only()
+            && *image.get(key)? == seen.kind() as u8
             && u64_at(image, key + 2)? == seen.len() as u64
             && number == seen.number_bits()
             && text == seen.text().map(str::as_bytes),
@@ -425,7 +532,9 @@ fn insert_at(image: &mut Vec<u8>, reads: &[Read], leaf: Leaf<'_>) -> Option<bool
 /// where that offset goes.
 fn write_key(image: &mut Vec<u8>, seen: &Observed) -> Option<usize> {
     let text = seen.text().unwrap_or_default();
-    let flags = if seen.text().is_some() { HAS_TEXT } else { 0 } | if seen.number_bits().is_some() { HAS_NUMBER } else { 0 };
+    let flags = if seen.text().is_some() { HAS_TEXT } else { 0 }
+        | if seen.number_bits().is_some() { HAS_NUMBER } else { 0 }
+        | if seen.is_kind_only() { KIND_ONLY } else { 0 };
     image.push(seen.kind() as u8);
     image.push(flags);
     image.extend_from_slice(&(seen.len() as u64).to_le_bytes());
@@ -662,6 +771,83 @@ mod tests {
         assert_eq!(replay(&[], &seen_machines[0]), None);
         assert_eq!(replay(&image[..40], &seen_machines[0]), None, "cut inside the first key");
         assert_eq!(replay(&[9, 0, 0], &seen_machines[0]), None);
+    }
+
+    /// A key that records a kind alone matches every field of that kind;
+    /// a node may hold it beside a key of the field's exact value, and a
+    /// replay whose first matching key leads nowhere for its manifest
+    /// tries the other (without that, the manifest would miss for good:
+    /// its trace is in the tree, so recording it again adds nothing).
+    #[test]
+    fn a_kind_only_key_matches_its_kind_and_a_replay_tries_the_other_key() {
+        let machine = |members: Option<bool>, engine: &str| {
+            let mut packages = vec![serde_json::json!({"name": "torch", "version": "2.5.1"})];
+            match members {
+                Some(false) => packages.push(serde_json::json!({"name": "vllm", "version": "0.27.1"})),
+                Some(true) => packages.push(serde_json::json!({"name": "vllm", "version": "0.9.0", "ecosystem": "pypi"})),
+                None => {}
+            }
+            fields(serde_json::json!({
+                "manifest_version": 1, "packages": packages, "workload": {"engine": engine},
+            }))
+        };
+        let kind = |m: &FieldMap| Observed::kind_of(m.get("packages.vllm").as_ref());
+        let read = |path: &str, seen: Observed| -> Read { (path.as_bytes().into(), seen) };
+        let two = machine(Some(false), "a");
+        // A: asked vLLM's kind, then the engine ("a"). B: the same first
+        // call, then the engine ("b"), then vLLM's member count too.
+        let a = vec![read("packages.vllm", kind(&two)), read("workload.engine", seen(&two, "workload.engine"))];
+        let two_b = machine(Some(false), "b");
+        let b = vec![read("packages.vllm", seen(&two_b, "packages.vllm")), read("workload.engine", seen(&two_b, "workload.engine"))];
+        let mut image = Vec::new();
+        assert!(insert(&mut image, &a, Leaf::Outcome(1)));
+        assert!(insert(&mut image, &b, Leaf::Outcome(2)), "another key: the whole value, not the kind");
+        assert!(!insert(&mut image, &a, Leaf::Outcome(1)) && !insert(&mut image, &b, Leaf::Outcome(2)));
+        let missing = vec![read("packages.vllm", Observed::kind_of(None))];
+        assert!(insert(&mut image, &missing, Leaf::Clear), "missing, asked as a kind");
+        let missing_full = vec![read("packages.vllm", Observed::of(None))];
+        assert!(insert(&mut image, &missing_full, Leaf::Outcome(3)), "missing, seen whole: another key");
+        for image in [image.clone(), compact(&image).expect("written here")] {
+            assert_eq!(replay(&image, &machine(Some(false), "a")), Some(Found::Outcome(1)));
+            assert_eq!(replay(&image, &machine(Some(true), "a")), Some(Found::Outcome(1)), "other members, same kind");
+            assert_eq!(replay(&image, &machine(Some(false), "b")), Some(Found::Outcome(2)), "the second key, tried");
+            assert_eq!(replay(&image, &machine(Some(true), "b")), None, "B saw two members");
+            assert_eq!(replay(&image, &machine(Some(false), "c")), None);
+            assert!(matches!(replay(&image, &machine(None, "a")), Some(Found::Clear | Found::Outcome(3))));
+        }
+    }
+
+    /// A tree where every node holds two keys a manifest matches, and no
+    /// leaf for it at the bottom, is searched within [`REPLAY_VISITS`]
+    /// nodes, then missed; a manifest with a leaf is still found.
+    #[test]
+    fn a_replays_search_is_bounded() {
+        let depth = 10;
+        let paths: Vec<String> = (0..depth).map(|i| format!("env.P{i}")).collect();
+        let machine = |last: &str| {
+            let env: serde_json::Map<String, serde_json::Value> =
+                paths.iter().map(|p| (p["env.".len()..].to_owned(), serde_json::Value::from("x"))).collect();
+            fields(serde_json::json!({"manifest_version": 1, "env": env, "workload": {"engine": last}}))
+        };
+        let recorded = machine("a");
+        let mut image = Vec::new();
+        for mask in 0u32..1 << depth {
+            let mut trace: Vec<Read> = paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let field = recorded.get(p);
+                    let seen = if mask & (1 << i) != 0 { Observed::kind_of(field.as_ref()) } else { Observed::of(field.as_ref()) };
+                    (p.as_bytes().into(), seen)
+                })
+                .collect();
+            trace.push((b"workload.engine".as_slice().into(), seen(&recorded, "workload.engine")));
+            assert!(insert(&mut image, &trace, Leaf::Outcome(mask)));
+        }
+        let mut visits = REPLAY_VISITS;
+        assert_eq!(replay_from(&image, 0, &machine("b"), &mut visits), Some(None));
+        assert_eq!(visits, 0, "gave up at the bound, not after 2^{depth} paths");
+        assert!(matches!(replay(&image, &recorded), Some(Found::Outcome(_))));
     }
 
     /// A field and what a rule saw there have the same fingerprint, for

@@ -197,26 +197,39 @@ pub struct Observed {
     /// The number's bits: equal bits, equal answers (NaN included).
     number: Option<u64>,
     len: usize,
+    /// Only the kind was asked (`field_kind`, every call on the path):
+    /// two fields of one kind give that rule the same answers whatever
+    /// else they hold, so an installed package's object matches across
+    /// machines whose package entries have other members.
+    kind_only: bool,
 }
 
 impl Observed {
     /// What a lookup that found `field` (or nothing) lets a rule see.
     pub fn of(field: Option<&Field<'_>>) -> Observed {
         match field {
-            None => Observed { kind: FieldKind::Missing, text: None, number: None, len: 0 },
+            None => Observed { kind: FieldKind::Missing, text: None, number: None, len: 0, kind_only: false },
             Some(f) => Observed {
                 kind: f.kind,
                 text: f.text.as_deref().map(Box::from),
                 number: f.number.map(f64::to_bits),
                 len: f.len,
+                kind_only: false,
             },
         }
+    }
+
+    /// What `field_kind` lets a rule see of `field`: its kind alone.
+    pub fn kind_of(field: Option<&Field<'_>>) -> Observed {
+        let kind = field.map_or(FieldKind::Missing, |f| f.kind);
+        Observed { kind, text: None, number: None, len: 0, kind_only: true }
     }
 
     /// Whether a rule would see `field` exactly as this.
     pub fn matches(&self, field: Option<&Field<'_>>) -> bool {
         match field {
             None => self.kind == FieldKind::Missing,
+            Some(f) if self.kind_only => f.kind == self.kind,
             Some(f) => {
                 f.kind == self.kind
                     && f.len == self.len
@@ -224,6 +237,11 @@ impl Observed {
                     && f.text.as_deref() == self.text.as_deref()
             }
         }
+    }
+
+    /// Whether only the kind was seen ([`Observed::kind_of`]).
+    pub fn is_kind_only(&self) -> bool {
+        self.kind_only
     }
 
     /// The kind seen.
@@ -264,6 +282,15 @@ pub type Read = (Box<[u8]>, Observed);
 /// not recorded (its trace would cost more to replay than it saves).
 pub const MAX_RECORDED_READS: usize = 64;
 
+/// What a host call answers of the field it looks up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Facet {
+    /// The kind alone (`field_kind`).
+    Kind,
+    /// Anything: its length, number or text (every other call).
+    All,
+}
+
 /// The reads of a recording session, in the order the rule made them.
 #[derive(Debug, Default)]
 struct ReadLog {
@@ -276,15 +303,28 @@ struct ReadLog {
 
 impl ReadLog {
     /// Records a read, unless its path was read before (a path read again
-    /// reads the same value: only the first counts).
-    fn note(&mut self, path: Box<[u8]>, seen: impl FnOnce() -> Observed) {
-        if self.overflowed || self.reads.iter().any(|(p, _)| *p == path) {
+    /// reads the same value: only the first counts), in which case a call
+    /// that sees more than the kind widens a kind-only observation to all
+    /// of it: what the trace keeps of a path is everything any call on it
+    /// answered.
+    fn note(&mut self, path: &[u8], facet: Facet, field: Option<&Field<'_>>) {
+        if self.overflowed {
+            return;
+        }
+        if let Some((_, seen)) = self.reads.iter_mut().find(|(p, _)| **p == *path) {
+            if facet == Facet::All && seen.kind_only {
+                *seen = Observed::of(field);
+            }
             return;
         }
         if self.reads.len() == MAX_RECORDED_READS {
             self.overflow();
         } else {
-            self.reads.push((path, seen()));
+            let seen = match facet {
+                Facet::Kind => Observed::kind_of(field),
+                Facet::All => Observed::of(field),
+            };
+            self.reads.push((path.into(), seen));
         }
     }
 
@@ -328,12 +368,12 @@ impl Session {
 
     /// `field_kind`: the kind of the field at `path` (0 when missing).
     pub fn field_kind(&self, path: &[u8]) -> i32 {
-        self.lookup(path).map_or(FieldKind::Missing as i32, |f| f.kind as i32)
+        self.lookup(path, Facet::Kind).map_or(FieldKind::Missing as i32, |f| f.kind as i32)
     }
 
     /// `field_len`: elements of an array or members of an object.
     pub fn field_len(&self, path: &[u8]) -> i32 {
-        match self.lookup(path) {
+        match self.lookup(path, Facet::All) {
             None => status::MISSING,
             Some(f) if matches!(f.kind, FieldKind::Array | FieldKind::Object) => {
                 i32::try_from(f.len).unwrap_or(i32::MAX)
@@ -345,7 +385,7 @@ impl Session {
     /// `field_num`: a number field, or a string that is a decimal number
     /// (`"7.5"`); NaN otherwise.
     pub fn field_num(&self, path: &[u8]) -> f64 {
-        match self.lookup(path) {
+        match self.lookup(path, Facet::All) {
             Some(f) => f.number.or_else(|| f.text.as_deref().and_then(|t| t.trim().parse().ok())).unwrap_or(f64::NAN),
             None => f64::NAN,
         }
@@ -353,7 +393,7 @@ impl Session {
 
     /// `field_str`: a scalar as text, or the status for missing / not scalar.
     pub fn field_str(&self, path: &[u8]) -> Result<Cow<'_, str>, i32> {
-        match self.lookup(path) {
+        match self.lookup(path, Facet::All) {
             None => Err(status::MISSING),
             Some(f) => f.text.ok_or(status::WRONG_KIND),
         }
@@ -406,7 +446,7 @@ impl Session {
         })?;
         if let Some(log) = &self.log {
             match predicate_read(path, text) {
-                Some(read) => log.borrow_mut().note(read, || Observed::of(Some(&answer_field(answer)))),
+                Some(read) => log.borrow_mut().note(&read, Facet::All, Some(&answer_field(answer))),
                 None => log.borrow_mut().overflow(),
             }
         }
@@ -425,7 +465,7 @@ impl Session {
         std::mem::take(&mut self.output)
     }
 
-    fn lookup(&self, path: &[u8]) -> Option<Field<'_>> {
+    fn lookup(&self, path: &[u8], facet: Facet) -> Option<Field<'_>> {
         let field = self.fields.get_bytes(path);
         if let Some(log) = &self.log {
             let mut log = log.borrow_mut();
@@ -434,7 +474,7 @@ impl Session {
                 // does that): its trace could not tell the two apart.
                 log.overflow();
             } else {
-                log.note(path.into(), || Observed::of(field.as_ref()));
+                log.note(path, facet, field.as_ref());
             }
         }
         field
@@ -509,6 +549,33 @@ mod tests {
         assert!(reads[2].1.matches(None), "a missing field is observed as missing");
         assert!(!reads[0].1.matches(None));
         assert!(session(false).take_reads().is_none(), "a plain session records nothing");
+    }
+
+    /// A path the rule only asked the kind of is observed as that kind
+    /// alone, matching any field of the kind; a later call on it that
+    /// answers more (here its length) widens the observation to all of it.
+    #[test]
+    fn a_path_asked_only_its_kind_is_observed_as_its_kind() {
+        let mut s = session(true);
+        assert_eq!(s.field_kind(b"packages.vllm"), FieldKind::Object as i32);
+        assert_eq!(s.field_kind(b"host"), FieldKind::Object as i32);
+        assert_eq!(s.field_len(b"host"), 1);
+        assert_eq!(s.field_kind(b"packages.torch"), FieldKind::Missing as i32);
+        let reads = s.take_reads().expect("recorded");
+        let [(_, vllm), (_, host), (_, torch)] = &reads[..] else { panic!("{reads:?}") };
+        let other = crate::model::parse_manifest(
+            br#"{"manifest_version":1,"host":{"arch":"aarch64","cpu_model":"Neoverse-N1"},"packages":[{"name":"vllm","version":"0.9.0","ecosystem":"pypi"}]}"#,
+        )
+        .expect("parses");
+        let other = Prepared::new(other);
+        assert!(vllm.is_kind_only());
+        assert!(vllm.matches(other.fields.get("packages.vllm").as_ref()), "an object of other members");
+        assert!(!vllm.matches(other.fields.get("packages.vllm.version").as_ref()), "not an object");
+        assert!(!vllm.matches(None), "not there");
+        assert!(!host.is_kind_only(), "its length was asked too");
+        assert!(!host.matches(other.fields.get("host").as_ref()), "another length");
+        assert!(torch.is_kind_only() && torch.matches(None));
+        assert!(!torch.matches(other.fields.get("packages.vllm").as_ref()));
     }
 
     #[test]
