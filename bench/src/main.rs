@@ -447,7 +447,7 @@ fn server(args: &Args, bundled: usize, report: &mut Report) -> anyhow::Result<()
         }
     }
     let server = server.context("the last server")?;
-    http_starts(&runtime, server, args, SERVER_RULES + bundled, report)?;
+    http_starts(&runtime, server, &dir, args, SERVER_RULES + bundled, report)?;
     if !args.keep_registry {
         std::fs::remove_dir_all(&dir)?;
     }
@@ -470,7 +470,7 @@ fn http_only(args: &Args, report: &mut Report) -> anyhow::Result<()> {
         .build()?;
     let rules = SERVER_RULES + pitfall_bundled_rules::MODULES.len();
     let server = restart(&dir, rules, 1, report)?;
-    http_starts(&runtime, server, args, rules, report)
+    http_starts(&runtime, server, &dir, args, rules, report)
 }
 
 /// Restarts the server over the registry in `dir` with its compiled-code
@@ -496,19 +496,19 @@ fn restart(
 }
 
 /// The HTTP measurement over [`Args::starts`] just-started servers in
-/// turn: `first` (started by the caller), then restarts over the same
-/// registry, each once the one before has stopped, so no two servers
+/// turn: `first` (started by the caller over the registry in `dir`), then
+/// restarts over it, each once the one before has stopped, so no two servers
 /// share the machine. One start is one sample of a figure that moves from
 /// one start to the next, so the summary is the median over the starts;
 /// the warmed phases run once, on the last start's server.
 fn http_starts(
     runtime: &tokio::runtime::Runtime,
     first: startup::Server,
+    dir: &std::path::Path,
     args: &Args,
     rules: usize,
     report: &mut Report,
 ) -> anyhow::Result<()> {
-    let dir = startup::registry_dir(&args.out, SERVER_RULES);
     let bodies = HttpBodies::draw(args);
     // Before the load, with the first server idle.
     request_parts(&bodies, report)?;
@@ -520,7 +520,7 @@ fn http_starts(
         // child, and no later start is made.
         let server = match next.take() {
             Some(server) => server,
-            None => restart(&dir, rules, start, report)?,
+            None => restart(dir, rules, start, report)?,
         };
         starts.push(just_started_phases(
             runtime, &server, &bodies, start, report,
