@@ -658,6 +658,8 @@ fn just_started_phases(
 ) -> anyhow::Result<JustStarted> {
     let names = ["echo", "check_distinct", "check_repeated"];
     let mut results: [Vec<http::LoadResult>; 3] = Default::default();
+    // Each round's CPU per answered request: the server's, the load's.
+    let mut cpu: [Vec<(f64, f64)>; 3] = Default::default();
     for round in 0..HTTP_ROUNDS {
         let phases = [
             ("/bench/echo", bodies.echo[round].clone()),
@@ -670,7 +672,11 @@ fn just_started_phases(
                 "phase {} starts (start {start}, round {round})",
                 names[phase]
             );
+            let (server_before, client_before) = (startup::cpu_time(server.pid())?, startup::cpu_time(std::process::id())?);
             let r = runtime.block_on(http::run(server.addr, path, sent, bodies.per_round))?;
+            let server_cpu = startup::cpu_time(server.pid())? - server_before;
+            let client_cpu = startup::cpu_time(std::process::id())? - client_before;
+            cpu[phase].push((server_cpu.as_secs_f64() * 1e6 / r.ok.max(1) as f64, client_cpu.as_secs_f64() * 1e6 / r.ok.max(1) as f64));
             results[phase].push(r);
         }
     }
@@ -679,9 +685,11 @@ fn just_started_phases(
         let errors: usize = runs.iter().map(|r| r.errors).sum();
         let rps: Vec<f64> = runs.iter().map(http::LoadResult::throughput).collect();
         report.line(format!(
-            "http phase={} start={start} ok={ok} errors={errors} rps_per_round={} p50_us={:.0} p99_us={:.0} concurrency={}",
+            "http phase={} start={start} ok={ok} errors={errors} rps_per_round={} server_cpu_us_per_request={} load_cpu_us_per_request={} p50_us={:.0} p99_us={:.0} concurrency={}",
             names[phase],
             rps.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join("/"),
+            cpu[phase].iter().map(|c| format!("{:.0}", c.0)).collect::<Vec<_>>().join("/"),
+            cpu[phase].iter().map(|c| format!("{:.0}", c.1)).collect::<Vec<_>>().join("/"),
             median(&runs.iter().map(|r| r.latency.p50).collect::<Vec<_>>()),
             median(&runs.iter().map(|r| r.latency.p99).collect::<Vec<_>>()),
             bodies.per_round.concurrency

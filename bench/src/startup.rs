@@ -226,6 +226,19 @@ fn read_value(stdout: &mut BufReader<ChildStdout>, key: &str) -> anyhow::Result<
     }
 }
 
+/// The CPU time every thread of a process has run so far (the kernel's
+/// scheduler statistics, nanoseconds): per-phase CPU per request is a
+/// steadier figure than throughput on a machine whose speed drifts.
+pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        // A thread may exit between the listing and the read.
+        let Ok(text) = std::fs::read_to_string(task?.path().join("schedstat")) else { continue };
+        total += text.split_whitespace().next().context("schedstat")?.parse::<u64>()?;
+    }
+    Ok(Duration::from_nanos(total))
+}
+
 /// VmRSS and VmHWM of a process, in bytes.
 pub fn rss(pid: u32) -> anyhow::Result<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
