@@ -1,7 +1,7 @@
 //! The work a `/v1/check` request does around the check itself, next to
 //! the echo endpoint's whole work, on the bodies the HTTP phases send:
 //! the echo parses a body into a JSON value and writes it back; a check
-//! reads it into the manifest's types, digests it for the result cache,
+//! digests its text for the result cache, reads it into the manifest's types,
 //! and prepares it for the rules (normalised, enriched, flattened). Timed
 //! in this process on one thread's CPU clock, without HTTP, so the ratio
 //! between the HTTP phases can be taken apart (BENCHMARKS.md, "What limits
@@ -9,7 +9,7 @@
 //! field at fault) is timed too: what the one-pass reader saves.
 
 use pitfall_sdk::model::{Prepared, manifest_from_slice, manifest_from_value};
-use pitfall_server::result_cache::manifest_digest;
+use pitfall_server::result_cache::text_digest;
 use serde_json::Value;
 
 use crate::scale::thread_cpu_time;
@@ -31,7 +31,7 @@ pub struct Parts {
     /// Text into a JSON value, then into the types (the path that names
     /// a bad field).
     pub read_through_value_us: f64,
-    /// The result cache's key (`manifest_digest`).
+    /// The result cache's key (`text_digest`, of the body as sent).
     pub digest_us: f64,
     /// Normalise, enrich, flatten (`Prepared::new`), from a read manifest.
     pub prepare_us: f64,
@@ -68,7 +68,7 @@ pub fn measure(bodies: &[Vec<u8>]) -> anyhow::Result<Parts> {
         let value: Value = serde_json::from_slice(&bodies[i]).unwrap_or(Value::Null);
         sink ^= manifest_from_value(value).map_or(0, |m| m.packages.len());
     });
-    let digest_us = per_body(&mut |i| sink ^= manifest_digest(&manifests[i]).map_or(0, |d| usize::from(d[0])));
+    let digest_us = per_body(&mut |i| sink ^= usize::from(text_digest(&bodies[i])[0]));
     let prepare_us = per_body(&mut |i| sink ^= Prepared::new(manifests[i].clone()).manifest.packages.len());
     // Keeps the work from being optimised away.
     std::hint::black_box(sink);

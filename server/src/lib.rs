@@ -11,7 +11,6 @@ pub mod api;
 mod app;
 pub mod auth;
 pub mod bundle;
-pub mod canonical;
 pub mod config;
 mod error;
 pub mod extract;

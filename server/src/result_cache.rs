@@ -1,19 +1,15 @@
 //! Answers to identical manifests, so a fleet of identical machines costs
-//! one evaluation. Keyed by (canonical manifest digest, ruleset revision):
-//! an entry only ever answers for the revision that computed it, so a
-//! newer ruleset is never hidden behind an old answer.
+//! one evaluation. Keyed by (digest of the manifest's text, ruleset
+//! revision): an entry only ever answers for the revision that computed
+//! it, so a newer ruleset is never hidden behind an old answer.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use pitfall_sdk::model::Manifest;
-use sha2::{Digest, Sha256};
-
 use crate::answer::SerializedAnswer;
 
-/// The digest of a manifest as read into the contract's types, so key
-/// order, formatting and anything else that reads as the same manifest do
-/// not split the cache (and the answer depends on nothing else).
+/// The digest of a manifest's text as the client sent it
+/// ([`text_digest`]).
 pub type ManifestDigest = [u8; 32];
 
 /// A bounded cache of check answers: at most so many, and at most so many
@@ -108,39 +104,24 @@ fn revision_is_older(candidate: &str, current: &str) -> bool {
     }
 }
 
-/// The digest of a manifest: SHA-256 of its canonical bytes
-/// (`crate::canonical`: fields in declaration order, maps sorted, every
-/// value tagged and every string length-prefixed, so two manifests never
-/// share their bytes). SHA-256 rather than a fast hash: a client who could
-/// make two manifests collide could have its answer served to someone
-/// else. The bytes are written into a buffer of this thread's and hashed
-/// in one piece: fed to the hasher token by token, the same bytes took
-/// longer (`pitfall-bench`'s `digest_us`). `None` if the manifest would
-/// not serialise (its types never refuse): then it is not cached.
-pub fn manifest_digest(manifest: &Manifest) -> Option<ManifestDigest> {
-    thread_local! {
-        static BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    BYTES.with(|bytes| {
-        let mut bytes = bytes.borrow_mut();
-        bytes.clear();
-        let encoded = crate::canonical::encode(manifest, &mut bytes);
-        let digest = encoded.is_ok().then(|| Sha256::digest(&bytes[..]).into());
-        // One outsized manifest does not keep its buffer for good.
-        if bytes.capacity() > MAX_KEPT_BUFFER {
-            *bytes = Vec::new();
-        }
-        digest
-    })
+/// The digest of a manifest's text, the cache's key: BLAKE3 of the bytes
+/// as received. A cryptographic hash, not a fast one: a client who could
+/// make two texts collide could have its answer served to someone else.
+///
+/// The text, not the manifest as read, so that a text the cache answers is
+/// never read at all (a repeated check cost 62 us of the server's CPU with
+/// the read and a digest of the typed manifest, 29 us without; BENCHMARKS.md,
+/// round 22). What that gives up: two texts that read as the same manifest
+/// (keys in another order, other whitespace) are two entries, each
+/// evaluated once. A fleet's machines are described by one tool, which
+/// writes equal manifests as equal text.
+pub fn text_digest(text: &[u8]) -> ManifestDigest {
+    blake3::hash(text).into()
 }
-
-/// The largest digest buffer a thread keeps between manifests.
-const MAX_KEPT_BUFFER: usize = 1 << 20;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pitfall_sdk::model::parse_manifest;
     use pitfall_sdk::model::report::{CheckResponse, CheckStats};
 
     fn answer(revision: &str, findings: usize) -> Arc<SerializedAnswer> {
@@ -159,24 +140,25 @@ mod tests {
     }
 
     fn digest(json: &str) -> ManifestDigest {
-        manifest_digest(&parse_manifest(json.as_bytes()).unwrap_or_else(|e| panic!("{json}: {e}"))).expect("serialises")
+        text_digest(json.as_bytes())
     }
 
     #[test]
-    fn key_order_and_whitespace_do_not_change_the_digest() {
-        let a = r#"{"manifest_version": 1, "host": {"arch": "x86_64", "cpu_model": "EPYC"},
-                    "future": {"y": [1, 2], "x": "s"}}"#;
-        let b = r#"{"future":{"x":"s","y":[1,2]},"host":{"cpu_model":"EPYC","arch":"x86_64"},"manifest_version":1}"#;
-        assert_eq!(digest(a), digest(b), "unknown members are sorted too");
-        assert_ne!(digest(a), digest(r#"{"manifest_version": 1, "host": {"arch": "aarch64", "cpu_model": "EPYC"}}"#));
-        assert_ne!(
-            digest(r#"{"manifest_version": 1, "future": [1, 2]}"#),
-            digest(r#"{"manifest_version": 1, "future": [2, 1]}"#)
+    fn the_digest_is_the_texts_every_byte_counts() {
+        let a = r#"{"manifest_version": 1, "packages": [{"name": "a", "version": "1"}]}"#;
+        assert_eq!(digest(a), digest(&a.to_owned()), "the same text, the same key");
+        // BLAKE3's own test vector: the key is BLAKE3, unkeyed.
+        assert_eq!(
+            digest("").iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
         );
-        assert_ne!(
-            digest(r#"{"manifest_version": 1, "packages": [{"name": "a", "version": "1"}, {"name": "b", "version": "1"}]}"#),
-            digest(r#"{"manifest_version": 1, "packages": [{"name": "a", "version": "1"}, {"name": "b", "version": "2"}]}"#)
-        );
+        for other in [
+            r#"{"manifest_version": 1, "packages": [{"name": "a", "version": "2"}]}"#,
+            r#"{"manifest_version":1,"packages":[{"name":"a","version":"1"}]}"#,
+            r#"{"packages": [{"name": "a", "version": "1"}], "manifest_version": 1}"#,
+        ] {
+            assert_ne!(digest(a), digest(other), "{other}");
+        }
     }
 
     #[test]

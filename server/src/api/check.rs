@@ -17,7 +17,7 @@ use crate::api::types::{BatchItem, ErrorBody};
 use crate::app::{AppState, RequestDeadline, read_body};
 use crate::error::AppError;
 use crate::extract::json_object;
-use crate::result_cache::{ManifestDigest, manifest_digest};
+use crate::result_cache::{ManifestDigest, text_digest};
 
 /// `POST /v1/check`: one manifest.
 pub async fn check(
@@ -28,8 +28,7 @@ pub async fn check(
     let limit = state.limits().max_manifest_bytes.min(state.limits().max_body_bytes);
     let body = read_body(body, limit).await?;
     let start = Instant::now();
-    let manifest = read_manifest(&body)?;
-    let answers = check_manifests(&state, vec![Ok(manifest)], deadline).await?;
+    let answers = check_manifests(&state, vec![Ok(&body[..])], deadline).await?;
     let answer = answers.into_iter().next().ok_or_else(|| AppError::Internal(anyhow::anyhow!("no answer")))??;
     Ok(json_response(answer.json(micros(start))))
 }
@@ -72,7 +71,7 @@ pub async fn batch(
             if raw.get().len() > max_manifest {
                 return Err(AppError::TooLarge { limit: max_manifest });
             }
-            read_manifest(raw.get().as_bytes())
+            Ok(raw.get().as_bytes())
         })
         .collect();
     let answers = check_manifests(&state, manifests, deadline).await?;
@@ -98,35 +97,42 @@ fn json_response(body: String) -> Response {
     ([(CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// Looks up the cache, and evaluates the rest in an evaluation slot, on
-/// this task's worker (`crate::runtime` says why, and why that never
-/// holds up the rest of the server), until `deadline`: past it, the
-/// answers already evaluated are cached and the request is answered 503.
+/// Looks up each manifest's text in the cache, reads the rest, and
+/// evaluates them in an evaluation slot, on this task's worker
+/// (`crate::runtime` says why, and why that never holds up the rest of the
+/// server), until `deadline`: past it, the answers already evaluated are
+/// cached and the request is answered 503. A text the cache answers is
+/// never read: the key is its digest (`result_cache::text_digest`).
 async fn check_manifests(
     state: &AppState,
-    manifests: Vec<Result<Manifest, AppError>>,
+    texts: Vec<Result<&[u8], AppError>>,
     deadline: RequestDeadline,
 ) -> Result<Vec<Result<Arc<SerializedAnswer>, AppError>>, AppError> {
     let rules = state.registry().rules();
     let revision = rules.revision().to_owned();
-    let mut answers: Vec<Option<Result<Arc<SerializedAnswer>, AppError>>> = Vec::with_capacity(manifests.len());
+    let mut answers: Vec<Option<Result<Arc<SerializedAnswer>, AppError>>> = Vec::with_capacity(texts.len());
     let mut work: Vec<(usize, Option<ManifestDigest>, Manifest)> = Vec::new();
-    for (i, manifest) in manifests.into_iter().enumerate() {
-        let manifest = match manifest {
-            Ok(manifest) => manifest,
+    for (i, text) in texts.into_iter().enumerate() {
+        let text = match text {
+            Ok(text) => text,
             Err(e) => {
                 answers.push(Some(Err(e)));
                 continue;
             }
         };
-        let digest = manifest_digest(&manifest);
-        if let Some(hit) = digest.and_then(|digest| state.cache().get(&digest, &revision)) {
+        let digest = text_digest(text);
+        if let Some(hit) = state.cache().get(&digest, &revision) {
             state.metrics().check_cache_hits.fetch_add(1, Relaxed);
             answers.push(Some(Ok(hit)));
             continue;
         }
-        work.push((i, digest, manifest));
-        answers.push(None);
+        match read_manifest(text) {
+            Ok(manifest) => {
+                work.push((i, Some(digest), manifest));
+                answers.push(None);
+            }
+            Err(e) => answers.push(Some(Err(e))),
+        }
     }
     let mut evaluated = Vec::with_capacity(work.len());
     let mut past_deadline = None;

@@ -392,23 +392,29 @@ async fn tokens_are_shown_once_listed_without_secrets_and_revocable() {
 async fn identical_manifests_are_answered_from_the_cache_until_the_revision_moves() {
     let h = Harness::new(crate::common::sqlite()).await;
     let g5g = fixture("g5g-gemma4-vllm0271.json");
+    let hits = |metrics: &[u8]| String::from_utf8_lossy(metrics).lines().find_map(|l| l.strip_prefix("pitfall_check_cache_hits_total ").map(str::to_owned));
     let first = h.check(&g5g).await;
-    // The same manifest with its keys in another order and no whitespace.
-    let reordered: serde_json::Map<String, Value> =
-        serde_json::from_slice::<serde_json::Map<String, Value>>(&g5g).expect("json").into_iter().rev().collect();
-    let second = h.check(serde_json::to_string(&reordered).expect("json").as_bytes()).await;
+    let second = h.check(&g5g).await;
     assert_eq!(first["findings"], second["findings"]);
     let (_, metrics) = h.call_raw(Method::GET, "/metrics", None, "").await;
-    assert!(String::from_utf8_lossy(&metrics).contains("pitfall_check_cache_hits_total 1"));
+    assert_eq!(hits(&metrics).as_deref(), Some("1"), "the same text is answered from the cache");
+    // The same manifest written as another text (keys in another order, no
+    // whitespace) is another key: evaluated afresh, answered alike.
+    let reordered: serde_json::Map<String, Value> =
+        serde_json::from_slice::<serde_json::Map<String, Value>>(&g5g).expect("json").into_iter().rev().collect();
+    let third = h.check(serde_json::to_string(&reordered).expect("json").as_bytes()).await;
+    assert_eq!(first["findings"], third["findings"]);
+    let (_, metrics) = h.call_raw(Method::GET, "/metrics", None, "").await;
+    assert_eq!(hits(&metrics).as_deref(), Some("1"), "another text was answered from the cache");
 
     // A publish and approval move the revision: the cached answer is not reused.
     let (_, version) = h.call(Method::POST, "/v1/rules", Some(&h.alice), published_module()).await;
     let v = version["version"].as_str().expect("version");
     let (status, _) = h.call(Method::POST, &format!("/v1/rules/{PUBLISHED_ID}/versions/{v}/approve"), Some(&h.maintainer), "").await;
     assert_eq!(status, StatusCode::OK);
-    let third = h.check(&g5g).await;
-    assert_ne!(third["ruleset_revision"], first["ruleset_revision"]);
-    assert!(finding_ids(&third).contains(&PUBLISHED_ID.to_owned()), "an answer from the older revision was served");
+    let after = h.check(&g5g).await;
+    assert_ne!(after["ruleset_revision"], first["ruleset_revision"]);
+    assert!(finding_ids(&after).contains(&PUBLISHED_ID.to_owned()), "an answer from the older revision was served");
 }
 
 #[tokio::test]
