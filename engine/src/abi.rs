@@ -36,4 +36,5 @@ pub const HOST_FUNCTIONS: &[HostFunction] = &[
     HostFunction { name: "remedy", params: &[I32], results: &[] },
     HostFunction { name: "version_in", params: &[I32, I32, I32, I32], results: &[I32] },
     HostFunction { name: "param_field", params: &[I32, I32, I32, I32], results: &[] },
+    HostFunction { name: "text_contains", params: &[I32, I32, I32, I32], results: &[I32] },
 ];

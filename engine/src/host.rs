@@ -186,6 +186,15 @@ pub(crate) fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             })
         },
     )?;
+    linker.func_wrap(
+        HOST_MODULE,
+        "text_contains",
+        |mut caller: Caller<'_, HostState>, pp: i32, pl: i32, np: i32, nl: i32| {
+            two_ranges(&mut caller, "text_contains", (pp, pl), (np, nl), |session, path, needle| {
+                Ok(session.text_contains(path, needle))
+            })
+        },
+    )?;
     linker.func_wrap(HOST_MODULE, "remedy", |mut caller: Caller<'_, HostState>, index: i32| {
         charge(&mut caller, 0)?;
         caller.data_mut().session.remedy(index as u32).map_err(output("remedy"))

@@ -320,9 +320,9 @@ const SPELLS_THE_QUESTION: &str = r#";; expect: clean
   (memory (export "memory") 1)
   (data (i32.const 0) "packages.vllm.version")
   (data (i32.const 32) ">=0.20,<0.27.2rc0")
-  (data (i32.const 64) "\ff\11\00\00\00>=0.20,<0.27.2rc0packages.vllm.version")
+  (data (i32.const 64) "\ff\00\11\00\00\00>=0.20,<0.27.2rc0packages.vllm.version")
   (func (export "pitfall_evaluate") (result i32)
-    (drop (call $field_kind (i32.const 64) (i32.const 43)))
+    (drop (call $field_kind (i32.const 64) (i32.const 44)))
     (i32.eq (call $version_in (i32.const 0) (i32.const 21) (i32.const 32) (i32.const 17)) (i32.const 1))))
 "#;
 
@@ -370,6 +370,52 @@ fn a_version_question_is_replayed_for_every_version_with_the_same_answer() {
     // vLLM at all), not a version.
     assert_eq!(stats.misses, 4, "{stats:?}");
     assert_eq!(stats.hits, machines.len() as u64 - 4, "{stats:?}");
+}
+
+/// The bundled rule that asks whether the model id names Gemma 4
+/// (`text_contains`, through the SDK's `Workload::model_mentions`) runs
+/// once per answer, not once per model id: twenty machines serving
+/// twenty other models share one trace, and each spelling of Gemma 4 has
+/// its own; a replayed finding shows its own machine's model. Every answer
+/// equals the sandbox's.
+#[test]
+fn a_text_question_is_replayed_for_every_model_id_with_the_same_answers() {
+    let module = pitfall_bundled_rules::MODULES
+        .iter()
+        .find(|m| m.crate_name == "rule-gemma4-transformers-5-15-breaks-vllm")
+        .expect("bundled");
+    let (memo, sandbox) = (engine(Limits::default().memo_bytes), engine(0));
+    let (memo_set, sandbox_set) = (one_rule(&memo, module.wasm), one_rule(&sandbox, module.wasm));
+    let machine = |model: Option<&str>| {
+        let workload = model.map_or(String::new(), |m| format!(r#","workload":{{"model":"{m}"}}"#));
+        let text = format!(
+            r#"{{"manifest_version":1,"packages":[{{"name":"vllm","version":"0.27.1"}},{{"name":"transformers","version":"5.15.0"}}]{workload}}}"#
+        );
+        parse_manifest(text.as_bytes()).expect("valid")
+    };
+    let mut models: Vec<Option<String>> = (0..20).map(|i| Some(format!("org/model-{i}"))).collect();
+    for gemma in ["google/gemma-4-31b-it", "google/Gemma-4-E2B-it", "x/gemma4-e4b", "y/GEMMA4-mini", "z/gemma_4-e2b", "w/Gemma_4"] {
+        models.push(Some(gemma.to_owned()));
+    }
+    models.push(None);
+    let mut matched = 0;
+    for model in &models {
+        let m = machine(model.as_deref());
+        let want = timeless(sandbox_set.check(&sandbox, m.clone()));
+        let got = timeless(memo_set.check(&memo, m));
+        assert_eq!(got, want, "{model:?}");
+        if let Some(finding) = got.findings.first() {
+            let shown = finding.evidence.iter().find(|e| e.path == "workload.model").map(|e| e.value.clone());
+            assert_eq!(shown.as_ref().and_then(|v| v.as_str()), model.as_deref(), "the finding shows its own model");
+            matched += 1;
+        }
+    }
+    assert_eq!(matched, 6, "every spelling of Gemma 4, and nothing else");
+    let stats = memo.memo_stats();
+    // One trace per answer path: another model, no model, and each of
+    // the three spellings (each asked only once the ones before said no).
+    assert_eq!(stats.misses, 5, "{stats:?}");
+    assert_eq!(stats.hits, models.len() as u64 - 5, "{stats:?}");
 }
 
 /// A rule whose raw read is spelled like a recorded question is not

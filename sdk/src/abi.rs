@@ -52,6 +52,7 @@ mod raw {
         pub(super) fn remedy(index: u32);
         pub(super) fn version_in(path: *const u8, path_len: usize, spec: *const u8, spec_len: usize) -> i32;
         pub(super) fn param_field(key: *const u8, key_len: usize, path: *const u8, path_len: usize);
+        pub(super) fn text_contains(path: *const u8, path_len: usize, needle: *const u8, needle_len: usize) -> i32;
     }
 }
 
@@ -148,6 +149,18 @@ pub fn version_in(path: &str, spec: &str) -> i32 {
     unsafe { raw::version_in(path.as_ptr(), path.len(), spec.as_ptr(), spec.len()) }
 }
 
+/// Whether the field at `path` is a scalar whose text contains `needle`,
+/// ASCII letters compared without case (`google/Gemma-4-E2B-it` contains
+/// `gemma-4`): 1 if it does, 0 if not, [`status::MISSING`] or
+/// [`status::WRONG_KIND`]. The host looks, so the rule's answer depends on
+/// the answer only, not on the text: the registry can reuse it for every
+/// model id (or image, or any other text) with the same answer.
+#[cfg(target_arch = "wasm32")]
+pub fn text_contains(path: &str, needle: &str) -> i32 {
+    // SAFETY: both slices are live for the call.
+    unsafe { raw::text_contains(path.as_ptr(), path.len(), needle.as_ptr(), needle.len()) }
+}
+
 /// Sets a message/remedy parameter to the text of the field at `path`,
 /// filled in by the host when it renders the finding (the rule does not
 /// read it, so quoting a version costs no read of it).
@@ -159,5 +172,5 @@ pub fn param_field(key: &str, path: &str) {
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use crate::testing::native::{
-    evidence, field_kind, field_len, field_num, field_str, missing, param, param_field, remedy, version_in,
+    evidence, field_kind, field_len, field_num, field_str, missing, param, param_field, remedy, text_contains, version_in,
 };

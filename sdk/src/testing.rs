@@ -85,6 +85,10 @@ pub mod native {
         record("version_in", with(|s| s.version_in(path.as_bytes(), spec.as_bytes())))
     }
     /// See [`crate::abi`].
+    pub fn text_contains(path: &str, needle: &str) -> i32 {
+        with(|s| s.text_contains(path.as_bytes(), needle.as_bytes()))
+    }
+    /// See [`crate::abi`].
     pub fn remedy(index: u32) {
         record("remedy", with(|s| s.remedy(index)));
     }

@@ -94,6 +94,35 @@ impl Manifest {
         abi::field_num(path)
     }
 
+    /// Whether the scalar at `path` contains `needle`, ASCII letters
+    /// compared without case; `None` when there is no scalar there. The
+    /// host looks (`abi::text_contains`): prefer this to reading the text
+    /// when the rule only asks whether it mentions something (a model
+    /// family in a model id), since the registry can then reuse the rule's
+    /// outcome for every text with the same answers.
+    pub fn text_contains(&self, path: &str, needle: &str) -> Option<bool> {
+        match abi::text_contains(path, needle) {
+            1 => Some(true),
+            0 => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Whether the scalar at `path` contains any of `needles` (ASCII letters
+    /// without case), asked one at a time in order until one does: the
+    /// question [`Manifest::text_contains`] asks, for a list of spellings.
+    /// `None` when there is no scalar there.
+    pub fn text_contains_any(&self, path: &str, needles: &[&str]) -> Option<bool> {
+        let mut found = Some(false);
+        for needle in needles {
+            found = Some(self.text_contains(path, needle)?);
+            if found == Some(true) {
+                break;
+            }
+        }
+        found
+    }
+
     /// A boolean field.
     pub fn boolean(&self, path: &str) -> Option<bool> {
         if abi::field_kind(path) != abi::kind::BOOL {
@@ -393,6 +422,14 @@ impl Workload<'_> {
     /// `workload.model`.
     pub fn model(&self) -> Option<String> {
         self.m.text("workload.model")
+    }
+
+    /// Whether `workload.model` mentions any of `needles` (ASCII letters
+    /// without case; [`Manifest::text_contains_any`]): `None` without a
+    /// model. Prefer it to [`Workload::model`] when the rule only asks
+    /// which family a model id names.
+    pub fn model_mentions(&self, needles: &[&str]) -> Option<bool> {
+        self.m.text_contains_any("workload.model", needles)
     }
 
     /// `workload.parameters_b` (billions).

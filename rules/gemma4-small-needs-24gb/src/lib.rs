@@ -14,11 +14,13 @@ const QUANTIZED_MARKERS: [&str; 12] = [
     "awq", "gptq", "fp8", "nvfp4", "mxfp4", "int4", "int8", "w4a16", "w8a8", "bnb", "4bit", "gguf",
 ];
 
-fn variant(model: &str) -> Option<&'static str> {
-    let lower = model.to_ascii_lowercase();
-    if lower.contains("gemma-4-e2b") {
+/// Which small Gemma 4 the model id names. The id is asked about
+/// (`text_contains`), never read: the registry answers every model id that
+/// names neither from one evaluation.
+fn variant(w: &Workload<'_>) -> Option<&'static str> {
+    if w.model_mentions(&["gemma-4-e2b"])? {
         Some("E2B")
-    } else if lower.contains("gemma-4-e4b") {
+    } else if w.model_mentions(&["gemma-4-e4b"])? {
         Some("E4B")
     } else {
         None
@@ -30,10 +32,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         return Outcome::clear();
     }
     let w = m.workload();
-    let Some(model) = w.model() else {
-        return Outcome::clear();
-    };
-    let Some(variant) = variant(&model) else {
+    let Some(variant) = variant(&w) else {
         return Outcome::clear();
     };
     if w.quantization()
@@ -41,11 +40,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     {
         return Outcome::clear();
     }
-    let lower = model.to_ascii_lowercase();
-    if QUANTIZED_MARKERS
-        .iter()
-        .any(|marker| lower.contains(marker))
-    {
+    if w.model_mentions(&QUANTIZED_MARKERS) == Some(true) {
         return Outcome::clear();
     }
     let mut smallest: Option<(Accelerator, f64)> = None;

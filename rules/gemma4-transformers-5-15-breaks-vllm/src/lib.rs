@@ -11,16 +11,16 @@ const AFFECTED_VLLM: &str = ">=0.19.0,<0.27.2rc0";
 /// transformers from the release that made per-layer attributes ambiguous.
 const BREAKING_TRANSFORMERS: &str = ">=5.15.0";
 
-fn is_gemma4(model: &str) -> bool {
-    let lower = model.to_ascii_lowercase();
-    lower.contains("gemma-4") || lower.contains("gemma4") || lower.contains("gemma_4")
-}
+/// Spellings of Gemma 4 in a model id. The id is asked about
+/// (`text_contains`), never read: the registry answers every other model
+/// id from one evaluation.
+const GEMMA4: [&str; 3] = ["gemma-4", "gemma4", "gemma_4"];
 
 fn evaluate(m: &Manifest) -> Outcome {
     let Some(vllm) = m.package("vllm") else {
         return Outcome::clear();
     };
-    if !m.workload().model().is_some_and(|id| is_gemma4(&id)) {
+    if m.workload().model_mentions(&GEMMA4) != Some(true) {
         return Outcome::clear();
     }
     // Both versions are asked about (`version_in`) and quoted through

@@ -12,10 +12,20 @@ use crate::version::{Specifier, Version, VersionError};
 /// Status codes of `field_str`, `field_len` and `version_in` (negative results).
 pub use crate::abi::status;
 
-/// The first byte of a recorded read that is a `version_in` question
-/// rather than a field ([`predicate_read`]). Not UTF-8, so no field path
-/// starts with it.
+/// The first byte of a recorded read that is a question the host answered
+/// (`version_in`, `text_contains`) rather than a field
+/// ([`predicate_read`]). Not UTF-8, so no field path starts with it.
 pub const PREDICATE: u8 = 0xFF;
+
+/// Which question a [`predicate_read`] records: its second byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Question {
+    /// `version_in(path, spec)`: the argument is the specifier.
+    VersionIn = 0,
+    /// `text_contains(path, needle)`: the argument is the needle.
+    TextContains = 1,
+}
 
 /// The bytes `ptr..ptr + len` of a guest's memory, with both read as the
 /// unsigned 32-bit numbers wasm passes; `None` when the range is not all
@@ -91,14 +101,30 @@ pub fn version_answer(fields: &FieldMap, path: &[u8], spec: &Specifier) -> i32 {
     }
 }
 
-/// The recorded read of asking `version_in(path, spec)`: [`PREDICATE`],
-/// the specifier's length (u32, little-endian), the specifier, the path.
-pub fn predicate_read(path: &[u8], spec: &str) -> Option<Box<[u8]>> {
-    let len = u32::try_from(spec.len()).ok()?;
-    let mut read = Vec::with_capacity(5 + spec.len() + path.len());
+/// `text_contains`'s answer on `fields`: 1 if the field at `path` is a
+/// scalar whose text contains `needle`, ASCII letters compared without
+/// case (`Gemma-4` contains `gemma-4`), 0 if a scalar whose text does not,
+/// or a [`status`]. An empty needle is in every text.
+pub fn text_answer(fields: &FieldMap, path: &[u8], needle: &[u8]) -> i32 {
+    let Some(field) = fields.get_bytes(path) else { return status::MISSING };
+    let Some(text) = field.text else { return status::WRONG_KIND };
+    i32::from(contains_ignoring_ascii_case(text.as_bytes(), needle))
+}
+
+fn contains_ignoring_ascii_case(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// The recorded read of asking `question(path, argument)`: [`PREDICATE`],
+/// the question's byte, the argument's length (u32, little-endian), the
+/// argument, the path.
+pub fn predicate_read(question: Question, path: &[u8], argument: &[u8]) -> Option<Box<[u8]>> {
+    let len = u32::try_from(argument.len()).ok()?;
+    let mut read = Vec::with_capacity(6 + argument.len() + path.len());
     read.push(PREDICATE);
+    read.push(question as u8);
     read.extend_from_slice(&len.to_le_bytes());
-    read.extend_from_slice(spec.as_bytes());
+    read.extend_from_slice(argument);
     read.extend_from_slice(path);
     Some(read.into_boxed_slice())
 }
@@ -111,9 +137,18 @@ pub fn observe<'f>(fields: &'f FieldMap, read: &[u8]) -> Option<Field<'f>> {
     if read.first() != Some(&PREDICATE) {
         return fields.get_bytes(read);
     }
-    let len = u32::from_le_bytes(read.get(1..5)?.try_into().ok()?) as usize;
-    let spec = std::str::from_utf8(read.get(5..5usize.checked_add(len)?)?).ok()?;
-    let answer = with_specifier(spec, |parsed| Some(version_answer(fields, &read[5 + len..], parsed.ok()?)))?;
+    let question = *read.get(1)?;
+    let len = u32::from_le_bytes(read.get(2..6)?.try_into().ok()?) as usize;
+    let argument = read.get(6..6usize.checked_add(len)?)?;
+    let path = &read[6 + len..];
+    let answer = if question == Question::VersionIn as u8 {
+        let spec = std::str::from_utf8(argument).ok()?;
+        with_specifier(spec, |parsed| Some(version_answer(fields, path, parsed.ok()?)))?
+    } else if question == Question::TextContains as u8 {
+        text_answer(fields, path, argument)
+    } else {
+        return None;
+    };
     Some(answer_field(answer))
 }
 
@@ -444,13 +479,28 @@ impl Session {
                 .map(|spec| version_answer(&self.fields, path, spec))
                 .map_err(|e| SpecifierError { spec: text.to_owned(), reason: e.reason().to_owned() })
         })?;
+        self.note_answer(Question::VersionIn, path, spec, answer);
+        Ok(answer)
+    }
+
+    /// `text_contains`: whether the field at `path` is a scalar whose text
+    /// contains `needle`, ASCII letters without case (1 or 0), or a
+    /// [`status`]. Recorded as one read of the answer, as `version_in` is:
+    /// every model id that does not name a family answers the same.
+    pub fn text_contains(&self, path: &[u8], needle: &[u8]) -> i32 {
+        let answer = text_answer(&self.fields, path, needle);
+        self.note_answer(Question::TextContains, path, needle, answer);
+        answer
+    }
+
+    /// Records a question's answer as the read of it, when recording.
+    fn note_answer(&self, question: Question, path: &[u8], argument: &[u8], answer: i32) {
         if let Some(log) = &self.log {
-            match predicate_read(path, text) {
+            match predicate_read(question, path, argument) {
                 Some(read) => log.borrow_mut().note(&read, Facet::All, Some(&answer_field(answer))),
                 None => log.borrow_mut().overflow(),
             }
         }
-        Ok(answer)
     }
 
     /// `remedy`: select a metadata remedy by index.
@@ -625,14 +675,49 @@ mod tests {
             let field = observe(&fields, read).expect("a question this module wrote");
             assert_eq!((field.kind, field.number), (FieldKind::Number, Some(answer)), "{version}");
         }
-        assert!(observe(&other("0.20.0"), &[PREDICATE, 9, 0]).is_none(), "bytes this module did not write");
+        assert!(observe(&other("0.20.0"), &[PREDICATE, 0, 9, 0]).is_none(), "bytes this module did not write");
+        assert!(observe(&other("0.20.0"), &[PREDICATE, 7, 0, 0, 0, 0]).is_none(), "a question this module does not ask");
         assert_eq!(observe(&other("0.20.0"), b"packages.vllm.version").and_then(|f| f.text).as_deref(), Some("0.20.0"));
+    }
+
+    #[test]
+    fn a_text_question_is_answered_without_case_and_recorded_as_its_answer() {
+        let fields = |model: &str| {
+            let m = crate::model::parse_manifest(
+                format!(r#"{{"manifest_version":1,"workload":{{"model":"{model}","tensor_parallel_size":2}}}}"#).as_bytes(),
+            )
+            .expect("parses");
+            crate::model::Prepared::new(m).fields
+        };
+        let mut s = Session::recording(fields("google/Gemma-4-E2B-it"), 1 << 16);
+        assert_eq!(s.text_contains(b"workload.model", b"gemma-4"), 1);
+        assert_eq!(s.text_contains(b"workload.model", b"GEMMA-4-e2b"), 1, "the needle's case does not count either");
+        assert_eq!(s.text_contains(b"workload.model", b"gemma4"), 0);
+        assert_eq!(s.text_contains(b"workload.model", b""), 1, "the empty needle is in every text");
+        assert_eq!(s.text_contains(b"workload.quantization", b"awq"), status::MISSING);
+        assert_eq!(s.text_contains(b"workload", b"gemma"), status::WRONG_KIND);
+        assert_eq!(s.text_contains(b"workload.tensor_parallel_size", b"2"), 1, "a number's text");
+        assert_eq!(s.text_contains(b"workload.model", b"\xff\xfe"), 0, "any bytes: not a trap");
+        let reads = s.take_reads().expect("recorded");
+        assert_eq!(reads.len(), 8, "the questions and nothing of the fields they looked at");
+        let (read, seen) = &reads[0];
+        assert_eq!(&read[..2], &[PREDICATE, Question::TextContains as u8]);
+        assert_eq!(seen.number_bits(), Some(1f64.to_bits()));
+        // A replay sees the answer on another manifest: the same for every
+        // model id that names the family, and for every one that does not.
+        for (model, answer) in [("org/gemma-4-31b", 1.0), ("GEMMA-4", 1.0), ("org/model-17", 0.0), ("gemma-3", 0.0)] {
+            let fields = fields(model);
+            let field = observe(&fields, read).expect("a question this module wrote");
+            assert_eq!((field.kind, field.number), (FieldKind::Number, Some(answer)), "{model}");
+        }
+        let missing = crate::model::Prepared::new(crate::model::parse_manifest(br#"{"manifest_version":1}"#).expect("parses")).fields;
+        assert_eq!(observe(&missing, read).and_then(|f| f.number), Some(-1.0));
     }
 
     #[test]
     fn a_raw_read_spelled_like_a_question_gives_the_recording_up() {
         let mut s = session(true);
-        let spelled = predicate_read(b"packages.vllm.version", ">=0.20").expect("short");
+        let spelled = predicate_read(Question::VersionIn, b"packages.vllm.version", b">=0.20").expect("short");
         assert_eq!(s.field_kind(&spelled), FieldKind::Missing as i32);
         assert_eq!(s.version_in(b"packages.vllm.version", b">=0.20"), Ok(1));
         assert!(s.take_reads().is_none());
