@@ -111,7 +111,7 @@ async fn check_manifests(
     let rules = state.registry().rules();
     let revision = rules.revision().to_owned();
     let mut answers: Vec<Option<Result<Arc<SerializedAnswer>, AppError>>> = Vec::with_capacity(texts.len());
-    let mut work: Vec<(usize, Option<ManifestDigest>, Manifest)> = Vec::new();
+    let mut work: Vec<(usize, ManifestDigest, Manifest)> = Vec::new();
     for (i, text) in texts.into_iter().enumerate() {
         let text = match text {
             Ok(text) => text,
@@ -128,7 +128,7 @@ async fn check_manifests(
         }
         match read_manifest(text) {
             Ok(manifest) => {
-                work.push((i, Some(digest), manifest));
+                work.push((i, digest, manifest));
                 answers.push(None);
             }
             Err(e) => answers.push(Some(Err(e))),
@@ -160,9 +160,7 @@ async fn check_manifests(
     }
     for (i, digest, rule_errors, answer) in evaluated {
         state.metrics().rule_errors.fetch_add(rule_errors as u64, Relaxed);
-        if let Some(digest) = digest {
-            state.cache().put(digest, &revision, answer.clone());
-        }
+        state.cache().put(digest, &revision, answer.clone());
         answers[i] = Some(Ok(answer));
     }
     if let Some(past) = past_deadline {
