@@ -111,16 +111,15 @@ impl Manifest {
     /// Whether the scalar at `path` contains any of `needles` (ASCII letters
     /// without case), asked one at a time in order until one does: the
     /// question [`Manifest::text_contains`] asks, for a list of spellings.
-    /// `None` when there is no scalar there.
+    /// `None` when there is no scalar there (`Some(false)` for no needles,
+    /// which asks nothing).
     pub fn text_contains_any(&self, path: &str, needles: &[&str]) -> Option<bool> {
-        let mut found = Some(false);
         for needle in needles {
-            found = Some(self.text_contains(path, needle)?);
-            if found == Some(true) {
-                break;
+            if self.text_contains(path, needle)? {
+                return Some(true);
             }
         }
-        found
+        Some(false)
     }
 
     /// A boolean field.
