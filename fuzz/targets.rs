@@ -10,7 +10,9 @@ use std::sync::{Arc, OnceLock};
 
 use pitfall_sdk::model::cases::{Evaluation, failure_report, run_cases};
 use pitfall_sdk::model::fields::FieldMap;
-use pitfall_sdk::model::meta::{RuleMeta, decode_abi_section, decode_meta_section, decode_tests_section};
+use pitfall_sdk::model::meta::{
+    RuleMeta, decode_abi_section, decode_meta_section, decode_tests_section,
+};
 use pitfall_sdk::model::report::{RawOutcome, render};
 use pitfall_sdk::model::selector::Selector;
 use pitfall_sdk::model::session::{RawOutput, Session, guest_range, guest_range_mut};
@@ -22,14 +24,27 @@ pub fn manifest(data: &[u8]) {
     let Ok(parsed) = parse_manifest(data) else { return };
     let prepared = Prepared::new(parsed);
     let json = serde_json::to_vec(&*prepared.manifest).expect("a normalised manifest serialises");
-    let again = parse_manifest(&json)
-        .unwrap_or_else(|e| panic!("a normalised manifest no longer parses: {e}: {}", String::from_utf8_lossy(&json)));
+    let again = parse_manifest(&json).unwrap_or_else(|e| {
+        panic!("a normalised manifest no longer parses: {e}: {}", String::from_utf8_lossy(&json))
+    });
     let twice = Prepared::new(again);
     // The field map answers lookups of any path, present or not.
-    for path in ["host.arch", "accelerators.0.compute_capability", "packages.vllm.version", "workload.head_dims.1", ""] {
+    for path in [
+        "host.arch",
+        "accelerators.0.compute_capability",
+        "packages.vllm.version",
+        "workload.head_dims.1",
+        "",
+    ] {
         let _ = (prepared.fields.get(path), twice.fields.get(path));
     }
-    for selector in ["package:vllm<0.27.2rc0", "capability:<8.0", "accelerator:nvidia", "arch:aarch64", "container"] {
+    for selector in [
+        "package:vllm<0.27.2rc0",
+        "capability:<8.0",
+        "accelerator:nvidia",
+        "arch:aarch64",
+        "container",
+    ] {
         let selector = Selector::parse(selector).expect("a fixed selector parses");
         let _ = selector.holds(&prepared.manifest);
     }
@@ -76,13 +91,17 @@ pub fn abi_output(data: &[u8]) {
     // and parsing them each time cost 90% of a run.
     static FIXED: OnceLock<(Prepared, RuleMeta)> = OnceLock::new();
     let (prepared, meta) = FIXED.get_or_init(|| {
-        let prepared = Prepared::new(parse_manifest(ABI_MANIFEST.as_bytes()).expect("the fixed manifest parses"));
+        let prepared = Prepared::new(
+            parse_manifest(ABI_MANIFEST.as_bytes()).expect("the fixed manifest parses"),
+        );
         (prepared, serde_json::from_str(ABI_META).expect("the fixed metadata parses"))
     });
     let mut session = Session::new(Arc::clone(&prepared.fields), ABI_OUTPUT_LIMIT);
     let mut code = 1;
     for call in calls.chunks_exact(CALL_BYTES) {
-        let arg = |i: usize| i32::from_le_bytes([call[1 + 4 * i], call[2 + 4 * i], call[3 + 4 * i], call[4 + 4 * i]]);
+        let arg = |i: usize| {
+            i32::from_le_bytes([call[1 + 4 * i], call[2 + 4 * i], call[3 + 4 * i], call[4 + 4 * i]])
+        };
         let (a, b, c, d) = (arg(0), arg(1), arg(2), arg(3));
         let ok = match call[0] % 9 {
             0 => guest_range(&memory, a, b).map(|p| session.field_kind(p)).is_some(),
@@ -145,11 +164,16 @@ pub fn metadata(data: &[u8]) {
     let (abi, meta, tests) = (parts.next().unwrap_or_default(), parts.next(), parts.next());
     let _ = decode_abi_section(abi, &[1]);
     let (Some(meta), Some(tests)) = (meta, tests) else { return };
-    let (Ok(meta), Ok(tests)) = (decode_meta_section(meta), decode_tests_section(tests)) else { return };
+    let (Ok(meta), Ok(tests)) = (decode_meta_section(meta), decode_tests_section(tests)) else {
+        return;
+    };
     let selectors: Vec<Selector> = meta
         .applies_to
         .iter()
-        .map(|s| Selector::parse(s).unwrap_or_else(|e| panic!("the lint passed a selector that does not parse: {e}")))
+        .map(|s| {
+            Selector::parse(s)
+                .unwrap_or_else(|e| panic!("the lint passed a selector that does not parse: {e}"))
+        })
         .collect();
     for s in &selectors {
         let _ = (s.admits_nothing(), s.to_string());

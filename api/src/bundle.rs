@@ -185,7 +185,8 @@ impl BundleSigner {
         // Serialising plain structs of strings and numbers cannot fail.
         let index_json = serde_json::to_vec(&index).unwrap_or_default();
         let modules_len: usize = rules.iter().map(|(_, m)| m.len()).sum();
-        let mut bytes = Vec::with_capacity(HEADER_BYTES + index_json.len() + SIGNATURE_BYTES + modules_len);
+        let mut bytes =
+            Vec::with_capacity(HEADER_BYTES + index_json.len() + SIGNATURE_BYTES + modules_len);
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         bytes.extend_from_slice(&u32::try_from(index_json.len()).unwrap_or(u32::MAX).to_le_bytes());
@@ -196,7 +197,12 @@ impl BundleSigner {
         for (_, module) in &rules {
             bytes.extend_from_slice(module);
         }
-        SignedBundle { bytes, etag, ruleset_revision: ruleset_revision.to_owned(), rules: rules.len() }
+        SignedBundle {
+            bytes,
+            etag,
+            ruleset_revision: ruleset_revision.to_owned(),
+            rules: rules.len(),
+        }
     }
 }
 
@@ -250,14 +256,17 @@ fn split(bytes: &[u8]) -> Result<Parts<'_>, BundleError> {
     if &bytes[..8] != MAGIC {
         return Err(BundleError::NotABundle);
     }
-    let word = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    let word =
+        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
     let format = word(8);
     if format != FORMAT_VERSION {
         return Err(BundleError::UnsupportedFormat(format));
     }
     let index_len = word(12) as usize;
     if index_len > MAX_INDEX_BYTES {
-        return Err(BundleError::BadIndex(format!("{index_len} bytes, over the bound of {MAX_INDEX_BYTES}")));
+        return Err(BundleError::BadIndex(format!(
+            "{index_len} bytes, over the bound of {MAX_INDEX_BYTES}"
+        )));
     }
     let index_end = HEADER_BYTES + index_len;
     let signature_end = index_end + SIGNATURE_BYTES;
@@ -298,7 +307,8 @@ impl<'a> Bundle<'a> {
         if pinned.verifying_key().verify_strict(parts.signed, &signature).is_err() {
             // Which failure it is only decides the message: a bundle that
             // names another key was most likely signed by it.
-            let claimed = serde_json::from_slice::<BundleIndex>(parts.index).ok().map(|i| i.public_key);
+            let claimed =
+                serde_json::from_slice::<BundleIndex>(parts.index).ok().map(|i| i.public_key);
             return Err(match claimed {
                 Some(signed_by) if signed_by != pinned.to_string() => {
                     BundleError::WrongKey { signed_by, pinned: pinned.to_string() }
@@ -306,8 +316,8 @@ impl<'a> Bundle<'a> {
                 _ => BundleError::BadSignature { pinned: pinned.to_string() },
             });
         }
-        let index: BundleIndex =
-            serde_json::from_slice(parts.index).map_err(|e| BundleError::BadIndex(e.to_string()))?;
+        let index: BundleIndex = serde_json::from_slice(parts.index)
+            .map_err(|e| BundleError::BadIndex(e.to_string()))?;
         if index.format != FORMAT_VERSION {
             return Err(BundleError::BadIndex(format!(
                 "index format {} in a format {FORMAT_VERSION} file",
@@ -329,7 +339,10 @@ impl<'a> Bundle<'a> {
             let size = usize::try_from(rule.size).unwrap_or(usize::MAX).min(rest.len());
             let (module, tail) = rest.split_at(size);
             if hex(&Sha256::digest(module)) != rule.sha256.to_ascii_lowercase() {
-                return Err(BundleError::DigestMismatch { rule_id: rule.id.clone(), version: rule.version.clone() });
+                return Err(BundleError::DigestMismatch {
+                    rule_id: rule.id.clone(),
+                    version: rule.version.clone(),
+                });
             }
             modules.push(module);
             rest = tail;
@@ -387,7 +400,10 @@ mod tests {
         let signed = sample(&s);
         let bundle = Bundle::verify(&signed.bytes, &s.public_key()).expect("verifies");
         let got: Vec<(&str, &[u8])> = bundle.modules().map(|(e, m)| (e.id.as_str(), m)).collect();
-        assert_eq!(got, vec![("a-rule", b"module a, longer".as_slice()), ("b-rule", b"module b".as_slice())]);
+        assert_eq!(
+            got,
+            vec![("a-rule", b"module a, longer".as_slice()), ("b-rule", b"module b".as_slice())]
+        );
         assert_eq!(bundle.index.ruleset_revision, "7");
         assert_eq!(bundle.etag(), signed.etag);
         assert!(signed.etag.starts_with("\"7-"));
@@ -413,7 +429,10 @@ mod tests {
         for i in positions(signed.bytes.len()) {
             let mut bytes = signed.bytes.clone();
             bytes[i] ^= 0x01;
-            assert!(Bundle::verify(&bytes, &s.public_key()).is_err(), "byte {i} flipped and still verified");
+            assert!(
+                Bundle::verify(&bytes, &s.public_key()).is_err(),
+                "byte {i} flipped and still verified"
+            );
         }
     }
 
@@ -422,11 +441,17 @@ mod tests {
         let s = signer(1);
         let signed = sample(&s);
         for len in positions(signed.bytes.len()) {
-            assert!(Bundle::verify(&signed.bytes[..len], &s.public_key()).is_err(), "{len} bytes verified");
+            assert!(
+                Bundle::verify(&signed.bytes[..len], &s.public_key()).is_err(),
+                "{len} bytes verified"
+            );
         }
         let mut longer = signed.bytes.clone();
         longer.push(0);
-        assert!(matches!(Bundle::verify(&longer, &s.public_key()), Err(BundleError::LengthMismatch { .. })));
+        assert!(matches!(
+            Bundle::verify(&longer, &s.public_key()),
+            Err(BundleError::LengthMismatch { .. })
+        ));
     }
 
     #[test]

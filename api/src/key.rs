@@ -56,7 +56,9 @@ impl FromStr for PublicKey {
         let body = text.trim().strip_prefix(PREFIX).ok_or_else(|| fail("no `ed25519:` prefix"))?;
         let bytes = STANDARD.decode(body).map_err(|_| fail("not base64"))?;
         let bytes: [u8; 32] = bytes.try_into().map_err(|_| fail("not 32 bytes"))?;
-        VerifyingKey::from_bytes(&bytes).map(PublicKey).map_err(|_| fail("not a valid ed25519 point"))
+        VerifyingKey::from_bytes(&bytes)
+            .map(PublicKey)
+            .map_err(|_| fail("not a valid ed25519 point"))
     }
 }
 

@@ -78,14 +78,10 @@ const FRESH_CALL_SHARE: usize = 8;
 
 /// The first rule of each template in `specs`.
 pub fn pick(specs: &[RuleSpec]) -> Vec<RuleSpec> {
-    [
-        Template::VersionRange,
-        Template::VersionAndCapability,
-        Template::GpuFamily,
-    ]
-    .iter()
-    .filter_map(|t| specs.iter().find(|s| s.template == *t).cloned())
-    .collect()
+    [Template::VersionRange, Template::VersionAndCapability, Template::GpuFamily]
+        .iter()
+        .filter_map(|t| specs.iter().find(|s| s.template == *t).cloned())
+        .collect()
 }
 
 fn case_manifest(spec: &RuleSpec, name: &str) -> Prepared {
@@ -121,10 +117,7 @@ pub fn measure(
     let per_round = (calls / rounds.max(1)).max(1);
     // The same limits without reuse: every evaluation instantiates, as for
     // a check's candidates, which are different rules.
-    let fresh = Engine::new(Limits {
-        reuse_instances: false,
-        ..engine.limits().clone()
-    })?;
+    let fresh = Engine::new(Limits { reuse_instances: false, ..engine.limits().clone() })?;
     let mut rows = Vec::new();
     for (i, spec) in rules.iter().enumerate() {
         let module = crate::corpus::module(spec);
@@ -139,9 +132,8 @@ pub fn measure(
                 "native differs on {}",
                 spec.id()
             );
-            for host in [peers.reused.as_deref_mut(), peers.fresh.as_deref_mut()]
-                .into_iter()
-                .flatten()
+            for host in
+                [peers.reused.as_deref_mut(), peers.fresh.as_deref_mut()].into_iter().flatten()
             {
                 let got = host.evaluate(i, &prepared);
                 anyhow::ensure!(
@@ -150,20 +142,12 @@ pub fn measure(
                     spec.id()
                 );
             }
-            let (mut r, mut e, mut o, mut n, mut x, mut f) = (
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-            );
+            let (mut r, mut e, mut o, mut n, mut x, mut f) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
             let batch = Evaluator::INSTANCES_PER_STORE as usize;
             let mut kept = engine.evaluator();
             for _ in 0..rounds.max(1) {
-                time(&mut r, per_round, || {
-                    kept.evaluate(&loaded, black_box(&prepared))
-                });
+                time(&mut r, per_round, || kept.evaluate(&loaded, black_box(&prepared)));
                 for _ in 0..(per_round / batch).max(1) {
                     let start = Instant::now();
                     let mut evaluator = fresh.evaluator();
@@ -173,12 +157,8 @@ pub fn measure(
                     drop(evaluator);
                     e.push(start.elapsed() / batch as u32);
                 }
-                time(&mut o, per_round, || {
-                    engine.evaluate(&loaded, black_box(&prepared))
-                });
-                time(&mut n, per_round, || {
-                    native.evaluate(black_box(&prepared), limit)
-                });
+                time(&mut o, per_round, || engine.evaluate(&loaded, black_box(&prepared)));
+                time(&mut n, per_round, || native.evaluate(black_box(&prepared), limit));
                 if let Some(host) = peers.reused.as_deref_mut() {
                     time(&mut x, per_round, || host.evaluate(i, black_box(&prepared)));
                 }
@@ -220,12 +200,7 @@ fn time<R>(out: &mut Vec<Duration>, n: usize, mut f: impl FnMut() -> R) {
 }
 
 fn us(samples: &[Duration]) -> f64 {
-    median(
-        &samples
-            .iter()
-            .map(|d| d.as_secs_f64() * 1e6)
-            .collect::<Vec<_>>(),
-    )
+    median(&samples.iter().map(|d| d.as_secs_f64() * 1e6).collect::<Vec<_>>())
 }
 
 #[cfg(test)]

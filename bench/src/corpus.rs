@@ -166,19 +166,12 @@ impl RuleSpec {
 
     /// The `applies_to` selectors.
     pub fn selectors(&self) -> Vec<String> {
-        let mut s = vec![format!(
-            "package:{}{}",
-            package_name(self.package),
-            self.version_spec()
-        )];
+        let mut s = vec![format!("package:{}{}", package_name(self.package), self.version_spec())];
         if self.template != Template::VersionRange {
             s.push("accelerator:nvidia".into());
         }
         if self.template == Template::GpuFamily {
-            s.push(format!(
-                "capability:>={:.1},<{:.1}",
-                self.family.0, self.family.1
-            ));
+            s.push(format!("capability:>={:.1},<{:.1}", self.family.0, self.family.1));
         }
         s
     }
@@ -189,10 +182,7 @@ impl RuleSpec {
 
     /// A release inside the affected range.
     fn affected_release(&self) -> String {
-        release(
-            self.upper
-                .map_or_else(|| self.lower.unwrap_or(0), |hi| hi - 1),
-        )
+        release(self.upper.map_or_else(|| self.lower.unwrap_or(0), |hi| hi - 1))
     }
 }
 
@@ -261,10 +251,7 @@ pub fn meta(spec: &RuleSpec) -> Value {
             upgrade(spec, &pkg),
         ),
         Template::VersionAndCapability => (
-            format!(
-                "{pkg} {range} needs compute capability {:.1}",
-                spec.capability_floor
-            ),
+            format!("{pkg} {range} needs compute capability {:.1}", spec.capability_floor),
             format!(
                 "Releases {range} of {pkg} have no kernels below compute capability {:.1} (synthetic).",
                 spec.capability_floor
@@ -288,10 +275,7 @@ pub fn meta(spec: &RuleSpec) -> Value {
                 spec.family.0,
                 spec.family.1
             ),
-            format!(
-                "{pkg} {{version}} with {} on compute capability {{cc}}.",
-                spec.flag_name()
-            ),
+            format!("{pkg} {{version}} with {} on compute capability {{cc}}.", spec.flag_name()),
             json!({"summary": format!("Unset {}.", spec.flag_name()), "actions": [{"kind": "unset_env", "name": spec.flag_name()}]}),
         ),
     };
@@ -365,16 +349,10 @@ pub fn cases(spec: &RuleSpec) -> Value {
     };
     let (gpu_in, gpu_out, flag) = match spec.template {
         Template::VersionRange => (Some(8.0), Some(8.0), None),
-        Template::VersionAndCapability => (
-            Some(spec.capability_floor - 1.0),
-            Some(spec.capability_floor),
-            None,
-        ),
-        Template::GpuFamily => (
-            Some(spec.family.0),
-            Some(spec.family.1),
-            Some(spec.flag_name()),
-        ),
+        Template::VersionAndCapability => {
+            (Some(spec.capability_floor - 1.0), Some(spec.capability_floor), None)
+        }
+        Template::GpuFamily => (Some(spec.family.0), Some(spec.family.1), Some(spec.flag_name())),
     };
     let flag = flag.as_deref();
     let (clear, undetermined, missing) = match spec.template {
@@ -544,33 +522,14 @@ mod tests {
         for k in 0..pool_size(10_000) {
             assert!(rules_of(k) <= package_capacity(k), "rank {k}");
         }
-        let tail = specs
-            .iter()
-            .filter(|s| s.package >= HEAD_PACKAGES.len())
-            .count();
+        let tail = specs.iter().filter(|s| s.package >= HEAD_PACKAGES.len()).count();
         assert!(tail > 7000, "tail rules: {tail}");
         // Few rules still concern the newest releases.
-        let current = specs
-            .iter()
-            .filter(|s| s.upper.is_none_or(|hi| hi > RELEASES - 5))
-            .count();
-        assert!(
-            current < 600,
-            "rules concerning the last releases: {current}"
-        );
-        let old = specs
-            .iter()
-            .filter(|s| s.upper.is_some_and(|hi| hi < RELEASES / 2))
-            .count();
-        assert!(
-            old > 7000,
-            "rules fixed in the first half of history: {old}"
-        );
-        for t in [
-            Template::VersionRange,
-            Template::VersionAndCapability,
-            Template::GpuFamily,
-        ] {
+        let current = specs.iter().filter(|s| s.upper.is_none_or(|hi| hi > RELEASES - 5)).count();
+        assert!(current < 600, "rules concerning the last releases: {current}");
+        let old = specs.iter().filter(|s| s.upper.is_some_and(|hi| hi < RELEASES / 2)).count();
+        assert!(old > 7000, "rules fixed in the first half of history: {old}");
+        for t in [Template::VersionRange, Template::VersionAndCapability, Template::GpuFamily] {
             assert!(specs.iter().filter(|s| s.template == t).count() > 1500);
         }
     }
@@ -580,12 +539,7 @@ mod tests {
         for spec in specs(200, 5) {
             let meta: pitfall_sdk::model::meta::RuleMeta =
                 serde_json::from_value(meta(&spec)).expect("meta");
-            assert!(
-                meta.problems().is_empty(),
-                "{}: {:?}",
-                spec.id(),
-                meta.problems()
-            );
+            assert!(meta.problems().is_empty(), "{}: {:?}", spec.id(), meta.problems());
             for s in &meta.applies_to {
                 pitfall_sdk::model::selector::Selector::parse(s).unwrap_or_else(|e| panic!("{e}"));
             }

@@ -24,10 +24,8 @@ use pitfall_sdk::model::session::Session;
 use crate::corpus::{RuleSpec, Template, package_name};
 
 /// The plug-in, built by build.rs.
-pub const PLUGIN: &[u8] = include_bytes!(concat!(
-    env!("OUT_DIR"),
-    "/pitfall_bench_extism_plugin.wasm"
-));
+pub const PLUGIN: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/pitfall_bench_extism_plugin.wasm"));
 
 /// The session of the call in progress.
 type Current = Option<Session>;
@@ -72,7 +70,13 @@ fn builder(spec: &RuleSpec, current: &UserData<Current>) -> PluginBuilder<'stati
     PluginBuilder::new(manifest)
         .with_wasi(false)
         .with_function("field", [extism::PTR], [extism::PTR], current.clone(), field)
-        .with_function("version_in", [extism::PTR, extism::PTR], [extism::PTR], current.clone(), version_in)
+        .with_function(
+            "version_in",
+            [extism::PTR, extism::PTR],
+            [extism::PTR],
+            current.clone(),
+            version_in,
+        )
 }
 
 /// How the plug-ins are used across calls.
@@ -100,9 +104,7 @@ pub struct ExtismHost {
 
 impl std::fmt::Debug for ExtismHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExtismHost")
-            .field("plugins", &self.plugins.len())
-            .finish_non_exhaustive()
+        f.debug_struct("ExtismHost").field("plugins", &self.plugins.len()).finish_non_exhaustive()
     }
 }
 

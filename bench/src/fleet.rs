@@ -112,10 +112,7 @@ mod tests {
         assert_eq!(a, fleet(50, 10_000, 3));
         assert_ne!(a, fleet(50, 10_000, 4));
         for (i, m) in a.iter().enumerate() {
-            assert!(
-                a[..i].iter().all(|other| other != m),
-                "manifest {i} repeats"
-            );
+            assert!(a[..i].iter().all(|other| other != m), "manifest {i} repeats");
             pitfall_sdk::model::manifest_from_value(m.clone()).unwrap_or_else(|e| panic!("{e:?}"));
             let packages = m["packages"].as_array().expect("packages");
             assert!((100..=300).contains(&packages.len()), "{} packages", packages.len());
@@ -123,7 +120,10 @@ mod tests {
                 .iter()
                 .filter(|p| !p["name"].as_str().is_some_and(|n| n.starts_with("general-pkg-")))
                 .count();
-            assert!((TAIL_PACKAGES + 3..=TAIL_PACKAGES + HEAD_PACKAGES.len()).contains(&ml), "{ml} ML packages");
+            assert!(
+                (TAIL_PACKAGES + 3..=TAIL_PACKAGES + HEAD_PACKAGES.len()).contains(&ml),
+                "{ml} ML packages"
+            );
         }
     }
 }

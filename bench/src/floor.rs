@@ -75,15 +75,8 @@ pub fn measure(
     }
     let us = |s: &[Duration]| median(&s.iter().map(|d| d.as_secs_f64() * 1e6).collect::<Vec<_>>());
     let floor_us = us(&floor_samples);
-    let rules: Vec<(String, f64)> = rules
-        .iter()
-        .zip(&rule_samples)
-        .map(|(r, s)| (r.id().to_owned(), us(s)))
-        .collect();
+    let rules: Vec<(String, f64)> =
+        rules.iter().zip(&rule_samples).map(|(r, s)| (r.id().to_owned(), us(s))).collect();
     let ratio = median(&rules.iter().map(|(_, t)| t / floor_us).collect::<Vec<_>>());
-    FloorRatio {
-        floor_us,
-        rules,
-        ratio,
-    }
+    FloorRatio { floor_us, rules, ratio }
 }

@@ -120,12 +120,7 @@ pub async fn run(
         errors += e;
     }
     let elapsed = start.elapsed();
-    Ok(LoadResult {
-        ok: latencies.len(),
-        errors,
-        elapsed,
-        latency: Summary::of(&latencies),
-    })
+    Ok(LoadResult { ok: latencies.len(), errors, elapsed, latency: Summary::of(&latencies) })
 }
 
 /// One request on a keep-alive connection: the status, and the connection.
@@ -156,18 +151,12 @@ async fn request(
         }
     };
     let head = std::str::from_utf8(&buf[..header_end]).context("headers")?;
-    let status: u16 = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("status line")?;
+    let status: u16 = head.split(' ').nth(1).and_then(|s| s.parse().ok()).context("status line")?;
     let length: usize = head
         .lines()
         .find_map(|l| {
             let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())
-                .flatten()
+            k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok()).flatten()
         })
         .context("no content-length")?;
     let mut have = buf.len() - header_end;
@@ -194,35 +183,17 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_client_drives_an_echo_server_and_stops_at_its_bound() {
         let router = axum::Router::new().route("/echo", axum::routing::post(echo));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let server = tokio::spawn(async move { axum::serve(listener, router).await });
         let bodies = Arc::new(vec![br#"{"a": 1}"#.to_vec(), br#"{"b": [1, 2]}"#.to_vec()]);
-        let load = Load {
-            requests: 200,
-            concurrency: 4,
-            deadline: Duration::from_secs(20),
-        };
-        let result = run(addr, "/echo", bodies.clone(), load)
-            .await
-            .expect("runs");
+        let load = Load { requests: 200, concurrency: 4, deadline: Duration::from_secs(20) };
+        let result = run(addr, "/echo", bodies.clone(), load).await.expect("runs");
         assert_eq!((result.ok, result.errors), (200, 0));
         assert!(result.throughput() > 0.0 && result.latency.p99 >= result.latency.p50);
         // A bad body is an error (400), counted, not a hang.
         let bad = Arc::new(vec![b"not json".to_vec()]);
-        let result = run(
-            addr,
-            "/echo",
-            bad,
-            Load {
-                requests: 5,
-                ..load
-            },
-        )
-        .await
-        .expect("runs");
+        let result = run(addr, "/echo", bad, Load { requests: 5, ..load }).await.expect("runs");
         assert_eq!((result.ok, result.errors), (0, 5));
         server.abort();
         let far: SocketAddr = "192.0.2.1:80".parse().expect("addr");

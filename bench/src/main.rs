@@ -67,11 +67,7 @@ struct Args {
     /// building with `--features extism`). `http` (not in the default
     /// list) runs only the HTTP phases, against the registry a
     /// `--sections server --keep-registry` run left.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "floor,scale,compare,publish,server,plot"
-    )]
+    #[arg(long, value_delimiter = ',', default_value = "floor,scale,compare,publish,server,plot")]
     sections: Vec<String>,
 }
 
@@ -187,12 +183,7 @@ fn main() -> anyhow::Result<()> {
     let engine = Engine::new(Limits::default()).context("engine")?;
     let bundled: Vec<Arc<Rule>> = pitfall_bundled_rules::MODULES
         .iter()
-        .map(|m| {
-            engine
-                .load(m.wasm)
-                .map(Arc::new)
-                .with_context(|| m.crate_name.to_owned())
-        })
+        .map(|m| engine.load(m.wasm).map(Arc::new).with_context(|| m.crate_name.to_owned()))
         .collect::<anyhow::Result<_>>()?;
     let g5g = Prepared::new(fixture("g5g-gemma4-vllm0271.json")?);
     let mut report = Report::default();
@@ -201,12 +192,9 @@ fn main() -> anyhow::Result<()> {
         args.sections = vec!["floor".into(), "scale".into()];
     }
     // 1. The floor and the bundled rules, as the engine benchmark measures them.
-    let floor_rule = engine
-        .load(&floor::floor_module())
-        .context("the floor module")?;
-    let ratio = args
-        .runs("floor")
-        .then(|| floor::measure(&engine, &floor_rule, &bundled, &g5g, 2000, 20));
+    let floor_rule = engine.load(&floor::floor_module()).context("the floor module")?;
+    let ratio =
+        args.runs("floor").then(|| floor::measure(&engine, &floor_rule, &bundled, &g5g, 2000, 20));
     if let Some(ratio) = &ratio {
         report.line(format!("ratio_to_floor={:.2}", ratio.ratio));
     }
@@ -316,10 +304,8 @@ fn full(
     }
     if args.runs("plot") && !points.is_empty() {
         let png = args.out.join("check-latency.png");
-        let data: Vec<plot::Point> = points
-            .iter()
-            .map(|p| (p.rules_total, p.check.p50, p.check.p99))
-            .collect();
+        let data: Vec<plot::Point> =
+            points.iter().map(|p| (p.rules_total, p.check.p50, p.check.p99)).collect();
         plot::check_latency(&png, &data)?;
         report.line(format!("plot={}", png.display()));
     }
@@ -342,10 +328,7 @@ fn compare_hosts(
         )
     };
     #[cfg(feature = "extism")]
-    let peers = compare::Peers {
-        reused: Some(&mut reused),
-        fresh: Some(&mut fresh),
-    };
+    let peers = compare::Peers { reused: Some(&mut reused), fresh: Some(&mut fresh) };
     #[cfg(not(feature = "extism"))]
     let peers = compare::Peers::default();
     let rows = compare::measure(engine, &rules, peers, 4000, 20)?;
@@ -378,15 +361,11 @@ fn compare_hosts(
 
 /// Publish cost: the bundled rules and 200 synthetic ones.
 fn publish_cost(specs: &[corpus::RuleSpec], report: &mut Report) -> anyhow::Result<()> {
-    let bundled_bytes: Vec<&[u8]> = pitfall_bundled_rules::MODULES
-        .iter()
-        .map(|m| m.wasm)
-        .collect();
+    let bundled_bytes: Vec<&[u8]> = pitfall_bundled_rules::MODULES.iter().map(|m| m.wasm).collect();
     let synthetic: Vec<Vec<u8>> = specs.iter().take(200).map(corpus::module).collect();
-    for (name, modules) in [
-        ("bundled", bundled_bytes),
-        ("synthetic", synthetic.iter().map(Vec::as_slice).collect()),
-    ] {
+    for (name, modules) in
+        [("bundled", bundled_bytes), ("synthetic", synthetic.iter().map(Vec::as_slice).collect())]
+    {
         let c = publish::measure(&modules)?;
         report.line(format!(
             "publish set={name} modules={} bytes_median={:.0} {} {} {} {}",
@@ -411,22 +390,16 @@ fn server(args: &Args, bundled: usize, report: &mut Report) -> anyhow::Result<()
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let seeded = runtime.block_on(startup::seed_registry(
-        &dir,
-        &corpus::specs(SERVER_RULES, SEED),
-    ))?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let seeded =
+        runtime.block_on(startup::seed_registry(&dir, &corpus::specs(SERVER_RULES, SEED)))?;
     report.line(format!(
         "registry synthetic_rules={seeded} (plus the bundled rules, seeded by the server)"
     ));
     let mut server = None;
-    for (label, cache) in [
-        ("first_start", false),
-        ("restart_without_cache", false),
-        ("restart_with_cache", true),
-    ] {
+    for (label, cache) in
+        [("first_start", false), ("restart_without_cache", false), ("restart_with_cache", true)]
+    {
         let s = startup::start(&exe, &dir, cache, SERVER_RULES + bundled)?;
         report.line(format!(
             "startup {label}{} rules={} cold_start_ms={:.0} target<=2000 {} all_served_ms={:.0} warm_ms={:.0} rss_mib={:.0} peak_rss_mib={:.0} target<=512 {}",
@@ -465,9 +438,7 @@ fn http_only(args: &Args, report: &mut Report) -> anyhow::Result<()> {
             dir.display()
         );
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let rules = SERVER_RULES + pitfall_bundled_rules::MODULES.len();
     let server = restart(&dir, rules, 1, report)?;
     http_starts(&runtime, server, &dir, args, rules, report)
@@ -522,18 +493,13 @@ fn http_starts(
             Some(server) => server,
             None => restart(dir, rules, start, report)?,
         };
-        starts.push(just_started_phases(
-            runtime, &server, &bodies, start, report,
-        )?);
+        starts.push(just_started_phases(runtime, &server, &bodies, start, report)?);
         if start == args.starts {
             warmed = Some(last_start(runtime, &server, &bodies, args, start, report)?);
         }
         server.stop()?;
     }
-    let (warmed, last) = (
-        warmed.context("no last start")?,
-        starts.last().context("no start")?,
-    );
+    let (warmed, last) = (warmed.context("no last start")?, starts.last().context("no start")?);
     let per_start = |f: fn(&JustStarted) -> f64| -> (f64, String) {
         let values: Vec<f64> = starts.iter().map(f).collect();
         let text = values.iter().map(|v| format!("{v:.2}")).collect::<Vec<_>>();
@@ -559,10 +525,7 @@ fn http_starts(
 /// `n` fleet manifests drawn from `seed`, as request bodies.
 fn fleet_bodies(seed: u64, n: usize) -> Arc<Vec<Vec<u8>>> {
     Arc::new(
-        fleet::fleet(n, SERVER_RULES, seed)
-            .iter()
-            .map(|m| m.to_string().into_bytes())
-            .collect(),
+        fleet::fleet(n, SERVER_RULES, seed).iter().map(|m| m.to_string().into_bytes()).collect(),
     )
 }
 
@@ -612,11 +575,8 @@ impl HttpBodies {
 /// distinct phase's bodies: one thread's CPU, no HTTP, so measured once
 /// (with the first server idle), not per start.
 fn request_parts(bodies: &HttpBodies, report: &mut Report) -> anyhow::Result<()> {
-    let all_distinct: Vec<Vec<u8>> = bodies
-        .distinct
-        .iter()
-        .flat_map(|c| c.iter().cloned())
-        .collect();
+    let all_distinct: Vec<Vec<u8>> =
+        bodies.distinct.iter().flat_map(|c| c.iter().cloned()).collect();
     let p = parts::measure(&all_distinct)?;
     report.line(format!(
         "http request_parts bodies={} echo_parse_write_us={:.1} read_us={:.1} read_through_value_us={:.1} digest_us={:.1} prepare_us={:.1} read_over_echo={:.2} read_digest_prepare_over_echo={:.2} (one thread's CPU per body, no HTTP)",
@@ -668,15 +628,16 @@ fn just_started_phases(
         ];
         for (phase, (path, sent)) in phases.into_iter().enumerate() {
             // On stderr, for a profiler attaching to the server's pid.
-            eprintln!(
-                "phase {} starts (start {start}, round {round})",
-                names[phase]
-            );
-            let (server_before, client_before) = (startup::cpu_time(server.pid())?, startup::cpu_time(std::process::id())?);
+            eprintln!("phase {} starts (start {start}, round {round})", names[phase]);
+            let (server_before, client_before) =
+                (startup::cpu_time(server.pid())?, startup::cpu_time(std::process::id())?);
             let r = runtime.block_on(http::run(server.addr, path, sent, bodies.per_round))?;
             let server_cpu = startup::cpu_time(server.pid())? - server_before;
             let client_cpu = startup::cpu_time(std::process::id())? - client_before;
-            cpu[phase].push((server_cpu.as_secs_f64() * 1e6 / r.ok.max(1) as f64, client_cpu.as_secs_f64() * 1e6 / r.ok.max(1) as f64));
+            cpu[phase].push((
+                server_cpu.as_secs_f64() * 1e6 / r.ok.max(1) as f64,
+                client_cpu.as_secs_f64() * 1e6 / r.ok.max(1) as f64,
+            ));
             results[phase].push(r);
         }
     }
@@ -701,12 +662,7 @@ fn just_started_phases(
             .collect()
     };
     let (distinct, repeated) = (over_echo(1), over_echo(2));
-    let joined = |r: &[f64]| {
-        r.iter()
-            .map(|r| format!("{r:.2}"))
-            .collect::<Vec<_>>()
-            .join("/")
-    };
+    let joined = |r: &[f64]| r.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join("/");
     report.line(format!(
         "http start={start} distinct_over_echo={:.2} repeated_over_echo={:.2} (median round) distinct_per_round={} repeated_per_round={}",
         median(&distinct),
@@ -742,15 +698,8 @@ fn last_start(
     let result_cache_bytes = server.metric("pitfall_result_cache_bytes")?;
     let warm_up = fleet_bodies(400, warm_up_machines(args));
     let fresh = round_bodies(500, bodies.per_round.requests);
-    let warmed = warmed_phases(
-        runtime,
-        server,
-        report,
-        &bodies.echo,
-        warm_up,
-        &fresh,
-        bodies.per_round,
-    )?;
+    let warmed =
+        warmed_phases(runtime, server, report, &bodies.echo, warm_up, &fresh, bodies.per_round)?;
     report.line(format!(
         "http rule_memo start={start} hit_rate={:.3} evaluations={:.0} sandboxed_reusing_an_instance={:.3} memo_mib={:.1} result_cache_mib={:.1} (the last start, over its just-started phases)",
         hits / (hits + misses).max(1.0),

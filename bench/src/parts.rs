@@ -41,7 +41,10 @@ pub struct Parts {
 pub fn measure(bodies: &[Vec<u8>]) -> anyhow::Result<Parts> {
     let manifests = bodies
         .iter()
-        .map(|b| manifest_from_slice(b).ok_or_else(|| anyhow::anyhow!("a fleet body the fast reader declines")))
+        .map(|b| {
+            manifest_from_slice(b)
+                .ok_or_else(|| anyhow::anyhow!("a fleet body the fast reader declines"))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let n = bodies.len().max(1) as f64;
     // `f` does one body's work; its result is dropped inside the timing,
@@ -63,13 +66,15 @@ pub fn measure(bodies: &[Vec<u8>]) -> anyhow::Result<Parts> {
         let value: Value = serde_json::from_slice(&bodies[i]).unwrap_or(Value::Null);
         sink ^= serde_json::to_vec(&value).map_or(0, |t| t.len());
     });
-    let read_us = per_body(&mut |i| sink ^= manifest_from_slice(&bodies[i]).map_or(0, |m| m.packages.len()));
+    let read_us =
+        per_body(&mut |i| sink ^= manifest_from_slice(&bodies[i]).map_or(0, |m| m.packages.len()));
     let read_through_value_us = per_body(&mut |i| {
         let value: Value = serde_json::from_slice(&bodies[i]).unwrap_or(Value::Null);
         sink ^= manifest_from_value(value).map_or(0, |m| m.packages.len());
     });
     let digest_us = per_body(&mut |i| sink ^= usize::from(text_digest(&bodies[i])[0]));
-    let prepare_us = per_body(&mut |i| sink ^= Prepared::new(manifests[i].clone()).manifest.packages.len());
+    let prepare_us =
+        per_body(&mut |i| sink ^= Prepared::new(manifests[i].clone()).manifest.packages.len());
     // Keeps the work from being optimised away.
     std::hint::black_box(sink);
     // `prepare_us` includes cloning the read manifest; the request moves it
@@ -92,7 +97,8 @@ mod tests {
 
     #[test]
     fn every_part_is_timed_on_fleet_bodies() {
-        let bodies: Vec<Vec<u8>> = crate::fleet::fleet(8, 1000, 3).iter().map(|m| m.to_string().into_bytes()).collect();
+        let bodies: Vec<Vec<u8>> =
+            crate::fleet::fleet(8, 1000, 3).iter().map(|m| m.to_string().into_bytes()).collect();
         let parts = measure(&bodies).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(parts.bodies, 8);
         for (name, us) in [

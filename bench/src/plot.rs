@@ -29,10 +29,7 @@ pub fn check_latency(path: &Path, points: &[Point]) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, (800, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(draw)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Engine check latency against registry size",
-            ("sans-serif", 22),
-        )
+        .caption("Engine check latency against registry size", ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(64)
@@ -48,16 +45,8 @@ pub fn check_latency(path: &Path, points: &[Point]) -> anyhow::Result<()> {
         .draw()
         .map_err(draw)?;
     let series = [
-        (
-            "p50",
-            BLUE,
-            points.iter().map(|p| (p.0 as f64, p.1)).collect::<Vec<_>>(),
-        ),
-        (
-            "p99",
-            RED,
-            points.iter().map(|p| (p.0 as f64, p.2)).collect::<Vec<_>>(),
-        ),
+        ("p50", BLUE, points.iter().map(|p| (p.0 as f64, p.1)).collect::<Vec<_>>()),
+        ("p99", RED, points.iter().map(|p| (p.0 as f64, p.2)).collect::<Vec<_>>()),
     ];
     for (name, colour, data) in series {
         chart
@@ -68,16 +57,12 @@ pub fn check_latency(path: &Path, points: &[Point]) -> anyhow::Result<()> {
                 PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
             });
         chart
-            .draw_series(
-                data.iter()
-                    .map(|&(x, y)| Circle::new((x, y), 4, colour.filled())),
-            )
+            .draw_series(data.iter().map(|&(x, y)| Circle::new((x, y), 4, colour.filled())))
             .map_err(draw)?;
     }
-    for (name, target, colour) in [
-        ("target p50 1 ms", 1000.0, BLUE.mix(0.4)),
-        ("target p99 5 ms", 5000.0, RED.mix(0.4)),
-    ] {
+    for (name, target, colour) in
+        [("target p50 1 ms", 1000.0, BLUE.mix(0.4)), ("target p99 5 ms", 5000.0, RED.mix(0.4))]
+    {
         chart
             .draw_series(LineSeries::new(
                 vec![(x_min, target), (x_max, target)],
@@ -115,11 +100,7 @@ mod tests {
         let path = dir.path().join("plot.png");
         check_latency(
             &path,
-            &[
-                (1_033, 120.0, 900.0),
-                (10_033, 300.0, 2_000.0),
-                (100_033, 700.0, 6_000.0),
-            ],
+            &[(1_033, 120.0, 900.0), (10_033, 300.0, 2_000.0), (100_033, 700.0, 6_000.0)],
         )
         .expect("drawn");
         let bytes = std::fs::read(&path).expect("written");

@@ -69,9 +69,7 @@ impl Zipf {
     pub fn sample(&self, rng: &mut Rng) -> usize {
         let total = self.cumulative.last().copied().unwrap_or(1.0);
         let at = rng.unit() * total;
-        self.cumulative
-            .partition_point(|c| *c <= at)
-            .min(self.cumulative.len() - 1)
+        self.cumulative.partition_point(|c| *c <= at).min(self.cumulative.len() - 1)
     }
 }
 
@@ -81,15 +79,9 @@ mod tests {
 
     #[test]
     fn the_same_seed_gives_the_same_stream() {
-        let a: Vec<u64> = (0..5)
-            .scan(Rng::new(42), |r, _| Some(r.next_u64()))
-            .collect();
-        let b: Vec<u64> = (0..5)
-            .scan(Rng::new(42), |r, _| Some(r.next_u64()))
-            .collect();
-        let c: Vec<u64> = (0..5)
-            .scan(Rng::new(43), |r, _| Some(r.next_u64()))
-            .collect();
+        let a: Vec<u64> = (0..5).scan(Rng::new(42), |r, _| Some(r.next_u64())).collect();
+        let b: Vec<u64> = (0..5).scan(Rng::new(42), |r, _| Some(r.next_u64())).collect();
+        let c: Vec<u64> = (0..5).scan(Rng::new(43), |r, _| Some(r.next_u64())).collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
     }

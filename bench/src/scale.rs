@@ -99,7 +99,8 @@ impl CheckParts {
             let rules = set.candidates(&prepared);
             let t2 = thread_cpu_time();
             engine.prefetch_replays(&rules);
-            let replayed: Vec<bool> = rules.iter().map(|r| engine.replay(r, &prepared).is_some()).collect();
+            let replayed: Vec<bool> =
+                rules.iter().map(|r| engine.replay(r, &prepared).is_some()).collect();
             let t3 = thread_cpu_time();
             for rule in &rules {
                 black_box(engine.replay(rule, &prepared));
@@ -139,11 +140,7 @@ pub fn load(engine: &Engine, specs: &[RuleSpec]) -> Vec<Arc<Rule>> {
         .par_iter()
         .map(|spec| {
             let bytes: Arc<[u8]> = crate::corpus::module(spec).into();
-            Arc::new(
-                engine
-                    .load_deferred(bytes)
-                    .unwrap_or_else(|e| panic!("{}: {e}", spec.id())),
-            )
+            Arc::new(engine.load_deferred(bytes).unwrap_or_else(|e| panic!("{}: {e}", spec.id())))
         })
         .collect()
 }
@@ -166,7 +163,9 @@ pub fn measure(
     let set = RuleSet::new(rules, format!("bench-{}", specs.len()));
     let load = start.elapsed();
     // Every candidate in the sandbox (the targets), or as served (the memo).
-    let check = |memo: bool, m: Manifest| if memo { set.check(engine, m) } else { set.check_sandboxed(engine, m) };
+    let check = |memo: bool, m: Manifest| {
+        if memo { set.check(engine, m) } else { set.check_sandboxed(engine, m) }
+    };
     // The copy of the manifest is made outside the timed part.
     let time = |memo: bool, m: &Manifest| {
         let m = m.clone();
@@ -176,10 +175,8 @@ pub fn measure(
     };
     // One worker: a check's parallel part runs on this pool's only thread,
     // so that thread's CPU time is the whole check.
-    let one_thread = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("a one-thread pool");
+    let one_thread =
+        rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
     let cpu_time = |memo: bool, m: &Manifest| {
         let m = m.clone();
         one_thread.install(|| {
@@ -315,7 +312,8 @@ mod tests {
 
         let engine = Engine::new(Limits::default()).expect("engine");
         let set = RuleSet::new(load(&engine, &specs(1000, 3)), "parts");
-        let machines: Vec<_> = fleet(4, 1000, 5).into_iter().map(|m| manifest_from_value(m).expect("valid")).collect();
+        let machines: Vec<_> =
+            fleet(4, 1000, 5).into_iter().map(|m| manifest_from_value(m).expect("valid")).collect();
         let first = CheckParts::measure(&engine, &set, &machines);
         assert_eq!(first.machines, 4);
         assert!(first.candidates >= 1.0, "{first:?}");
@@ -323,7 +321,8 @@ mod tests {
         let again = CheckParts::measure(&engine, &set, &machines);
         assert_eq!(again.candidates, first.candidates);
         assert_eq!(again.missed, 0.0, "{again:?}");
-        for us in [again.prepare_us, again.candidates_us, again.replays_us, again.replays_again_us] {
+        for us in [again.prepare_us, again.candidates_us, again.replays_us, again.replays_again_us]
+        {
             assert!(us.is_finite() && us > 0.0, "{again:?}");
         }
     }

@@ -107,9 +107,7 @@ pub fn start(exe: &Path, data_dir: &Path, cache: bool, rules: usize) -> anyhow::
     // end it is only made then).
     let mut child = Unready(Some(child));
     let mut stdout = BufReader::new(child.get().stdout.take().context("child stdout")?);
-    let addr: SocketAddr = read_value(&mut stdout, "listening")?
-        .parse()
-        .context("listening=")?;
+    let addr: SocketAddr = read_value(&mut stdout, "listening")?.parse().context("listening=")?;
     let cold_start = loop {
         if get_status(addr, "/readyz").ok() == Some(200) {
             break started.elapsed();
@@ -121,7 +119,8 @@ pub fn start(exe: &Path, data_dir: &Path, cache: bool, rules: usize) -> anyhow::
     };
     let all_served = loop {
         let served = get_body(addr, "/metrics").ok().and_then(|text| {
-            text.lines().find_map(|l| l.strip_prefix("pitfall_rules_served ")?.trim().parse::<f64>().ok())
+            text.lines()
+                .find_map(|l| l.strip_prefix("pitfall_rules_served ")?.trim().parse::<f64>().ok())
         });
         if served.is_some_and(|n| n as usize >= rules) {
             break started.elapsed();
@@ -216,11 +215,7 @@ fn read_value(stdout: &mut BufReader<ChildStdout>, key: &str) -> anyhow::Result<
         if stdout.read_line(&mut line)? == 0 {
             bail!("the server exited before printing {key}=");
         }
-        if let Some(v) = line
-            .trim()
-            .strip_prefix(key)
-            .and_then(|r| r.strip_prefix('='))
-        {
+        if let Some(v) = line.trim().strip_prefix(key).and_then(|r| r.strip_prefix('=')) {
             return Ok(v.to_owned());
         }
     }
@@ -243,10 +238,8 @@ pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
 pub fn rss(pid: u32) -> anyhow::Result<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let field = |name: &str| -> anyhow::Result<u64> {
-        let line = status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .with_context(|| format!("no {name}"))?;
+        let line =
+            status.lines().find(|l| l.starts_with(name)).with_context(|| format!("no {name}"))?;
         let kib: u64 = line.split_whitespace().nth(1).context("value")?.parse()?;
         Ok(kib * 1024)
     };
@@ -311,8 +304,6 @@ pub async fn serve_child(config: pitfall_server::config::Config) -> anyhow::Resu
         let mut stdin = tokio::io::stdin();
         while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
     };
-    axum::serve(listener, router)
-        .with_graceful_shutdown(stdin_closed)
-        .await?;
+    axum::serve(listener, router).with_graceful_shutdown(stdin_closed).await?;
     Ok(())
 }

@@ -38,23 +38,14 @@ pub fn median(values: &[f64]) -> f64 {
 impl Summary {
     /// Summarises durations.
     pub fn of(samples: &[Duration]) -> Summary {
-        Summary::of_us(
-            &samples
-                .iter()
-                .map(|d| d.as_secs_f64() * 1e6)
-                .collect::<Vec<_>>(),
-        )
+        Summary::of_us(&samples.iter().map(|d| d.as_secs_f64() * 1e6).collect::<Vec<_>>())
     }
 
     /// Summarises values already in microseconds.
     pub fn of_us(values: &[f64]) -> Summary {
         let mut v = values.to_vec();
         v.sort_by(f64::total_cmp);
-        let mean = if v.is_empty() {
-            f64::NAN
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        };
+        let mean = if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
         Summary {
             n: v.len(),
             p50: quantile(&v, 0.5),

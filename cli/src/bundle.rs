@@ -58,9 +58,13 @@ fn state_path(bundle: &Path) -> PathBuf {
 }
 
 /// Reads and verifies a bundle file; the error names the file.
-pub(crate) fn read_verified(path: &Path, key: &PublicKey) -> anyhow::Result<(Vec<u8>, String, usize)> {
+pub(crate) fn read_verified(
+    path: &Path,
+    key: &PublicKey,
+) -> anyhow::Result<(Vec<u8>, String, usize)> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let bundle = Bundle::verify(&bytes, key).with_context(|| format!("{}: refused", path.display()))?;
+    let bundle =
+        Bundle::verify(&bytes, key).with_context(|| format!("{}: refused", path.display()))?;
     let (revision, count) = (bundle.index.ruleset_revision.clone(), bundle.index.rules.len());
     Ok((bytes, revision, count))
 }
@@ -81,14 +85,17 @@ fn pull(config: &UserConfig, server: Option<&str>, key: Option<&str>) -> anyhow:
     let path = bundle_path().context("no place for the bundle: set PITFALL_BUNDLE or HOME")?;
     // The previous bundle counts only if it still verifies with this key.
     let previous = path.exists().then(|| read_verified(&path, &key)).and_then(Result::ok);
-    let state: Option<PullState> = std::fs::read(state_path(&path)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let state: Option<PullState> =
+        std::fs::read(state_path(&path)).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let client = Client::new(server)?;
     let if_none_match = match (&previous, &state) {
         (Some(_), Some(state)) if state.server == client.base_url() => Some(state.etag.as_str()),
         _ => None,
     };
     let kept = || match &previous {
-        Some((_, revision, count)) => format!("keeping the previous bundle (revision {revision}, {count} rules)"),
+        Some((_, revision, count)) => {
+            format!("keeping the previous bundle (revision {revision}, {count} rules)")
+        }
         None => "there is no previous bundle".to_owned(),
     };
     let (bytes, etag) = match client.bundle(if_none_match).with_context(kept)? {
@@ -105,8 +112,10 @@ fn pull(config: &UserConfig, server: Option<&str>, key: Option<&str>) -> anyhow:
         Err(e) => bail!("refused the bundle from {}: {e}; {}", client.base_url(), kept()),
     };
     write_atomically(&path, &bytes)?;
-    let state =
-        PullState { server: client.base_url().to_owned(), etag: etag.unwrap_or_else(|| bundle.etag().to_owned()) };
+    let state = PullState {
+        server: client.base_url().to_owned(),
+        etag: etag.unwrap_or_else(|| bundle.etag().to_owned()),
+    };
     write_atomically(&state_path(&path), &serde_json::to_vec_pretty(&state)?)?;
     outln!(
         "pulled revision {}: {} rules, signed by {key} ({})",
@@ -124,7 +133,8 @@ fn show(config: &UserConfig, path: Option<&Path>, key: Option<&str>) -> anyhow::
         None => bundle_path().context("no pulled bundle: set PITFALL_BUNDLE or HOME")?,
     };
     let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    let bundle = Bundle::verify(&bytes, &key).with_context(|| format!("{}: refused", path.display()))?;
+    let bundle =
+        Bundle::verify(&bytes, &key).with_context(|| format!("{}: refused", path.display()))?;
     outln!(
         "{}: revision {}, {} rules, signed by {key}",
         path.display(),

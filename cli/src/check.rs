@@ -51,19 +51,31 @@ impl Source {
             Some(path) => {
                 let start = read_start(path);
                 if pitfall_client::api::bundle::looks_like_bundle(&start) {
-                    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-                    rules::from_bundle(&engine, &path.display().to_string(), &bytes, &config.public_key(None)?)?
+                    let bytes = std::fs::read(path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    rules::from_bundle(
+                        &engine,
+                        &path.display().to_string(),
+                        &bytes,
+                        &config.public_key(None)?,
+                    )?
                 } else {
                     rules::from_path(&engine, path)?
                 }
             }
             None => match bundle::bundle_path().filter(|p| p.is_file()) {
                 Some(path) => {
-                    let key = config
-                        .public_key(None)
-                        .with_context(|| format!("checking with the pulled bundle {}", path.display()))?;
-                    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-                    rules::from_bundle(&engine, &format!("the pulled bundle {}", path.display()), &bytes, &key)?
+                    let key = config.public_key(None).with_context(|| {
+                        format!("checking with the pulled bundle {}", path.display())
+                    })?;
+                    let bytes = std::fs::read(&path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    rules::from_bundle(
+                        &engine,
+                        &format!("the pulled bundle {}", path.display()),
+                        &bytes,
+                        &key,
+                    )?
                 }
                 None => rules::bundled(&engine)?,
             },
@@ -92,7 +104,9 @@ fn read_manifest(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
     let name = display_name(path);
     let bytes = if path.as_os_str() == "-" {
         let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf).context("reading the manifest from standard input")?;
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .context("reading the manifest from standard input")?;
         buf
     } else {
         std::fs::read(path).with_context(|| format!("reading {name}"))?
@@ -118,7 +132,8 @@ pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
 
 fn one(args: &CheckArgs, config: &UserConfig, path: &Path) -> anyhow::Result<ExitCode> {
     let (name, bytes) = read_manifest(path)?;
-    let manifest = parse_manifest(&bytes).map_err(|e| anyhow::anyhow!("{name}: invalid manifest: {e}"))?;
+    let manifest =
+        parse_manifest(&bytes).map_err(|e| anyhow::anyhow!("{name}: invalid manifest: {e}"))?;
     let answer = match Source::resolve(args, config)? {
         Source::Online(client) => client.check_json(&bytes)?,
         Source::Offline(engine, set) => set.check(&engine, manifest),
@@ -146,17 +161,20 @@ fn batch(args: &CheckArgs, config: &UserConfig) -> anyhow::Result<ExitCode> {
     let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(files.len());
     let mut manifests: Vec<(usize, Manifest)> = Vec::new();
     for (i, path) in files.iter().enumerate() {
-        let parsed = read_manifest(path)
-            .map_err(|e| format!("{e:#}"))
-            .and_then(|(_, bytes)| parse_manifest(&bytes).map_err(|e| format!("invalid manifest: {e}")));
+        let parsed = read_manifest(path).map_err(|e| format!("{e:#}")).and_then(|(_, bytes)| {
+            parse_manifest(&bytes).map_err(|e| format!("invalid manifest: {e}"))
+        });
         match parsed {
             Ok(manifest) => {
                 manifests.push((i, manifest));
                 outcomes.push(None);
             }
-            Err(message) => {
-                outcomes.push(Some(Err(ErrorBody { code: "invalid_manifest".into(), message, step: None, retry_after_s: None })))
-            }
+            Err(message) => outcomes.push(Some(Err(ErrorBody {
+                code: "invalid_manifest".into(),
+                message,
+                step: None,
+                retry_after_s: None,
+            }))),
         }
     }
     let source = Source::resolve(args, config)?;
@@ -184,7 +202,14 @@ fn batch(args: &CheckArgs, config: &UserConfig) -> anyhow::Result<ExitCode> {
     let outcomes: Vec<Outcome> = outcomes
         .into_iter()
         .map(|o| {
-            o.unwrap_or_else(|| Err(ErrorBody { code: "internal".into(), message: "no answer".into(), step: None, retry_after_s: None }))
+            o.unwrap_or_else(|| {
+                Err(ErrorBody {
+                    code: "internal".into(),
+                    message: "no answer".into(),
+                    step: None,
+                    retry_after_s: None,
+                })
+            })
         })
         .collect();
     report(args, &names, &outcomes)?;
@@ -228,7 +253,10 @@ fn report(args: &CheckArgs, names: &[String], outcomes: &[Outcome]) -> anyhow::R
                 }
                 outln!();
             }
-            let failing = outcomes.iter().filter(|o| o.as_ref().is_ok_and(|a| fails(a, args.fail_on))).count();
+            let failing = outcomes
+                .iter()
+                .filter(|o| o.as_ref().is_ok_and(|a| fails(a, args.fail_on)))
+                .count();
             let failed = outcomes.iter().filter(|o| o.is_err()).count();
             outln!(
                 "{} manifests: {failing} fail at --fail-on {}, {failed} could not be checked",

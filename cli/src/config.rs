@@ -29,7 +29,12 @@ pub(crate) struct UserConfig {
 /// A per-user file or folder: the path `override_var` names, else
 /// `$<xdg_var>/pitfall/<name>`, else `~/<home_default>/pitfall/<name>`;
 /// none when no such place can be named.
-pub(crate) fn user_path(override_var: &str, xdg_var: &str, home_default: &str, name: &str) -> Option<PathBuf> {
+pub(crate) fn user_path(
+    override_var: &str,
+    xdg_var: &str,
+    home_default: &str,
+    name: &str,
+) -> Option<PathBuf> {
     if let Some(path) = std::env::var_os(override_var) {
         return Some(PathBuf::from(path));
     }
@@ -53,7 +58,8 @@ impl UserConfig {
     pub(crate) fn load() -> anyhow::Result<UserConfig> {
         let mut config = match path() {
             Some(path) => match std::fs::read_to_string(&path) {
-                Ok(text) => toml::from_str(&text).with_context(|| format!("{}: invalid config", path.display()))?,
+                Ok(text) => toml::from_str(&text)
+                    .with_context(|| format!("{}: invalid config", path.display()))?,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => UserConfig::default(),
                 Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
             },

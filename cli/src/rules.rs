@@ -27,20 +27,30 @@ pub(crate) fn engine() -> anyhow::Result<Engine> {
 
 /// Loads modules on all cores (compiling what is not cached); `name`
 /// says which module failed.
-fn load_all<'a>(engine: &Engine, modules: impl Iterator<Item = (String, &'a [u8])>) -> anyhow::Result<Vec<Arc<Rule>>> {
+fn load_all<'a>(
+    engine: &Engine,
+    modules: impl Iterator<Item = (String, &'a [u8])>,
+) -> anyhow::Result<Vec<Arc<Rule>>> {
     std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            modules.map(|(name, wasm)| scope.spawn(move || engine.load(wasm).with_context(|| name))).collect();
+        let handles: Vec<_> = modules
+            .map(|(name, wasm)| scope.spawn(move || engine.load(wasm).with_context(|| name)))
+            .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a rule-loading thread panicked"))).map(Arc::new))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a rule-loading thread panicked")))
+                    .map(Arc::new)
+            })
             .collect()
     })
 }
 
 /// Loads the bundled rules (compiling on all cores when not cached).
 pub(crate) fn bundled(engine: &Engine) -> anyhow::Result<RuleSet> {
-    let modules = pitfall_bundled_rules::MODULES.iter().map(|m| (format!("bundled rule {}", m.crate_name), m.wasm));
+    let modules = pitfall_bundled_rules::MODULES
+        .iter()
+        .map(|m| (format!("bundled rule {}", m.crate_name), m.wasm));
     Ok(RuleSet::new(load_all(engine, modules)?, pitfall_bundled_rules::REVISION))
 }
 
@@ -48,9 +58,16 @@ pub(crate) fn bundled(engine: &Engine) -> anyhow::Result<RuleSet> {
 /// module must describe itself as its signed index entry says. The set
 /// answers with the bundle's ruleset revision, as the server that signed
 /// it does.
-pub(crate) fn from_bundle(engine: &Engine, name: &str, bytes: &[u8], key: &PublicKey) -> anyhow::Result<RuleSet> {
+pub(crate) fn from_bundle(
+    engine: &Engine,
+    name: &str,
+    bytes: &[u8],
+    key: &PublicKey,
+) -> anyhow::Result<RuleSet> {
     let bundle = Bundle::verify(bytes, key).with_context(|| format!("{name}: refused"))?;
-    let modules = bundle.modules().map(|(entry, wasm)| (format!("{name}: rule {} {}", entry.id, entry.version), wasm));
+    let modules = bundle
+        .modules()
+        .map(|(entry, wasm)| (format!("{name}: rule {} {}", entry.id, entry.version), wasm));
     let rules = load_all(engine, modules)?;
     for (rule, (entry, _)) in rules.iter().zip(bundle.modules()) {
         if rule.id() != entry.id || rule.meta().version != entry.version {

@@ -26,7 +26,8 @@ pub(crate) fn render(name: &str, answer: &CheckResponse) -> String {
         }
     }
     if !answer.enriched.is_empty() {
-        let items: Vec<String> = answer.enriched.iter().map(|e| format!("{} = {}", e.path, e.value)).collect();
+        let items: Vec<String> =
+            answer.enriched.iter().map(|e| format!("{} = {}", e.path, e.value)).collect();
         let _ = writeln!(out, "\nAssumed from the hardware table: {}", items.join("; "));
     }
     if !answer.undetermined.is_empty() {
@@ -66,7 +67,11 @@ fn finding(out: &mut String, f: &Finding) {
             .evidence
             .iter()
             .map(|e| {
-                let from = if e.source == EvidenceSource::Enriched { " (from the hardware table)" } else { "" };
+                let from = if e.source == EvidenceSource::Enriched {
+                    " (from the hardware table)"
+                } else {
+                    ""
+                };
                 format!("{} = {}{from}", e.path, e.value)
             })
             .collect();

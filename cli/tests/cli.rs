@@ -39,7 +39,11 @@ fn check_json(path: &str) -> (i32, Value) {
     let out = pitfall(&["check", path, "--format", "json"]);
     let code = out.status.code().expect("exit code");
     let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("not JSON ({e}): {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+        panic!(
+            "not JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
     });
     (code, json)
 }
@@ -83,9 +87,18 @@ fn fixture_manifests_match_their_golden_findings() {
     let mut mismatches = String::new();
     for name in names {
         let (code, answer) = check_json(&fixture(&name));
-        assert!(answer["rule_errors"].as_array().expect("rule_errors").is_empty(), "{name}: {answer}");
+        assert!(
+            answer["rule_errors"].as_array().expect("rule_errors").is_empty(),
+            "{name}: {answer}"
+        );
         let actual = summary(code, &answer);
-        compare_golden(&golden_dir.join(name.replace(".json", ".txt")), &actual, bless, &name, &mut mismatches);
+        compare_golden(
+            &golden_dir.join(name.replace(".json", ".txt")),
+            &actual,
+            bless,
+            &name,
+            &mut mismatches,
+        );
     }
     assert!(mismatches.is_empty(), "findings changed (PITFALL_BLESS=1 to accept):\n{mismatches}");
 }
@@ -95,13 +108,29 @@ fn g5g_field_report_setup_fails_with_the_three_known_errors() {
     let (code, answer) = check_json(&fixture("g5g-gemma4-vllm0271.json"));
     assert_eq!(code, 1);
     let errors = ids(&answer, "error");
-    for id in ["aarch64-official-image-needs-sm80", "vllm-bf16-needs-sm80", "vllm-heterogeneous-head-dim"] {
+    for id in
+        ["aarch64-official-image-needs-sm80", "vllm-bf16-needs-sm80", "vllm-heterogeneous-head-dim"]
+    {
         assert!(errors.contains(&id.to_owned()), "missing {id} in {errors:?}");
     }
-    for f in answer["findings"].as_array().expect("findings").iter().filter(|f| f["severity"] == "error") {
-        assert!(!f["remedies"].as_array().expect("remedies").is_empty(), "{}: no remedies", f["rule_id"]);
-        assert!(!f["references"].as_array().expect("references").is_empty(), "{}: no references", f["rule_id"]);
-        assert!(!f["error_signatures"].as_array().expect("sigs").is_empty(), "{}: no error text", f["rule_id"]);
+    for f in
+        answer["findings"].as_array().expect("findings").iter().filter(|f| f["severity"] == "error")
+    {
+        assert!(
+            !f["remedies"].as_array().expect("remedies").is_empty(),
+            "{}: no remedies",
+            f["rule_id"]
+        );
+        assert!(
+            !f["references"].as_array().expect("references").is_empty(),
+            "{}: no references",
+            f["rule_id"]
+        );
+        assert!(
+            !f["error_signatures"].as_array().expect("sigs").is_empty(),
+            "{}: no error text",
+            f["rule_id"]
+        );
     }
 }
 
@@ -118,7 +147,10 @@ fn a6000_weights_do_not_fit_and_the_registry_says_what_it_assumed() {
     assert_eq!(code, 1);
     assert!(ids(&answer, "error").contains(&"weights-exceed-vram".to_owned()));
     let enriched = answer["enriched"].as_array().expect("enriched values listed");
-    let cc = enriched.iter().find(|e| e["path"] == "accelerators.0.compute_capability").expect("cc enriched");
+    let cc = enriched
+        .iter()
+        .find(|e| e["path"] == "accelerators.0.compute_capability")
+        .expect("cc enriched");
     assert_eq!(cc["value"], "8.6");
     assert_eq!(cc["source"], "enriched");
 }
@@ -139,7 +171,11 @@ fn text_output_groups_by_severity_with_remedies() {
 fn invalid_manifests_exit_2_naming_the_field() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cases = [
-        ("wrong-type.json", r#"{"manifest_version":1,"accelerators":[{"count":"two"}]}"#, "accelerators[0].count"),
+        (
+            "wrong-type.json",
+            r#"{"manifest_version":1,"accelerators":[{"count":"two"}]}"#,
+            "accelerators[0].count",
+        ),
         ("version.json", r#"{"manifest_version":2}"#, "manifest_version"),
         ("no-version.json", r#"{"host":{}}"#, "manifest_version"),
         ("not-json.json", "{nope", "not valid JSON"),
@@ -167,17 +203,34 @@ fn rules_from_a_file_or_a_folder_and_bad_modules_exit_2() {
         .expect("bf16 rule bundled");
     let file = dir.path().join("bf16.wasm");
     std::fs::write(&file, bf16.wasm).expect("written");
-    let out = pitfall(&["check", &fixture("g5g-gemma4-vllm0271.json"), "--rules", &file.display().to_string(), "--format", "json"]);
+    let out = pitfall(&[
+        "check",
+        &fixture("g5g-gemma4-vllm0271.json"),
+        "--rules",
+        &file.display().to_string(),
+        "--format",
+        "json",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let answer: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(ids(&answer, "error"), vec!["vllm-bf16-needs-sm80".to_owned()]);
     assert_eq!(answer["stats"]["rules_total"], 1);
 
-    let out = pitfall(&["check", &fixture("g5g-gemma4-vllm0271.json"), "--rules", &dir.path().display().to_string()]);
+    let out = pitfall(&[
+        "check",
+        &fixture("g5g-gemma4-vllm0271.json"),
+        "--rules",
+        &dir.path().display().to_string(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
 
     std::fs::write(dir.path().join("broken.wasm"), b"\0asm\x01\0\0\0garbage").expect("written");
-    let out = pitfall(&["check", &fixture("g5g-gemma4-vllm0271.json"), "--rules", &dir.path().display().to_string()]);
+    let out = pitfall(&[
+        "check",
+        &fixture("g5g-gemma4-vllm0271.json"),
+        "--rules",
+        &dir.path().display().to_string(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("broken.wasm"));
 }
@@ -195,7 +248,9 @@ fn manifest_from_standard_input() {
         .stdin
         .take()
         .expect("stdin")
-        .write_all(&std::fs::read(fixtures().join("h100x8-llama70b-healthy.json")).expect("fixture"))
+        .write_all(
+            &std::fs::read(fixtures().join("h100x8-llama70b-healthy.json")).expect("fixture"),
+        )
         .expect("written");
     let out = child.wait_with_output().expect("finishes");
     assert_eq!(out.status.code(), Some(0));
@@ -226,7 +281,8 @@ fn scan_json(args: &[&str]) -> Value {
     all.extend_from_slice(&["--format", "json"]);
     let out = pitfall(&all);
     assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 fn scan_dir(dir: &Path) -> Value {
@@ -259,9 +315,18 @@ fn scan_of_each_machine_capture_matches_its_golden_manifest() {
         // What the scan prints is a valid manifest v1.
         pitfall_sdk::model::parse_manifest(&out.stdout).unwrap_or_else(|e| panic!("{name}: {e}"));
         let actual = String::from_utf8(out.stdout).expect("utf-8");
-        compare_golden(&golden_dir.join(format!("scan-{name}.json")), &actual, bless, &name, &mut mismatches);
+        compare_golden(
+            &golden_dir.join(format!("scan-{name}.json")),
+            &actual,
+            bless,
+            &name,
+            &mut mismatches,
+        );
     }
-    assert!(mismatches.is_empty(), "scan manifests changed (PITFALL_BLESS=1 to accept):\n{mismatches}");
+    assert!(
+        mismatches.is_empty(),
+        "scan manifests changed (PITFALL_BLESS=1 to accept):\n{mismatches}"
+    );
 }
 
 #[test]
@@ -285,7 +350,13 @@ fn scan_of_the_h200_capture_reads_the_facts_the_tools_printed() {
     assert_eq!(m["host"]["kernel"], "6.18.44-fc-v657-gpu");
     assert_eq!(m["build"]["tools"]["nvcc"], "13.0.88");
     let package = |name: &str| {
-        m["packages"].as_array().expect("packages").iter().find(|p| p["name"] == name).cloned().unwrap_or(Value::Null)
+        m["packages"]
+            .as_array()
+            .expect("packages")
+            .iter()
+            .find(|p| p["name"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
     };
     // pip lists torch 2.11.0; torch.__version__ (collect_env) adds the CUDA tag.
     assert_eq!(package("torch")["version"], "2.11.0+cu130");
@@ -320,7 +391,8 @@ fn scan_of_the_two_h200_capture_finds_them_joined_by_nvlink() {
 fn scan_falls_back_to_the_csv_query_without_the_xml() {
     let dir = tempfile::tempdir().expect("tempdir");
     for name in ["nvidia-smi-query.csv", "nvidia-smi-topo.txt"] {
-        std::fs::copy(machines().join("h200x2-nvlink").join(name), dir.path().join(name)).expect("copied");
+        std::fs::copy(machines().join("h200x2-nvlink").join(name), dir.path().join(name))
+            .expect("copied");
     }
     let m = scan_dir(dir.path());
     let gpu = &m["accelerators"][0];
@@ -343,7 +415,12 @@ fn scan_of_a_collect_env_paste() {
     assert_eq!(m["host"]["os"]["version"], "24.04");
     assert_eq!(m["host"]["arch"], "x86_64");
     assert_eq!(m["build"]["tools"]["nvcc"], "13.0.88");
-    let torch = m["packages"].as_array().expect("packages").iter().find(|p| p["name"] == "torch").expect("torch");
+    let torch = m["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["name"] == "torch")
+        .expect("torch");
     assert_eq!(torch["version"], "2.11.0+cu130");
 }
 
@@ -382,14 +459,26 @@ fn identifiers_in(dir: &Path) -> (Vec<String>, Option<String>) {
         let text = std::fs::read_to_string(entry.path()).expect("text");
         // `GPU-` UUIDs anywhere (XML, nvlink listing).
         for (at, _) in text.match_indices("GPU-") {
-            let uuid: String =
-                text[at..].chars().take_while(|c| c.is_ascii_hexdigit() || *c == '-' || *c == 'G' || *c == 'P' || *c == 'U').collect();
+            let uuid: String = text[at..]
+                .chars()
+                .take_while(|c| {
+                    c.is_ascii_hexdigit() || *c == '-' || *c == 'G' || *c == 'P' || *c == 'U'
+                })
+                .collect();
             if uuid.len() > 12 {
                 found.push(uuid);
             }
         }
         // XML elements that identify a device.
-        for tag in ["serial", "uuid", "pdi", "pci_bus_id", "board_part_number", "gpu_fabric_guid", "chassis_serial_number"] {
+        for tag in [
+            "serial",
+            "uuid",
+            "pdi",
+            "pci_bus_id",
+            "board_part_number",
+            "gpu_fabric_guid",
+            "chassis_serial_number",
+        ] {
             let open = format!("<{tag}>");
             for (at, _) in text.match_indices(&open) {
                 let rest = &text[at + open.len()..];
@@ -405,7 +494,10 @@ fn identifiers_in(dir: &Path) -> (Vec<String>, Option<String>) {
         }
         // Bus ids in the CSV and the table (`00000000:00:06.0`).
         for word in text.split(|c: char| c.is_whitespace() || c == ',' || c == '|') {
-            if word.len() == 16 && word.as_bytes()[8] == b':' && word.ends_with(|c: char| c.is_ascii_digit()) {
+            if word.len() == 16
+                && word.as_bytes()[8] == b':'
+                && word.ends_with(|c: char| c.is_ascii_digit())
+            {
                 found.push(word.to_owned());
             }
         }
@@ -436,15 +528,26 @@ fn has_word(text: &str, word: &str) -> bool {
 fn scan_output_holds_no_identifier_from_the_real_captures() {
     for dir in machine_dirs() {
         let (identifiers, hostname) = identifiers_in(&dir);
-        assert!(identifiers.iter().any(|i| i.starts_with("GPU-")), "{dir:?}: the test found no UUID to look for");
+        assert!(
+            identifiers.iter().any(|i| i.starts_with("GPU-")),
+            "{dir:?}: the test found no UUID to look for"
+        );
         assert!(identifiers.len() >= 4, "{dir:?}: {identifiers:?}");
         let d = dir.display().to_string();
         let json = pitfall(&["scan", "--from-dir", &d, "--format", "json"]);
         let text = pitfall(&["scan", "--from-dir", &d]);
-        let mut outputs = vec![String::from_utf8(json.stdout).expect("utf-8"), String::from_utf8(text.stdout).expect("utf-8")];
+        let mut outputs = vec![
+            String::from_utf8(json.stdout).expect("utf-8"),
+            String::from_utf8(text.stdout).expect("utf-8"),
+        ];
         if dir.join("collect_env.txt").exists() {
             let paste = dir.join("collect_env.txt").display().to_string();
-            outputs.push(String::from_utf8(pitfall(&["scan", "--from-collect-env", &paste, "--format", "json"]).stdout).expect("utf-8"));
+            outputs.push(
+                String::from_utf8(
+                    pitfall(&["scan", "--from-collect-env", &paste, "--format", "json"]).stdout,
+                )
+                .expect("utf-8"),
+            );
         }
         for out in &outputs {
             assert!(out.len() > 100, "{dir:?}: {out}");
@@ -462,7 +565,17 @@ fn scan_output_holds_no_identifier_from_the_real_captures() {
 fn scan_json_pipes_into_check() {
     for dir in machine_dirs() {
         let d = dir.display().to_string();
-        let scan = pitfall(&["scan", "--from-dir", &d, "--format", "json", "--model", "google/gemma-4-E2B-it", "--engine", "vllm"]);
+        let scan = pitfall(&[
+            "scan",
+            "--from-dir",
+            &d,
+            "--format",
+            "json",
+            "--model",
+            "google/gemma-4-E2B-it",
+            "--engine",
+            "vllm",
+        ]);
         assert_eq!(scan.status.code(), Some(0));
         let out = pitfall_with_stdin(&["check", "-", "--format", "json"], &scan.stdout);
         let code = out.status.code().expect("exit code");
@@ -478,13 +591,17 @@ fn scan_writes_to_a_file_and_summarises_as_text() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("manifest.json");
     let d = machines().join("h200x2-nvlink").display().to_string();
-    let out = pitfall(&["scan", "--from-dir", &d, "--format", "json", "-o", &file.display().to_string()]);
+    let out =
+        pitfall(&["scan", "--from-dir", &d, "--format", "json", "-o", &file.display().to_string()]);
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty());
     let (code, _) = check_json(&file.display().to_string());
     assert!(code == 0 || code == 1);
     let text = String::from_utf8(pitfall(&["scan", "--from-dir", &d]).stdout).expect("utf-8");
-    assert!(text.contains("2 × nvidia H200 (compute capability 9.0, 143771 MiB, nvlink)"), "{text}");
+    assert!(
+        text.contains("2 × nvidia H200 (compute capability 9.0, 143771 MiB, nvlink)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -501,7 +618,10 @@ fn scan_bad_input_exits_2_naming_the_file_and_the_problem() {
         }
     };
     expect_2(&["scan", "--from-dir", "/no/such/folder"], &["/no/such/folder"]);
-    expect_2(&["scan", "--from-dir", &dir.path().display().to_string()], &["none of the capture files"]);
+    expect_2(
+        &["scan", "--from-dir", &dir.path().display().to_string()],
+        &["none of the capture files"],
+    );
 
     let cases = [
         ("nvidia-smi-q.xml", "<nvidia_smi_log><gpu>", "not well-formed XML"),
@@ -524,13 +644,25 @@ fn scan_bad_input_exits_2_naming_the_file_and_the_problem() {
     expect_2(&["scan", "--from-collect-env", &path("paste.txt")], &["paste.txt", "collect_env"]);
     expect_2(&["scan", "--from-collect-env", &path("missing.txt")], &["missing.txt"]);
     let d = machines().join("h200-x86_64").display().to_string();
-    expect_2(&["scan", "--from-dir", &d, "--from-vllm-args", "vllm serve 'unclosed"], &["--from-vllm-args", "quote"]);
-    expect_2(&["scan", "--from-dir", &d, "--from-vllm-args", "vllm serve m -tp two"], &["--tp", "two"]);
+    expect_2(
+        &["scan", "--from-dir", &d, "--from-vllm-args", "vllm serve 'unclosed"],
+        &["--from-vllm-args", "quote"],
+    );
+    expect_2(
+        &["scan", "--from-dir", &d, "--from-vllm-args", "vllm serve m -tp two"],
+        &["--tp", "two"],
+    );
 }
 
 /// Writes `actual` to `golden` when blessing; otherwise notes a difference
 /// from what `golden` holds.
-fn compare_golden(golden: &std::path::Path, actual: &str, bless: bool, name: &str, mismatches: &mut String) {
+fn compare_golden(
+    golden: &std::path::Path,
+    actual: &str,
+    bless: bool,
+    name: &str,
+    mismatches: &mut String,
+) {
     if bless {
         std::fs::write(golden, actual).expect("golden written");
         return;

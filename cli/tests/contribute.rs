@@ -46,12 +46,18 @@ fn registry() -> &'static Registry {
         let runtime = tokio::runtime::Runtime::new().expect("runtime");
         let token = |name: &str, role| {
             runtime
-                .block_on(pitfall_server::server::create_token(&config, name, role, "contribute test"))
+                .block_on(pitfall_server::server::create_token(
+                    &config,
+                    name,
+                    role,
+                    "contribute test",
+                ))
                 .expect("token")
         };
         let contributor = token("alice", pitfall_server::store::Role::Contributor);
         let maintainer = token("mona", pitfall_server::store::Role::Maintainer);
-        let running = runtime.block_on(pitfall_server::server::start(config)).expect("the registry starts");
+        let running =
+            runtime.block_on(pitfall_server::server::start(config)).expect("the registry starts");
         Registry {
             url: format!("http://{}", running.addr),
             contributor,
@@ -70,7 +76,8 @@ fn repo() -> PathBuf {
 /// `pitfall` in `dir`, without the user's settings, with the rule
 /// crates' shared target dir.
 fn pitfall(dir: &Path, args: &[&str]) -> Output {
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target/").join("rule-crates");
+    let target =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target/").join("rule-crates");
     let nowhere = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-such-pitfall-setting");
     let mut command = Command::new(env!("CARGO_BIN_EXE_pitfall"));
     command
@@ -90,7 +97,13 @@ fn text(bytes: &[u8]) -> String {
 
 /// Asserts the exit code, showing everything the command printed.
 fn expect_code(out: &Output, code: i32, what: &str) {
-    assert_eq!(out.status.code(), Some(code), "{what}:\n{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what}:\n{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
 }
 
 fn last_line(out: &Output) -> String {
@@ -119,7 +132,8 @@ fn check(dir: &Path, manifest: &Path, with: &[&str]) -> (i32, Value) {
 
 fn write_manifest(dir: &Path, name: &str, manifest: &Value) -> PathBuf {
     let path = dir.join(name);
-    std::fs::write(&path, serde_json::to_vec_pretty(manifest).expect("json")).expect("manifest written");
+    std::fs::write(&path, serde_json::to_vec_pretty(manifest).expect("json"))
+        .expect("manifest written");
     path
 }
 
@@ -131,26 +145,52 @@ fn through_the_pipeline(dir: &Path, rule: &str, id: &str, version: &str, manifes
     let built = pitfall(dir, &["rule", "build", rule]);
     expect_code(&built, 0, "rule build");
     let module = PathBuf::from(last_line(&built));
-    assert!(module.is_file() && module.extension().is_some_and(|e| e == "wasm"), "last line: {module:?}");
+    assert!(
+        module.is_file() && module.extension().is_some_and(|e| e == "wasm"),
+        "last line: {module:?}"
+    );
     assert!(text(&built.stdout).contains("ABI 1"), "{}", text(&built.stdout));
 
     let module_text = module.display().to_string();
     let (code, answer) = check(dir, manifest, &["--rules", &module_text]);
     assert_eq!((code, finding_ids(&answer)), (1, vec![id.to_owned()]), "offline check: {answer}");
 
-    let published = pitfall(dir, &["rule", "publish", rule, "--server", &registry.url, "--token", &registry.contributor]);
+    let published = pitfall(
+        dir,
+        &["rule", "publish", rule, "--server", &registry.url, "--token", &registry.contributor],
+    );
     expect_code(&published, 0, "rule publish");
     let stdout = text(&published.stdout);
-    for line in ["  validation  passed: ABI 1", "  compile     passed", "  tests       4 of 4 cases passed", "  state       pending"] {
+    for line in [
+        "  validation  passed: ABI 1",
+        "  compile     passed",
+        "  tests       4 of 4 cases passed",
+        "  state       pending",
+    ] {
         assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
     }
     assert_eq!(last_line(&published), format!("url: {}/rules/{id}", registry.url));
 
     let online = ["--server", registry.url.as_str()];
     let (_, pending) = check(dir, manifest, &online);
-    assert!(!finding_ids(&pending).contains(&id.to_owned()), "a pending rule is not served: {pending}");
+    assert!(
+        !finding_ids(&pending).contains(&id.to_owned()),
+        "a pending rule is not served: {pending}"
+    );
 
-    let approved = pitfall(dir, &["rule", "approve", id, version, "--server", &registry.url, "--token", &registry.maintainer]);
+    let approved = pitfall(
+        dir,
+        &[
+            "rule",
+            "approve",
+            id,
+            version,
+            "--server",
+            &registry.url,
+            "--token",
+            &registry.maintainer,
+        ],
+    );
     expect_code(&approved, 0, "rule approve");
     assert!(text(&approved.stdout).contains("approved"), "{}", text(&approved.stdout));
 
@@ -169,7 +209,8 @@ fn http_get(base: &str, path: &str) -> String {
     let addr = base.trim_start_matches("http://");
     let mut stream = std::net::TcpStream::connect(addr).expect("connect");
     stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("timeout");
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: text/html\r\n\r\n").expect("request");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: text/html\r\n\r\n")
+        .expect("request");
     let mut answer = Vec::new();
     stream.take(1 << 20).read_to_end(&mut answer).expect("answer");
     String::from_utf8_lossy(&answer).into_owned()
@@ -185,7 +226,11 @@ fn a_rust_rule_goes_from_an_empty_folder_to_a_finding_in_v1_check() {
         assert!(dir.join(file).is_file(), "{file} was not written");
     }
     // A second `new` into the same folder refuses to overwrite it.
-    expect_code(&pitfall(home.path(), &["rule", "new", "my-first-rule"]), 2, "rule new over an existing crate");
+    expect_code(
+        &pitfall(home.path(), &["rule", "new", "my-first-rule"]),
+        2,
+        "rule new over an existing crate",
+    );
 
     expect_code(&pitfall(&dir, &["rule", "lint"]), 0, "rule lint");
     let tested = pitfall(&dir, &["rule", "test"]);
@@ -222,7 +267,11 @@ fn the_c_rule_passes_the_same_pipeline() {
     expect_code(&pitfall(home.path(), &["rule", "lint", "rule.c"]), 0, "rule lint rule.c");
     let tested = pitfall(home.path(), &["rule", "test", "rule.c"]);
     expect_code(&tested, 0, "rule test rule.c");
-    assert!(text(&tested.stdout).contains("wasm: 4 of 4 cases passed in the engine"), "{}", text(&tested.stdout));
+    assert!(
+        text(&tested.stdout).contains("wasm: 4 of 4 cases passed in the engine"),
+        "{}",
+        text(&tested.stdout)
+    );
     let manifest = p100(home.path());
     through_the_pipeline(home.path(), "rule.c", "example-c-vllm-cc-floor", "1.0.0", &manifest);
 }
@@ -230,18 +279,24 @@ fn the_c_rule_passes_the_same_pipeline() {
 #[test]
 fn the_wat_rule_passes_the_same_pipeline() {
     let home = tempfile::tempdir().expect("tempdir");
-    std::fs::copy(repo().join("sdk/examples/wat-vllm-cc-floor.wat"), home.path().join("rule.wat")).expect("copied");
+    std::fs::copy(repo().join("sdk/examples/wat-vllm-cc-floor.wat"), home.path().join("rule.wat"))
+        .expect("copied");
     expect_code(&pitfall(home.path(), &["rule", "lint", "rule.wat"]), 0, "rule lint rule.wat");
     let tested = pitfall(home.path(), &["rule", "test", "rule.wat"]);
     expect_code(&tested, 0, "rule test rule.wat");
-    assert!(text(&tested.stdout).contains("wasm: 4 of 4 cases passed in the engine"), "{}", text(&tested.stdout));
+    assert!(
+        text(&tested.stdout).contains("wasm: 4 of 4 cases passed in the engine"),
+        "{}",
+        text(&tested.stdout)
+    );
     let manifest = p100(home.path());
     through_the_pipeline(home.path(), "rule.wat", "example-wat-vllm-cc-floor", "1.0.0", &manifest);
 }
 
 /// The WAT example with its metadata and cases replaced.
 fn wat_with(meta: &Value, tests: &Value) -> String {
-    let example = std::fs::read_to_string(repo().join("sdk/examples/wat-vllm-cc-floor.wat")).expect("example");
+    let example = std::fs::read_to_string(repo().join("sdk/examples/wat-vllm-cc-floor.wat"))
+        .expect("example");
     let wat_string = |v: &Value| v.to_string().replace('\\', "\\\\").replace('"', "\\\"");
     example
         .lines()
@@ -262,10 +317,17 @@ fn wat_with(meta: &Value, tests: &Value) -> String {
 fn a_failing_case_shows_its_manifest_the_expected_and_the_actual_outcome() {
     let home = tempfile::tempdir().expect("tempdir");
     let dir = repo().join("sdk/examples/c-vllm-cc-floor");
-    let meta: Value = serde_json::from_slice(&std::fs::read(dir.join("rule.json")).expect("rule.json")).expect("json");
-    let mut tests: Value = serde_json::from_slice(&std::fs::read(dir.join("tests.json")).expect("tests.json")).expect("json");
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("rule.json")).expect("rule.json"))
+            .expect("json");
+    let mut tests: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("tests.json")).expect("tests.json"))
+            .expect("json");
     // The unknown GPU's case now claims clear: the rule (rightly) cannot tell.
-    let unknown = tests.as_array_mut().and_then(|t| t.iter_mut().find(|c| c["name"] == "unknown GPU")).expect("the case");
+    let unknown = tests
+        .as_array_mut()
+        .and_then(|t| t.iter_mut().find(|c| c["name"] == "unknown GPU"))
+        .expect("the case");
     unknown["expect"] = json!("clear");
     std::fs::write(home.path().join("wrong.wat"), wat_with(&meta, &tests)).expect("written");
     let out = pitfall(home.path(), &["rule", "test", "wrong.wat"]);
@@ -289,17 +351,28 @@ fn broken_metadata_is_refused_by_lint_build_and_the_registry_with_the_same_messa
     let registry = registry();
     let home = tempfile::tempdir().expect("tempdir");
     let dir = repo().join("sdk/examples/c-vllm-cc-floor");
-    let mut meta: Value = serde_json::from_slice(&std::fs::read(dir.join("rule.json")).expect("rule.json")).expect("json");
+    let mut meta: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("rule.json")).expect("rule.json"))
+            .expect("json");
     meta["id"] = json!("broken-metadata");
     meta["title"] = json!("vLLM");
     meta["error_signatures"] = json!([]);
     meta["remedies"][0]["actions"] = json!([]);
     meta["references"] = json!([{"title": "a blog", "url": "http://example.org/post"}]);
-    let tests: Value = serde_json::from_slice(&std::fs::read(dir.join("tests.json")).expect("tests.json")).expect("json");
-    let without_fixed: Vec<Value> = tests.as_array().expect("cases").iter().filter(|c| c["expect"] != "fixed").cloned().collect();
+    let tests: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("tests.json")).expect("tests.json"))
+            .expect("json");
+    let without_fixed: Vec<Value> = tests
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| c["expect"] != "fixed")
+        .cloned()
+        .collect();
     let wat = wat_with(&meta, &Value::Array(without_fixed));
     std::fs::write(home.path().join("broken.wat"), &wat).expect("written");
-    std::fs::write(home.path().join("broken.wasm"), wat::parse_str(&wat).expect("assembles")).expect("written");
+    std::fs::write(home.path().join("broken.wasm"), wat::parse_str(&wat).expect("assembles"))
+        .expect("written");
 
     // `rule lint`: one line per issue, `FILE: [CODE] MESSAGE`.
     let linted = pitfall(home.path(), &["rule", "lint", "broken.wasm"]);
@@ -312,7 +385,13 @@ fn broken_metadata_is_refused_by_lint_build_and_the_registry_with_the_same_messa
     let codes: Vec<&str> = issues.iter().map(|(c, _)| c.as_str()).collect();
     assert_eq!(
         codes,
-        ["title-length", "severity-needs-signature", "remedy-without-action", "reference-url", "case-missing"],
+        [
+            "title-length",
+            "severity-needs-signature",
+            "remedy-without-action",
+            "reference-url",
+            "case-missing"
+        ],
         "{}",
         text(&linted.stderr)
     );
@@ -323,15 +402,30 @@ fn broken_metadata_is_refused_by_lint_build_and_the_registry_with_the_same_messa
     let built = pitfall(home.path(), &["rule", "build", "broken.wat"]);
     expect_code(&built, 2, "rule build");
     for message in &messages {
-        assert!(text(&built.stderr).contains(message), "{message:?} not in:\n{}", text(&built.stderr));
+        assert!(
+            text(&built.stderr).contains(message),
+            "{message:?} not in:\n{}",
+            text(&built.stderr)
+        );
     }
     assert!(!home.path().join("target/broken.wasm").exists(), "a refused rule is not built");
 
     // The registry runs the same lint and answers the same messages.
-    let published =
-        pitfall(home.path(), &["rule", "publish", "broken.wasm", "--server", &registry.url, "--token", &registry.contributor]);
+    let published = pitfall(
+        home.path(),
+        &[
+            "rule",
+            "publish",
+            "broken.wasm",
+            "--server",
+            &registry.url,
+            "--token",
+            &registry.contributor,
+        ],
+    );
     expect_code(&published, 2, "rule publish");
-    let expected = format!("refused by {} (step metadata): metadata: {}", registry.url, messages.join("; "));
+    let expected =
+        format!("refused by {} (step metadata): metadata: {}", registry.url, messages.join("; "));
     assert_eq!(text(&published.stderr).trim_end(), expected);
 }
 
@@ -346,14 +440,24 @@ fn bad_input_exits_2_with_a_message_naming_the_problem() {
         (&["rule", "new", "fine-id", "--sdk", "/no/such/sdk"], "the SDK folder /no/such/sdk"),
         (&["rule", "lint", "no-such-folder"], "no-such-folder: no such file or folder"),
         (&["rule", "lint", "."], "not a rule crate (no Cargo.toml)"),
-        (&["rule", "build", "notes.txt"], "expected a rule crate folder, or a .c, .wat or .wasm file"),
+        (
+            &["rule", "build", "notes.txt"],
+            "expected a rule crate folder, or a .c, .wat or .wasm file",
+        ),
         (&["rule", "lint", "garbage.wasm"], "validation:"),
-        (&["rule", "publish", "garbage.wasm", "--server", "http://127.0.0.1:9"], "no token: give --token"),
+        (
+            &["rule", "publish", "garbage.wasm", "--server", "http://127.0.0.1:9"],
+            "no token: give --token",
+        ),
     ];
     for (args, message) in cases {
         let out = pitfall(dir, args);
         expect_code(&out, 2, &args.join(" "));
-        assert!(text(&out.stderr).contains(message), "{args:?}: {message:?} not in {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(message),
+            "{args:?}: {message:?} not in {}",
+            text(&out.stderr)
+        );
     }
     assert!(!dir.join("fine-id").exists(), "nothing is written without an SDK");
 }

@@ -4,8 +4,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use pitfall_api::types::{
-    AccountView, BatchItem, BatchResponse, ErrorBody, ErrorEnvelope, Health, LimitsView, ReviewRequest, RuleDetail,
-    SearchQuery, SearchResponse, VersionDetail,
+    AccountView, BatchItem, BatchResponse, ErrorBody, ErrorEnvelope, Health, LimitsView,
+    ReviewRequest, RuleDetail, SearchQuery, SearchResponse, VersionDetail,
 };
 use pitfall_sdk::model::Manifest;
 use pitfall_sdk::model::report::CheckResponse;
@@ -191,12 +191,19 @@ impl Client {
         if (200..300).contains(&answer.status) || answer.status == 304 {
             return Ok(answer);
         }
-        let body = serde_json::from_slice::<ErrorEnvelope>(&answer.body).map(|e| e.error).unwrap_or_else(|_| {
-            // Not the envelope (a proxy's page): keep a readable start of it.
-            let text = String::from_utf8_lossy(&answer.body);
-            let text: String = text.chars().take(200).collect();
-            ErrorBody { code: format!("http_{}", answer.status), message: text.trim().to_owned(), step: None, retry_after_s: None }
-        });
+        let body = serde_json::from_slice::<ErrorEnvelope>(&answer.body)
+            .map(|e| e.error)
+            .unwrap_or_else(|_| {
+                // Not the envelope (a proxy's page): keep a readable start of it.
+                let text = String::from_utf8_lossy(&answer.body);
+                let text: String = text.chars().take(200).collect();
+                ErrorBody {
+                    code: format!("http_{}", answer.status),
+                    message: text.trim().to_owned(),
+                    step: None,
+                    retry_after_s: None,
+                }
+            });
         Err(Error::Api {
             method: call.method,
             url: call.url.clone(),
@@ -248,7 +255,12 @@ impl Client {
     /// `POST /v1/check` with a manifest's JSON text as it is (the server
     /// parses and validates it).
     pub fn check_json(&self, manifest_json: &[u8]) -> Result<CheckResponse, Error> {
-        self.json(&self.call("POST", "/v1/check", Some((JSON, manifest_json)), Idempotence::Idempotent))
+        self.json(&self.call(
+            "POST",
+            "/v1/check",
+            Some((JSON, manifest_json)),
+            Idempotence::Idempotent,
+        ))
     }
 
     /// `POST /v1/check/batch`: these manifests in one request (at most the
@@ -263,7 +275,12 @@ impl Client {
 
     fn batch_texts(&self, texts: &[&str]) -> Result<Vec<BatchItem>, Error> {
         let body = batch_body(texts);
-        let call = self.call("POST", "/v1/check/batch", Some((JSON, body.as_bytes())), Idempotence::Idempotent);
+        let call = self.call(
+            "POST",
+            "/v1/check/batch",
+            Some((JSON, body.as_bytes())),
+            Idempotence::Idempotent,
+        );
         let answer: BatchResponse = self.json(&call)?;
         if answer.results.len() != texts.len() {
             return Err(Error::Decode {
@@ -318,7 +335,8 @@ impl Client {
 
     /// `GET /v1/rules`: search by text and filters.
     pub fn search(&self, query: &SearchQuery) -> Result<SearchResponse, Error> {
-        let query = serde_urlencoded::to_string(query).map_err(|e| Error::Request(e.to_string()))?;
+        let query =
+            serde_urlencoded::to_string(query).map_err(|e| Error::Request(e.to_string()))?;
         self.get(&format!("/v1/rules?{query}"))
     }
 
@@ -348,7 +366,13 @@ impl Client {
         self.json(&self.call("POST", "/v1/rules", Some((WASM, wasm)), Idempotence::NotIdempotent))
     }
 
-    fn review(&self, id: &str, version: &str, action: &str, reason: Option<&str>) -> Result<VersionDetail, Error> {
+    fn review(
+        &self,
+        id: &str,
+        version: &str,
+        action: &str,
+        reason: Option<&str>,
+    ) -> Result<VersionDetail, Error> {
         let body = serde_json::to_vec(&ReviewRequest { reason: reason.map(str::to_owned) })
             .map_err(|e| Error::Request(e.to_string()))?;
         let path = format!("/v1/rules/{}/versions/{}/{action}", segment(id), segment(version));
@@ -356,17 +380,32 @@ impl Client {
     }
 
     /// `POST .../approve` (maintainer): checks serve the version.
-    pub fn approve(&self, id: &str, version: &str, reason: Option<&str>) -> Result<VersionDetail, Error> {
+    pub fn approve(
+        &self,
+        id: &str,
+        version: &str,
+        reason: Option<&str>,
+    ) -> Result<VersionDetail, Error> {
         self.review(id, version, "approve", reason)
     }
 
     /// `POST .../reject` (maintainer).
-    pub fn reject(&self, id: &str, version: &str, reason: Option<&str>) -> Result<VersionDetail, Error> {
+    pub fn reject(
+        &self,
+        id: &str,
+        version: &str,
+        reason: Option<&str>,
+    ) -> Result<VersionDetail, Error> {
         self.review(id, version, "reject", reason)
     }
 
     /// `POST .../yank` (an owner or a maintainer).
-    pub fn yank(&self, id: &str, version: &str, reason: Option<&str>) -> Result<VersionDetail, Error> {
+    pub fn yank(
+        &self,
+        id: &str,
+        version: &str,
+        reason: Option<&str>,
+    ) -> Result<VersionDetail, Error> {
         self.review(id, version, "yank", reason)
     }
 
@@ -479,7 +518,10 @@ mod tests {
     #[test]
     fn base_urls_are_checked_and_normalised() {
         assert_eq!(normalise_base("http://127.0.0.1:8080/").expect("ok"), "http://127.0.0.1:8080");
-        assert_eq!(normalise_base(" https://reg.example/pitfall/ ").expect("ok"), "https://reg.example/pitfall");
+        assert_eq!(
+            normalise_base(" https://reg.example/pitfall/ ").expect("ok"),
+            "https://reg.example/pitfall"
+        );
         for bad in ["", "127.0.0.1:8080", "ftp://x", "http://", "http:///v1", "http://x/?q=1"] {
             assert!(normalise_base(bad).is_err(), "{bad:?} accepted");
         }
@@ -488,10 +530,17 @@ mod tests {
     #[test]
     fn long_batches_split_by_count_and_by_body_size() {
         let limits = LimitsView { max_batch: 3, max_manifest_bytes: 50, max_body_bytes: 80 };
-        let texts: Vec<String> = [10, 10, 10, 10, 60, 30, 30, 10].iter().map(|n| "x".repeat(*n)).collect();
+        let texts: Vec<String> =
+            [10, 10, 10, 10, 60, 30, 30, 10].iter().map(|n| "x".repeat(*n)).collect();
         assert_eq!(
             chunks(&texts, &limits),
-            vec![Chunk::Send(0..3), Chunk::Send(3..4), Chunk::TooLarge(4), Chunk::Send(5..7), Chunk::Send(7..8)]
+            vec![
+                Chunk::Send(0..3),
+                Chunk::Send(3..4),
+                Chunk::TooLarge(4),
+                Chunk::Send(5..7),
+                Chunk::Send(7..8)
+            ]
         );
         assert_eq!(chunks(&[], &limits), vec![]);
     }

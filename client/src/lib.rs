@@ -31,8 +31,8 @@ pub mod retry;
 mod transport;
 
 pub use client::{
-    BundleFetch, Client, ClientBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BINARY_BYTES, DEFAULT_MAX_JSON_BYTES,
-    DEFAULT_TIMEOUT, Progress,
+    BundleFetch, Client, ClientBuilder, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BINARY_BYTES,
+    DEFAULT_MAX_JSON_BYTES, DEFAULT_TIMEOUT, Progress,
 };
 pub use error::{Error, TransportKind};
 pub use pitfall_api as api;

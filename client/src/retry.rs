@@ -57,7 +57,10 @@ impl RetryPolicy {
     /// a random point in the upper half of `base * 2^retry` (capped), so
     /// waits grow but clients that failed together do not retry together.
     pub fn backoff(&self, retry: u32) -> Duration {
-        let cap = self.base_delay.saturating_mul(1u32.checked_shl(retry).unwrap_or(u32::MAX)).min(self.max_delay);
+        let cap = self
+            .base_delay
+            .saturating_mul(1u32.checked_shl(retry).unwrap_or(u32::MAX))
+            .min(self.max_delay);
         let half = cap / 2;
         half + half.mul_f64(random_unit())
     }
@@ -115,9 +118,14 @@ mod tests {
             ..DEFAULT_RETRY
         };
         for _ in 0..50 {
-            for (retry, cap) in [(0, 100), (1, 200), (2, 400), (3, 800), (4, 1000), (30, 1000), (40, 1000)] {
+            for (retry, cap) in
+                [(0, 100), (1, 200), (2, 400), (3, 800), (4, 1000), (30, 1000), (40, 1000)]
+            {
                 let d = p.backoff(retry);
-                assert!(d >= Duration::from_millis(cap / 2) && d <= Duration::from_millis(cap), "retry {retry}: {d:?}");
+                assert!(
+                    d >= Duration::from_millis(cap / 2) && d <= Duration::from_millis(cap),
+                    "retry {retry}: {d:?}"
+                );
             }
         }
     }

@@ -40,21 +40,30 @@ struct Failure {
 }
 
 /// Sends `call`, retrying as `policy` allows; the last answer or failure.
-pub(crate) fn send(agent: &ureq::Agent, policy: &RetryPolicy, call: &Call<'_>) -> Result<Answer, Error> {
+pub(crate) fn send(
+    agent: &ureq::Agent,
+    policy: &RetryPolicy,
+    call: &Call<'_>,
+) -> Result<Answer, Error> {
     let mut retry = 0u32;
     loop {
         let attempts = retry + 1;
         let (wait, outcome) = match once(agent, call) {
             Ok((mut answer, retry_after)) => {
                 answer.attempts = attempts;
-                let wait =
-                    if retry_status(answer.status, call.idempotence) { policy.delay(retry, retry_after) } else { None };
+                let wait = if retry_status(answer.status, call.idempotence) {
+                    policy.delay(retry, retry_after)
+                } else {
+                    None
+                };
                 (wait, Ok(answer))
             }
             Err(failure) => {
                 // A TLS failure or an oversized answer would only repeat.
-                let deterministic = matches!(failure.kind, TransportKind::Tls | TransportKind::TooLarge);
-                let may_retry = !deterministic && (failure.not_sent || call.idempotence == Idempotence::Idempotent);
+                let deterministic =
+                    matches!(failure.kind, TransportKind::Tls | TransportKind::TooLarge);
+                let may_retry = !deterministic
+                    && (failure.not_sent || call.idempotence == Idempotence::Idempotent);
                 let wait = if may_retry { policy.delay(retry, None) } else { None };
                 let error = Error::Transport {
                     method: call.method,
@@ -85,19 +94,33 @@ fn once(agent: &ureq::Agent, call: &Call<'_>) -> Result<(Answer, Option<Duration
         Some((content_type, bytes)) => builder
             .header("content-type", content_type)
             .body(bytes)
-            .map_err(|e| Failure { kind: TransportKind::Io, message: e.to_string(), not_sent: true })
+            .map_err(|e| Failure {
+                kind: TransportKind::Io,
+                message: e.to_string(),
+                not_sent: true,
+            })
             .and_then(|request| agent.run(request).map_err(failure)),
         None => builder
             .body(())
-            .map_err(|e| Failure { kind: TransportKind::Io, message: e.to_string(), not_sent: true })
+            .map_err(|e| Failure {
+                kind: TransportKind::Io,
+                message: e.to_string(),
+                not_sent: true,
+            })
             .and_then(|request| agent.run(request).map_err(failure)),
     };
     let mut response = result?;
     let status = response.status().as_u16();
-    let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let header =
+        |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let etag = header("etag");
     let retry_after = header("retry-after").and_then(|v| parse_retry_after(&v, SystemTime::now()));
-    let body = response.body_mut().with_config().limit(call.max_answer_bytes).read_to_vec().map_err(failure)?;
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(call.max_answer_bytes)
+        .read_to_vec()
+        .map_err(failure)?;
     Ok((Answer { status, etag, body, attempts: 1 }, retry_after))
 }
 
@@ -106,7 +129,9 @@ fn failure(e: ureq::Error) -> Failure {
     let message = e.to_string();
     let (kind, not_sent) = match &e {
         ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => (TransportKind::Connect, true),
-        ureq::Error::Io(io) if matches!(io.kind(), ErrorKind::ConnectionRefused | ErrorKind::AddrNotAvailable) => {
+        ureq::Error::Io(io)
+            if matches!(io.kind(), ErrorKind::ConnectionRefused | ErrorKind::AddrNotAvailable) =>
+        {
             (TransportKind::Connect, true)
         }
         ureq::Error::Timeout(t) => {
@@ -114,7 +139,9 @@ fn failure(e: ureq::Error) -> Failure {
             let before = matches!(t, ureq::Timeout::Resolve | ureq::Timeout::Connect);
             (TransportKind::Timeout, before)
         }
-        ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Pem(_) => (TransportKind::Tls, true),
+        ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Pem(_) => {
+            (TransportKind::Tls, true)
+        }
         ureq::Error::BodyExceedsLimit(_) => (TransportKind::TooLarge, false),
         _ => (TransportKind::Io, false),
     };

@@ -74,11 +74,11 @@ use synthetic::synthetic_module;
 const TARGET_RATIO: f64 = 1.5;
 
 fn fixture(name: &str) -> Manifest {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/manifests").join(name);
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/manifests").join(name);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     parse_manifest(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
-
 
 /// A module that does nothing: `pages` pages of memory, no imports, no
 /// data, `pitfall_evaluate` returns 0 (clear). With `pages == 1` this is the
@@ -158,11 +158,16 @@ fn setup() -> Fixture {
 
 fn criterion_benches(c: &mut Criterion, f: &Fixture) {
     let mut group = c.benchmark_group("engine");
-    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
 
     // The reference every rule is compared with: the same evaluate path
     // with no work in the module.
-    group.bench_function("floor", |b| b.iter(|| black_box(f.engine.run_sandboxed(&f.floor, black_box(&f.prepared)))));
+    group.bench_function("floor", |b| {
+        b.iter(|| black_box(f.engine.run_sandboxed(&f.floor, black_box(&f.prepared))))
+    });
 
     // Every bundled rule on the prepared G5g manifest: instantiate, read
     // fields through host calls, return (the target's definition); the
@@ -181,7 +186,11 @@ fn criterion_benches(c: &mut Criterion, f: &Fixture) {
     // outside the timing.
     for (name, manifest) in [("g5g", &f.g5g), ("h100", &f.h100)] {
         group.bench_function(format!("check/all-bundled/{name}"), |b| {
-            b.iter_batched(|| manifest.clone(), |m| black_box(f.set.check_sandboxed(&f.engine, m)), BatchSize::SmallInput)
+            b.iter_batched(
+                || manifest.clone(),
+                |m| black_box(f.set.check_sandboxed(&f.engine, m)),
+                BatchSize::SmallInput,
+            )
         });
     }
     group.finish();
@@ -300,21 +309,25 @@ mod probe {
             let (d, s) = m.data_and_store_mut(&mut c);
             Ok(s.session.field_num(bytes(d, p, n)?))
         })?;
-        l.func_wrap(h, "field_str", |mut c: Caller<'_, State>, p: i32, n: i32, buf: i32, cap: i32| {
-            let m = mem(&mut c)?;
-            let (d, s) = m.data_and_store_mut(&mut c);
-            let text = match s.session.field_str(bytes(d, p, n)?) {
-                Ok(t) => t.into_owned(),
-                Err(status) => return Ok(status),
-            };
-            if text.len() <= cap as u32 as usize {
-                let start = buf as u32 as usize;
-                d.get_mut(start..start + text.len())
-                    .ok_or_else(|| wasmtime::Error::msg("out of bounds"))?
-                    .copy_from_slice(text.as_bytes());
-            }
-            Ok(i32::try_from(text.len()).unwrap_or(i32::MAX))
-        })?;
+        l.func_wrap(
+            h,
+            "field_str",
+            |mut c: Caller<'_, State>, p: i32, n: i32, buf: i32, cap: i32| {
+                let m = mem(&mut c)?;
+                let (d, s) = m.data_and_store_mut(&mut c);
+                let text = match s.session.field_str(bytes(d, p, n)?) {
+                    Ok(t) => t.into_owned(),
+                    Err(status) => return Ok(status),
+                };
+                if text.len() <= cap as u32 as usize {
+                    let start = buf as u32 as usize;
+                    d.get_mut(start..start + text.len())
+                        .ok_or_else(|| wasmtime::Error::msg("out of bounds"))?
+                        .copy_from_slice(text.as_bytes());
+                }
+                Ok(i32::try_from(text.len()).unwrap_or(i32::MAX))
+            },
+        )?;
         l.func_wrap(h, "evidence", |mut c: Caller<'_, State>, p: i32, n: i32| {
             let m = mem(&mut c)?;
             let (d, s) = m.data_and_store_mut(&mut c);
@@ -343,9 +356,13 @@ mod probe {
         let module = Module::new(&engine, wasm)?;
         let mut store = Store::new(&engine, State { session, memory: None, calls: 0 });
         let instance = linker(&engine)?.instantiate(&mut store, &module)?;
-        let memory = instance.get_memory(&mut store, "memory").ok_or_else(|| wasmtime::Error::msg("no memory"))?;
+        let memory = instance
+            .get_memory(&mut store, "memory")
+            .ok_or_else(|| wasmtime::Error::msg("no memory"))?;
         store.data_mut().memory = Some(memory);
-        let code = instance.get_typed_func::<(), i32>(&mut store, "pitfall_evaluate")?.call(&mut store, ())?;
+        let code = instance
+            .get_typed_func::<(), i32>(&mut store, "pitfall_evaluate")?
+            .call(&mut store, ())?;
         let raw = store.data_mut().session.take_output();
         Ok(Probe { host_calls: store.data().calls, code, raw })
     }
@@ -372,7 +389,12 @@ fn summary(f: &Fixture) {
     page_counts.dedup();
     let mut synthetic: Vec<(String, Rule)> = page_counts
         .iter()
-        .map(|&p| (format!("floor_{p}pages_us"), f.engine.load(&empty_module(p as u32)).expect("a paged floor loads")))
+        .map(|&p| {
+            (
+                format!("floor_{p}pages_us"),
+                f.engine.load(&empty_module(p as u32)).expect("a paged floor loads"),
+            )
+        })
         .collect();
     let host_calls_key = format!("floor_{SYNTHETIC_HOST_CALLS}hostcalls_us");
     synthetic.push((
@@ -389,7 +411,9 @@ fn summary(f: &Fixture) {
     let mut repeated: Vec<Vec<Duration>> = vec![Vec::with_capacity(N_EVAL); f.rules.len()];
     let mut rendered: Vec<Vec<Duration>> = vec![Vec::with_capacity(N_EVAL); f.rules.len()];
     for _ in 0..ROUNDS {
-        time_into(&mut floor, per_round, || f.engine.run_sandboxed(&f.floor, black_box(&f.prepared)));
+        time_into(&mut floor, per_round, || {
+            f.engine.run_sandboxed(&f.floor, black_box(&f.prepared))
+        });
         for ((_, rule), out) in synthetic.iter().zip(&mut synth) {
             time_into(out, per_round, || f.engine.run_sandboxed(rule, black_box(&f.prepared)));
         }
@@ -474,32 +498,36 @@ fn summary(f: &Fixture) {
         rendered_over += usize::from(rendered_ratio > TARGET_RATIO);
         let evaluation = f.engine.evaluate(rule, &f.prepared);
         let s = &stats[i];
-        let (calls, render_us) =
-            match probe::run(f.wasm[i], Session::new(f.prepared.fields.clone(), limits.max_output_bytes)) {
-                Ok(p) => {
-                    let same = matches!(
-                        (p.code, &evaluation),
-                        (0, Evaluation::Clear) | (1, Evaluation::Matched(_)) | (2, Evaluation::Undetermined(_))
+        let (calls, render_us) = match probe::run(
+            f.wasm[i],
+            Session::new(f.prepared.fields.clone(), limits.max_output_bytes),
+        ) {
+            Ok(p) => {
+                let same = matches!(
+                    (p.code, &evaluation),
+                    (0, Evaluation::Clear)
+                        | (1, Evaluation::Matched(_))
+                        | (2, Evaluation::Undetermined(_))
+                );
+                if !same {
+                    println!(
+                        "  (probe of {} returned {}, the engine {}: its figures are unreliable)",
+                        rule.id(),
+                        p.code,
+                        outcome(&evaluation)
                     );
-                    if !same {
-                        println!(
-                            "  (probe of {} returned {}, the engine {}: its figures are unreliable)",
-                            rule.id(),
-                            p.code,
-                            outcome(&evaluation)
-                        );
-                    }
-                    if p.code == 0 {
-                        clear_points.push((f64::from(p.host_calls), us));
-                    }
-                    let render_us = (p.code == 1).then(|| render_time_us(rule, &p.raw, &f.prepared));
-                    (p.host_calls.to_string(), render_us)
                 }
-                Err(e) => {
-                    println!("  (probe of {} failed: {e:#})", rule.id());
-                    ("?".into(), None)
+                if p.code == 0 {
+                    clear_points.push((f64::from(p.host_calls), us));
                 }
-            };
+                let render_us = (p.code == 1).then(|| render_time_us(rule, &p.raw, &f.prepared));
+                (p.host_calls.to_string(), render_us)
+            }
+            Err(e) => {
+                println!("  (probe of {} failed: {e:#})", rule.id());
+                ("?".into(), None)
+            }
+        };
         println!(
             "rule {} us={us:.2} ratio_to_floor={ratio:.2} with_render_us={rendered_us:.2} with_render_ratio={rendered_ratio:.2} cycled_us={cycled_us:.2} cycled_mean_us={cycled_mean:.2} outcome={} module_bytes={} pages={} data_bytes={} table_elements={} imports={} functions={} host_calls={calls} render_us={}",
             rule.id(),
@@ -565,8 +593,10 @@ fn summary(f: &Fixture) {
     // thread (prepare, candidates, evaluate each in turn), to separate the
     // evaluations from the parallel dispatch.
     let check_per_round = (N_CHECK / ROUNDS).max(1);
-    let fixtures = [(G5G, &f.g5g, "check_all_bundled_us"), (H100, &f.h100, "check_all_bundled_h100_us")];
-    let mut checks: Vec<(Vec<Duration>, Vec<Duration>)> = vec![(Vec::new(), Vec::new()); fixtures.len()];
+    let fixtures =
+        [(G5G, &f.g5g, "check_all_bundled_us"), (H100, &f.h100, "check_all_bundled_h100_us")];
+    let mut checks: Vec<(Vec<Duration>, Vec<Duration>)> =
+        vec![(Vec::new(), Vec::new()); fixtures.len()];
     for _ in 0..ROUNDS {
         for ((_, manifest, _), (parallel, sequential)) in fixtures.iter().zip(&mut checks) {
             for _ in 0..check_per_round {
@@ -619,7 +649,8 @@ fn summary(f: &Fixture) {
     let mut mixed_samples = cycle(&mixed);
     let rules_part = mixed_samples.split_off(distinct_floors.len());
     let mut mixed_floors: Vec<Duration> = mixed_samples.into_iter().flatten().collect();
-    let mixed_rule_medians: Vec<f64> = rules_part.into_iter().map(|mut v| median_us(&mut v)).collect();
+    let mixed_rule_medians: Vec<f64> =
+        rules_part.into_iter().map(|mut v| median_us(&mut v)).collect();
     let mixed_floor_us = median_us(&mut mixed_floors);
     println!(
         "cycled_over_warm_slots: modules={} empty_modules_us={mixed_floor_us:.2} ratio_to_floor={:.2} rules_median_of_medians_us={:.2} (vs {:.2} cycled within the warm slots)",

@@ -134,7 +134,11 @@ fn main() {
     // each with guards); a pool of 2 does the same work per evaluation. And
     // compiling under valgrind is many times slower than the load-time bound
     // allows. Neither changes what one evaluation does.
-    let limits = Limits { max_instances: 2, compile_timeout: Duration::from_secs(3600), ..Limits::default() };
+    let limits = Limits {
+        max_instances: 2,
+        compile_timeout: Duration::from_secs(3600),
+        ..Limits::default()
+    };
     // Compiling under valgrind takes minutes; with a cache directory, a
     // native run compiles once and the run under valgrind loads the code
     // this engine compiled itself (what the cache is for).
@@ -155,15 +159,21 @@ fn main() {
             paths
                 .into_iter()
                 .map(|p| {
-                    let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                    let bytes =
+                        std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
                     (p.display().to_string(), bytes)
                 })
                 .collect()
         }
-        None => pitfall_bundled_rules::MODULES.iter().map(|m| (m.crate_name.to_owned(), m.wasm.to_vec())).collect(),
+        None => pitfall_bundled_rules::MODULES
+            .iter()
+            .map(|m| (m.crate_name.to_owned(), m.wasm.to_vec()))
+            .collect(),
     };
-    let rules: Vec<Rule> =
-        modules.iter().map(|(name, wasm)| engine.load(wasm).unwrap_or_else(|e| panic!("{name}: {e}"))).collect();
+    let rules: Vec<Rule> = modules
+        .iter()
+        .map(|(name, wasm)| engine.load(wasm).unwrap_or_else(|e| panic!("{name}: {e}")))
+        .collect();
     let synthetic: Vec<(&str, Rule)> = synthetic()
         .into_iter()
         .map(|(name, text)| {
@@ -173,7 +183,8 @@ fn main() {
         .collect();
     assert!(synthetic.len() <= SYNTHETIC.len(), "more synthetic modules than eval functions");
     assert!(rules.len() <= TABLE.len(), "more rules than eval functions");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/manifests/g5g-gemma4-vllm0271.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/manifests/g5g-gemma4-vllm0271.json");
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let prepared = Prepared::new(parse_manifest(&bytes).expect("fixture parses"));
 

@@ -51,14 +51,21 @@ pub(crate) struct CompiledCache {
 }
 
 impl CompiledCache {
-    pub(crate) fn new(dir: Option<PathBuf>, engine: &wasmtime::Engine) -> std::io::Result<CompiledCache> {
+    pub(crate) fn new(
+        dir: Option<PathBuf>,
+        engine: &wasmtime::Engine,
+    ) -> std::io::Result<CompiledCache> {
         if let Some(dir) = &dir {
             fs::create_dir_all(dir)?;
         }
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut h);
-        Ok(CompiledCache { memory: Mutex::default(), dir, fingerprint: format!("{:016x}", h.finish()) })
+        Ok(CompiledCache {
+            memory: Mutex::default(),
+            dir,
+            fingerprint: format!("{:016x}", h.finish()),
+        })
     }
 
     pub(crate) fn get(&self, engine: &wasmtime::Engine, sha256: &str) -> Option<Module> {

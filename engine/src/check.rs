@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pitfall_sdk::model::cases::Evaluation;
-use pitfall_sdk::model::report::{CheckResponse, CheckStats, RuleError, Undetermined, evidence_for};
+use pitfall_sdk::model::report::{
+    CheckResponse, CheckStats, RuleError, Undetermined, evidence_for,
+};
 use pitfall_sdk::model::selector::ManifestFacts;
 use pitfall_sdk::model::{Manifest, Prepared};
 use rayon::prelude::*;
@@ -66,16 +68,18 @@ impl RuleSet {
         // hundreds change nothing here), with the keys the field map
         // derived for them.
         let packages = prepared.fields.packages_with_keys().map(|(p, key)| (p, Cow::Borrowed(key)));
-        let facts = ManifestFacts::of_keyed_packages(&prepared.manifest, packages, |key| self.index.names_package(key));
+        let facts = ManifestFacts::of_keyed_packages(&prepared.manifest, packages, |key| {
+            self.index.names_package(key)
+        });
         let gate_facts = self.gates.facts(&facts);
         let positions = self.index.candidates(&facts);
         self.gates.prefetch(&positions);
         positions
             .into_iter()
             .filter(|&i| {
-                self.gates
-                    .admits(i, &gate_facts)
-                    .unwrap_or_else(|| self.rules[i as usize].selectors.iter().all(|s| s.holds_in(&facts)))
+                self.gates.admits(i, &gate_facts).unwrap_or_else(|| {
+                    self.rules[i as usize].selectors.iter().all(|s| s.holds_in(&facts))
+                })
             })
             .map(|i| &self.rules[i as usize])
             .collect()
@@ -129,8 +133,10 @@ impl RuleSet {
         if memo {
             engine.prefetch_replays(&candidates);
         }
-        let mut results: Vec<(&Arc<Rule>, Option<Evaluation>)> =
-            candidates.iter().map(|rule| (*rule, memo.then(|| engine.replay_uncounted(rule, &prepared)).flatten())).collect();
+        let mut results: Vec<(&Arc<Rule>, Option<Evaluation>)> = candidates
+            .iter()
+            .map(|rule| (*rule, memo.then(|| engine.replay_uncounted(rule, &prepared)).flatten()))
+            .collect();
         let mut misses: Vec<&mut (&Arc<Rule>, Option<Evaluation>)> =
             results.iter_mut().filter(|(_, evaluation)| evaluation.is_none()).collect();
         let replayed = candidates.len() - misses.len();
@@ -143,7 +149,8 @@ impl RuleSet {
         bound.passed(replayed, candidates.len())?;
         // One evaluator per thread's share of the misses: each candidate in
         // a fresh instance, the store's upkeep shared (`Evaluator`).
-        let run = |evaluator: &mut Evaluator<'_>, slot: &mut &mut (&Arc<Rule>, Option<Evaluation>)| {
+        let run = |evaluator: &mut Evaluator<'_>,
+                   slot: &mut &mut (&Arc<Rule>, Option<Evaluation>)| {
             slot.1 = Some(if memo {
                 evaluator.evaluate_recorded(slot.0, &prepared)
             } else {
@@ -167,23 +174,40 @@ impl RuleSet {
             undetermined: Vec::new(),
             rule_errors: Vec::new(),
             ruleset_revision: self.revision.clone(),
-            stats: CheckStats { rules_total: self.rules.len() as u32, rules_evaluated: candidates.len() as u32, elapsed_us: 0 },
-            enriched: prepared.enrichment.paths.iter().filter_map(|p| evidence_for(&prepared.fields, p)).collect(),
+            stats: CheckStats {
+                rules_total: self.rules.len() as u32,
+                rules_evaluated: candidates.len() as u32,
+                elapsed_us: 0,
+            },
+            enriched: prepared
+                .enrichment
+                .paths
+                .iter()
+                .filter_map(|p| evidence_for(&prepared.fields, p))
+                .collect(),
         };
         for (rule, evaluation) in results {
             let rule_id = || rule.id().to_owned();
             // Every slot was filled above; an empty one would be this
             // function's bug, reported rather than dropped.
-            match evaluation.unwrap_or_else(|| Evaluation::Failed("internal: the rule was not evaluated".into())) {
+            match evaluation.unwrap_or_else(|| {
+                Evaluation::Failed("internal: the rule was not evaluated".into())
+            }) {
                 Evaluation::Clear => {}
                 Evaluation::Matched(finding) => answer.findings.push(*finding),
-                Evaluation::Undetermined(missing) => answer.undetermined.push(Undetermined { rule_id: rule_id(), missing }),
-                Evaluation::Failed(error) => answer.rule_errors.push(RuleError { rule_id: rule_id(), error }),
+                Evaluation::Undetermined(missing) => {
+                    answer.undetermined.push(Undetermined { rule_id: rule_id(), missing })
+                }
+                Evaluation::Failed(error) => {
+                    answer.rule_errors.push(RuleError { rule_id: rule_id(), error })
+                }
             }
         }
         // Worst first, then by id: a stable order clients can diff.
         // By what each finding keeps apart: a replayed one is its text.
-        answer.findings.sort_by(|a, b| b.severity().cmp(&a.severity()).then_with(|| a.rule_id().cmp(b.rule_id())));
+        answer.findings.sort_by(|a, b| {
+            b.severity().cmp(&a.severity()).then_with(|| a.rule_id().cmp(b.rule_id()))
+        });
         answer.undetermined.sort_by(|a, b| a.rule_id.cmp(&b.rule_id));
         answer.rule_errors.sort_by(|a, b| a.rule_id.cmp(&b.rule_id));
         answer.stats.elapsed_us = start.elapsed().as_micros() as u64;

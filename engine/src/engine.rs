@@ -16,8 +16,8 @@ use pitfall_sdk::model::meta::RuleMeta;
 use pitfall_sdk::model::report::{RawOutcome, render};
 use pitfall_sdk::model::session::{RawOutput, Read, Session};
 use wasmtime::{
-    Config, Global, Instance, InstanceAllocationStrategy, Linker, Memory, Module, OptLevel, PoolingAllocationConfig,
-    Store, Trap, TypedFunc,
+    Config, Global, Instance, InstanceAllocationStrategy, Linker, Memory, Module, OptLevel,
+    PoolingAllocationConfig, Store, Trap, TypedFunc,
 };
 
 use crate::abi::{EVALUATE_EXPORT, MEMORY_EXPORT};
@@ -142,12 +142,15 @@ impl Engine {
     }
 
     fn build(limits: Limits, cache_dir: Option<PathBuf>) -> Result<Engine, EngineError> {
-        let wasm = wasmtime::Engine::new(&wasmtime_config(&limits)).map_err(|e| EngineError(e.to_string()))?;
+        let wasm = wasmtime::Engine::new(&wasmtime_config(&limits))
+            .map_err(|e| EngineError(e.to_string()))?;
         let mut linker = Linker::new(&wasm);
         host::define(&mut linker).map_err(|e| EngineError(e.to_string()))?;
-        let cache = CompiledCache::new(cache_dir, &wasm).map_err(|e| EngineError(format!("cache dir: {e}")))?;
+        let cache = CompiledCache::new(cache_dir, &wasm)
+            .map_err(|e| EngineError(format!("cache dir: {e}")))?;
         let ticker_stop = Arc::new(AtomicBool::new(false));
-        spawn_epoch_ticker(wasm.clone(), ticker_stop.clone()).map_err(|e| EngineError(e.to_string()))?;
+        spawn_epoch_ticker(wasm.clone(), ticker_stop.clone())
+            .map_err(|e| EngineError(e.to_string()))?;
         let memo = Arc::new(MemoBudget::new(limits.memo_bytes));
         Ok(Engine {
             inner: Arc::new(Inner {
@@ -244,13 +247,20 @@ impl Engine {
         let module = match self.inner.cache.get(&self.inner.wasm, sha256) {
             Some(m) => m,
             None => {
-                let compiled = resettable.as_ref().and_then(|r| r.exporting_globals.as_deref()).unwrap_or(bytes);
+                let compiled = resettable
+                    .as_ref()
+                    .and_then(|r| r.exporting_globals.as_deref())
+                    .unwrap_or(bytes);
                 let m = self.compile_bounded(compiled)?;
                 self.inner.cache.put(sha256, &m);
                 m
             }
         };
-        let pre = self.inner.linker.instantiate_pre(&module).map_err(|e| LoadError::Import(e.to_string()))?;
+        let pre = self
+            .inner
+            .linker
+            .instantiate_pre(&module)
+            .map_err(|e| LoadError::Import(e.to_string()))?;
         let evaluate_export = module
             .get_export_index(EVALUATE_EXPORT)
             .ok_or_else(|| LoadError::Export(format!("missing export `{EVALUATE_EXPORT}`")))?;
@@ -286,7 +296,14 @@ impl Engine {
     /// instance, reset): what a check uses for its candidates, and a rule's
     /// tests for its cases.
     pub fn evaluator(&self) -> Evaluator<'_> {
-        Evaluator { engine: self, store: None, instances: 0, parked: Vec::new(), reused: 0, instantiated: 0 }
+        Evaluator {
+            engine: self,
+            store: None,
+            instances: 0,
+            parked: Vec::new(),
+            reused: 0,
+            instantiated: 0,
+        }
     }
 
     /// Evaluates `rule` on a prepared manifest in a fresh instance of a
@@ -366,7 +383,12 @@ impl Engine {
     }
 
     /// A fresh instance's two exports, bound for calls.
-    fn bind(&self, linked: &Linked, store: &mut Store<HostState>, instance: Instance) -> wasmtime::Result<Parked> {
+    fn bind(
+        &self,
+        linked: &Linked,
+        store: &mut Store<HostState>,
+        instance: Instance,
+    ) -> wasmtime::Result<Parked> {
         let mut store = store;
         let memory = instance
             .get_module_export(&mut store, &linked.memory_export)
@@ -377,7 +399,13 @@ impl Engine {
             .and_then(|e| e.into_func())
             .ok_or_else(|| wasmtime::Error::msg("the rule's evaluate export is not a function"))?
             .typed::<(), i32>(&store)?;
-        Ok(Parked { module: linked.pre.module().clone(), instance, evaluate, memory, globals: None })
+        Ok(Parked {
+            module: linked.pre.module().clone(),
+            instance,
+            evaluate,
+            memory,
+            globals: None,
+        })
     }
 
     /// Calls an instance's `pitfall_evaluate` and reads what it reported.
@@ -387,7 +415,9 @@ impl Engine {
         let raw = store.data_mut().session.take_output();
         Ok(match RawOutcome::from_code(code) {
             Some(RawOutcome::Clear) => Sandboxed::Done(Evaluation::Clear),
-            Some(RawOutcome::Undetermined) => Sandboxed::Done(Evaluation::Undetermined(raw.missing)),
+            Some(RawOutcome::Undetermined) => {
+                Sandboxed::Done(Evaluation::Undetermined(raw.missing))
+            }
             Some(RawOutcome::Matched) => Sandboxed::Matched(Box::new(raw)),
             None => Sandboxed::Done(Evaluation::Failed(format!(
                 "malformed output: {EVALUATE_EXPORT} returned {code}, not 0, 1 or 2"
@@ -398,11 +428,17 @@ impl Engine {
     /// Runs the rule's embedded test cases in this engine.
     pub fn run_tests(&self, rule: &Rule) -> Vec<CaseResult> {
         let mut evaluator = self.evaluator();
-        run_cases(&rule.selectors, &rule.info.tests, &mut |prepared| evaluator.evaluate(rule, prepared))
+        run_cases(&rule.selectors, &rule.info.tests, &mut |prepared| {
+            evaluator.evaluate(rule, prepared)
+        })
     }
 
     /// Times one evaluation (for benchmarks and publish-time cost reports).
-    pub fn evaluate_timed(&self, rule: &Rule, prepared: &Prepared) -> (Evaluation, std::time::Duration) {
+    pub fn evaluate_timed(
+        &self,
+        rule: &Rule,
+        prepared: &Prepared,
+    ) -> (Evaluation, std::time::Duration) {
         let start = Instant::now();
         let e = self.evaluate(rule, prepared);
         (e, start.elapsed())
@@ -483,14 +519,23 @@ struct Parked {
 impl Parked {
     /// Resets the instance to its fresh state (`reset.rs`).
     fn reset(&mut self, store: &mut Store<HostState>, linked: &Linked) -> wasmtime::Result<()> {
-        let plan = linked.reset.as_ref().ok_or_else(|| wasmtime::Error::msg("internal: parked but not resettable"))?;
+        let plan = linked
+            .reset
+            .as_ref()
+            .ok_or_else(|| wasmtime::Error::msg("internal: parked but not resettable"))?;
         if self.globals.is_none() {
             let globals = plan
                 .exports
                 .iter()
-                .map(|export| self.instance.get_module_export(&mut *store, export).and_then(|e| e.into_global()))
+                .map(|export| {
+                    self.instance
+                        .get_module_export(&mut *store, export)
+                        .and_then(|e| e.into_global())
+                })
                 .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| wasmtime::Error::msg("internal: a mutable global's export is missing"))?;
+                .ok_or_else(|| {
+                    wasmtime::Error::msg("internal: a mutable global's export is missing")
+                })?;
             self.globals = Some(globals);
         }
         plan.restore(&mut *store, self.memory, self.globals.as_deref().unwrap_or_default())
@@ -541,7 +586,9 @@ impl Evaluator<'_> {
         // again when a later manifest's evidence differs.
         let (evaluation, raw) = match sandboxed {
             Sandboxed::Done(evaluation) => (evaluation, None),
-            Sandboxed::Matched(raw) => (rendered(&rule.info.meta, &raw, &prepared.fields), Some(*raw)),
+            Sandboxed::Matched(raw) => {
+                (rendered(&rule.info.meta, &raw, &prepared.fields), Some(*raw))
+            }
         };
         if let (Some(reads), Some(outcome)) = (reads, Outcome::of(&evaluation, raw)) {
             rule.memo.record(reads, outcome, &prepared.fields, budget);
@@ -559,12 +606,19 @@ impl Evaluator<'_> {
 
     /// [`Evaluator::run_sandboxed`], and when `record`, the paths the rule
     /// read with what it saw (`None` if it failed or read too many).
-    fn sandbox(&mut self, rule: &Rule, prepared: &Prepared, record: bool) -> (Sandboxed, Option<Vec<Read>>) {
+    fn sandbox(
+        &mut self,
+        rule: &Rule,
+        prepared: &Prepared,
+        record: bool,
+    ) -> (Sandboxed, Option<Vec<Read>>) {
         let engine = self.engine;
         let limits = &engine.inner.limits;
         let linked = match engine.linked(rule) {
             Ok(linked) => linked,
-            Err(e) => return (Sandboxed::Done(Evaluation::Failed(format!("could not load: {e}"))), None),
+            Err(e) => {
+                return (Sandboxed::Done(Evaluation::Failed(format!("could not load: {e}"))), None);
+            }
         };
         let (store, result) = self.run(linked, prepared, record);
         match result {
@@ -587,10 +641,15 @@ impl Evaluator<'_> {
                 // just the symptom.
                 let limiter = &store.data().limiter;
                 if limiter.refused_table {
-                    text = format!("table growth refused (limit {MAX_TABLE_ELEMENTS} elements): {text}");
+                    text = format!(
+                        "table growth refused (limit {MAX_TABLE_ELEMENTS} elements): {text}"
+                    );
                 }
                 if limiter.refused_memory {
-                    text = format!("out of memory (limit {} MiB): {text}", limits.max_memory_bytes >> 20);
+                    text = format!(
+                        "out of memory (limit {} MiB): {text}",
+                        limits.max_memory_bytes >> 20
+                    );
                 }
                 self.retire();
                 (Sandboxed::Done(Evaluation::Failed(text)), None)
@@ -634,16 +693,19 @@ impl Evaluator<'_> {
     ) -> (&mut Store<HostState>, wasmtime::Result<Sandboxed>) {
         let engine = self.engine;
         let reuse = engine.inner.limits.reuse_instances;
-        if let Some(i) = self.parked.iter().position(|p| Module::same(&p.module, linked.pre.module())) {
+        if let Some(i) =
+            self.parked.iter().position(|p| Module::same(&p.module, linked.pre.module()))
+        {
             self.reused += 1;
             let parked = &mut self.parked[i];
-            let result = Self::ready(engine, &mut self.store, prepared, record)
-                .and_then(|store| parked.reset(store, linked).and_then(|()| engine.call(store, parked)));
+            let result = Self::ready(engine, &mut self.store, prepared, record).and_then(|store| {
+                parked.reset(store, linked).and_then(|()| engine.call(store, parked))
+            });
             return (self.store.get_or_insert_with(|| engine.new_store()), result);
         }
         let instance = loop {
-            let instantiated =
-                Self::ready(engine, &mut self.store, prepared, record).and_then(|store| linked.pre.instantiate(store));
+            let instantiated = Self::ready(engine, &mut self.store, prepared, record)
+                .and_then(|store| linked.pre.instantiate(store));
             match instantiated {
                 Ok(instance) => {
                     self.instances += 1;
@@ -711,10 +773,16 @@ fn describe_failure(e: &wasmtime::Error, limits: &Limits) -> String {
         return match trap {
             Trap::OutOfFuel => format!("exceeded its CPU budget ({} fuel units)", limits.fuel),
             Trap::Interrupt => format!("exceeded the wall-clock deadline of {:?}", limits.deadline),
-            Trap::StackOverflow => format!("stack overflow (limit {} KiB)", limits.max_wasm_stack / 1024),
-            Trap::UnreachableCodeReached => "trap: unreachable (a panic or abort in the rule)".into(),
+            Trap::StackOverflow => {
+                format!("stack overflow (limit {} KiB)", limits.max_wasm_stack / 1024)
+            }
+            Trap::UnreachableCodeReached => {
+                "trap: unreachable (a panic or abort in the rule)".into()
+            }
             Trap::MemoryOutOfBounds => "trap: out-of-bounds memory access".into(),
-            Trap::AllocationTooLarge => format!("out of memory (limit {} MiB)", limits.max_memory_bytes >> 20),
+            Trap::AllocationTooLarge => {
+                format!("out of memory (limit {} MiB)", limits.max_memory_bytes >> 20)
+            }
             other => format!("trap: {other}"),
         };
     }

@@ -26,7 +26,10 @@ use crate::prefetch::prefetch;
 /// Whether some version is in `range`: `Some(true)` as soon as one is (a
 /// missing or unparsed version cannot be excluded), `None` when none was
 /// but one did not pack.
-fn admits_any<'v>(range: &PackedInterval, versions: impl Iterator<Item = Option<&'v Version>>) -> Option<bool> {
+fn admits_any<'v>(
+    range: &PackedInterval,
+    versions: impl Iterator<Item = Option<&'v Version>>,
+) -> Option<bool> {
     let mut undecided = false;
     for version in versions {
         match version.map(Version::packed_public) {
@@ -43,7 +46,10 @@ fn admits_any<'v>(range: &PackedInterval, versions: impl Iterator<Item = Option<
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Test {
     /// The package (by its number) is listed, at a version in the range.
-    Package { name: u32, versions: PackedInterval },
+    Package {
+        name: u32,
+        versions: PackedInterval,
+    },
     Vendor(u32),
     Capability(PackedInterval),
     Arch(u32),
@@ -130,10 +136,13 @@ impl Gates {
     /// `facts` in these gates' numbers. A package, vendor, arch or engine
     /// no selector names gets none: no test asks for it.
     pub(crate) fn facts<'f, 'm>(&self, facts: &'f ManifestFacts<'m>) -> GateFacts<'f, 'm> {
-        let mut packages: Vec<(u32, &[PackageVersion<'m>])> =
-            facts.packages().filter_map(|(key, versions)| Some((*self.packages.get(key)?, versions))).collect();
+        let mut packages: Vec<(u32, &[PackageVersion<'m>])> = facts
+            .packages()
+            .filter_map(|(key, versions)| Some((*self.packages.get(key)?, versions)))
+            .collect();
         packages.sort_unstable_by_key(|&(name, _)| name);
-        let mut vendors: Vec<u32> = facts.vendors().iter().filter_map(|v| self.vendors.get(*v).copied()).collect();
+        let mut vendors: Vec<u32> =
+            facts.vendors().iter().filter_map(|v| self.vendors.get(*v).copied()).collect();
         vendors.sort_unstable();
         GateFacts {
             packages,
@@ -151,7 +160,11 @@ impl Gates {
     /// together they overlap.
     pub(crate) fn prefetch(&self, positions: &[u32]) {
         for &position in positions {
-            if let Some(test) = self.spans.get(position as usize).and_then(|span| self.tests.get(span.start as usize)) {
+            if let Some(test) = self
+                .spans
+                .get(position as usize)
+                .and_then(|span| self.tests.get(span.start as usize))
+            {
                 prefetch(test);
             }
         }
@@ -182,14 +195,18 @@ impl GateFacts<'_, '_> {
     fn decide(&self, test: &Test) -> Option<bool> {
         match *test {
             Test::Package { name, versions } => {
-                let Ok(at) = self.packages.binary_search_by_key(&name, |&(n, _)| n) else { return Some(false) };
+                let Ok(at) = self.packages.binary_search_by_key(&name, |&(n, _)| n) else {
+                    return Some(false);
+                };
                 if versions == PackedInterval::ALL {
                     return Some(true);
                 }
                 admits_any(&versions, self.packages[at].1.iter().map(PackageVersion::get))
             }
             Test::Vendor(vendor) => Some(self.vendors.binary_search(&vendor).is_ok()),
-            Test::Capability(range) => admits_any(&range, self.capabilities.iter().map(Option::as_ref)),
+            Test::Capability(range) => {
+                admits_any(&range, self.capabilities.iter().map(Option::as_ref))
+            }
             Test::Arch(arch) => Some(self.arch == Some(arch)),
             Test::Engine(engine) => Some(self.engine == Some(engine)),
             Test::Container => Some(self.container),
@@ -227,26 +244,42 @@ mod tests {
             &[],
         ]
         .iter()
-        .map(|texts| texts.iter().map(|t| Selector::parse(t).unwrap_or_else(|e| panic!("{e}"))).collect())
+        .map(|texts| {
+            texts.iter().map(|t| Selector::parse(t).unwrap_or_else(|e| panic!("{e}"))).collect()
+        })
         .collect();
         let gates = Gates::new(rules.iter().map(Vec::as_slice));
         let vllms = [
-            Some("0.19.9"), Some("0.20"), Some("0.27.1"), Some("0.27.1+cu121"), Some("0.27.2rc0"), Some("0.27.2.dev1"),
-            Some("0.27.2rc0.post1"), Some("0.27.2"), Some("0.27.2.post1"), Some("65536.1"), Some("main"), None,
+            Some("0.19.9"),
+            Some("0.20"),
+            Some("0.27.1"),
+            Some("0.27.1+cu121"),
+            Some("0.27.2rc0"),
+            Some("0.27.2.dev1"),
+            Some("0.27.2rc0.post1"),
+            Some("0.27.2"),
+            Some("0.27.2.post1"),
+            Some("65536.1"),
+            Some("main"),
+            None,
         ];
-        let torches = [&["2.5.1"][..], &["2.0", "2.5.1+cpu"], &["2.6.0rc1"], &[], &["99999.0", "2.4"]];
-        let gpus = [
-            &[Some("7.5")][..], &[Some("8.6"), Some("9.0")], &[None], &[Some("9.0")], &[],
-        ];
+        let torches =
+            [&["2.5.1"][..], &["2.0", "2.5.1+cpu"], &["2.6.0rc1"], &[], &["99999.0", "2.4"]];
+        let gpus = [&[Some("7.5")][..], &[Some("8.6"), Some("9.0")], &[None], &[Some("9.0")], &[]];
         let (mut decided, mut asked) = (0, 0);
         for vllm in vllms {
             for torch in torches {
                 for gpu in gpus {
-                    for (arch, engine, container) in [("aarch64", "vllm", true), ("x86_64", "sglang", false)] {
-                        let mut packages: Vec<serde_json::Value> =
-                            torch.iter().map(|v| serde_json::json!({"name": "torch", "version": v})).collect();
+                    for (arch, engine, container) in
+                        [("aarch64", "vllm", true), ("x86_64", "sglang", false)]
+                    {
+                        let mut packages: Vec<serde_json::Value> = torch
+                            .iter()
+                            .map(|v| serde_json::json!({"name": "torch", "version": v}))
+                            .collect();
                         packages.push(serde_json::json!({"name": "vllm", "version": vllm}));
-                        packages.push(serde_json::json!({"name": "Flash_Attn", "version": "2.6.3"}));
+                        packages
+                            .push(serde_json::json!({"name": "Flash_Attn", "version": "2.6.3"}));
                         let accelerators: Vec<serde_json::Value> = gpu
                             .iter()
                             .map(|cc| match cc {
@@ -268,7 +301,10 @@ mod tests {
                             asked += 1;
                             if let Some(verdict) = gates.admits(i as u32, &gate_facts) {
                                 decided += 1;
-                                assert_eq!(verdict, truth, "rule {i} {selectors:?}: vllm {vllm:?}, torch {torch:?}, gpus {gpu:?}, {arch}");
+                                assert_eq!(
+                                    verdict, truth,
+                                    "rule {i} {selectors:?}: vllm {vllm:?}, torch {torch:?}, gpus {gpu:?}, {arch}"
+                                );
                             }
                         }
                     }

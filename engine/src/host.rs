@@ -3,7 +3,9 @@
 //! checks the guest's pointers, and pays for its work in fuel so a loop
 //! around host calls runs out as surely as any other loop.
 
-use pitfall_sdk::model::session::{OutputError, Session, SpecifierError, guest_range, guest_range_mut};
+use pitfall_sdk::model::session::{
+    OutputError, Session, SpecifierError, guest_range, guest_range_mut,
+};
 use wasmtime::{Caller, Linker, Memory};
 
 use crate::limits::{HOST_CALL_FUEL, HOST_MODULE};
@@ -31,13 +33,23 @@ pub(crate) struct GrowthLimiter {
 }
 
 impl wasmtime::ResourceLimiter for GrowthLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         let ok = desired <= self.max_memory_bytes;
         self.refused_memory |= !ok;
         Ok(ok)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         let ok = desired <= self.max_table_elements;
         self.refused_table |= !ok;
         Ok(ok)
@@ -67,8 +79,9 @@ fn memory(caller: &Caller<'_, HostState>, call: &'static str) -> wasmtime::Resul
 }
 
 fn slice<'a>(mem: &'a [u8], call: &'static str, ptr: i32, len: i32) -> wasmtime::Result<&'a [u8]> {
-    guest_range(mem, ptr, len)
-        .ok_or_else(|| wasmtime::Error::new(AbiViolation::OutOfBounds { call, ptr: ptr as u32, len: len as u32 }))
+    guest_range(mem, ptr, len).ok_or_else(|| {
+        wasmtime::Error::new(AbiViolation::OutOfBounds { call, ptr: ptr as u32, len: len as u32 })
+    })
 }
 
 /// Charges a host call's price: a base plus one unit per byte moved.
@@ -103,24 +116,36 @@ fn two_ranges<R>(
 
 /// Defines every function of [`crate::abi::HOST_FUNCTIONS`] in `linker`.
 pub(crate) fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    linker.func_wrap(HOST_MODULE, "field_kind", |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| {
-        charge(&mut caller, len as u32 as usize)?;
-        let mem = memory(&caller, "field_kind")?;
-        let (data, state) = mem.data_and_store_mut(&mut caller);
-        Ok(state.session.field_kind(slice(data, "field_kind", ptr, len)?))
-    })?;
-    linker.func_wrap(HOST_MODULE, "field_len", |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| {
-        charge(&mut caller, len as u32 as usize)?;
-        let mem = memory(&caller, "field_len")?;
-        let (data, state) = mem.data_and_store_mut(&mut caller);
-        Ok(state.session.field_len(slice(data, "field_len", ptr, len)?))
-    })?;
-    linker.func_wrap(HOST_MODULE, "field_num", |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| {
-        charge(&mut caller, len as u32 as usize)?;
-        let mem = memory(&caller, "field_num")?;
-        let (data, state) = mem.data_and_store_mut(&mut caller);
-        Ok(state.session.field_num(slice(data, "field_num", ptr, len)?))
-    })?;
+    linker.func_wrap(
+        HOST_MODULE,
+        "field_kind",
+        |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| {
+            charge(&mut caller, len as u32 as usize)?;
+            let mem = memory(&caller, "field_kind")?;
+            let (data, state) = mem.data_and_store_mut(&mut caller);
+            Ok(state.session.field_kind(slice(data, "field_kind", ptr, len)?))
+        },
+    )?;
+    linker.func_wrap(
+        HOST_MODULE,
+        "field_len",
+        |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| {
+            charge(&mut caller, len as u32 as usize)?;
+            let mem = memory(&caller, "field_len")?;
+            let (data, state) = mem.data_and_store_mut(&mut caller);
+            Ok(state.session.field_len(slice(data, "field_len", ptr, len)?))
+        },
+    )?;
+    linker.func_wrap(
+        HOST_MODULE,
+        "field_num",
+        |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| {
+            charge(&mut caller, len as u32 as usize)?;
+            let mem = memory(&caller, "field_num")?;
+            let (data, state) = mem.data_and_store_mut(&mut caller);
+            Ok(state.session.field_num(slice(data, "field_num", ptr, len)?))
+        },
+    )?;
     linker.func_wrap(
         HOST_MODULE,
         "field_str",
@@ -138,7 +163,11 @@ pub(crate) fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             // rule can retry with enough room.
             if n <= cap as u32 as usize {
                 let dest = guest_range_mut(data, buf, n).ok_or_else(|| {
-                    wasmtime::Error::new(AbiViolation::OutOfBounds { call: "field_str", ptr: buf as u32, len: cap as u32 })
+                    wasmtime::Error::new(AbiViolation::OutOfBounds {
+                        call: "field_str",
+                        ptr: buf as u32,
+                        len: cap as u32,
+                    })
                 })?;
                 dest.copy_from_slice(text.as_bytes());
             }
@@ -147,18 +176,26 @@ pub(crate) fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
             Ok(n)
         },
     )?;
-    linker.func_wrap(HOST_MODULE, "evidence", |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| {
-        charge(&mut caller, len as u32 as usize)?;
-        let mem = memory(&caller, "evidence")?;
-        let (data, state) = mem.data_and_store_mut(&mut caller);
-        state.session.evidence(slice(data, "evidence", ptr, len)?).map_err(output("evidence"))
-    })?;
-    linker.func_wrap(HOST_MODULE, "missing", |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| {
-        charge(&mut caller, len as u32 as usize)?;
-        let mem = memory(&caller, "missing")?;
-        let (data, state) = mem.data_and_store_mut(&mut caller);
-        state.session.missing(slice(data, "missing", ptr, len)?).map_err(output("missing"))
-    })?;
+    linker.func_wrap(
+        HOST_MODULE,
+        "evidence",
+        |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| {
+            charge(&mut caller, len as u32 as usize)?;
+            let mem = memory(&caller, "evidence")?;
+            let (data, state) = mem.data_and_store_mut(&mut caller);
+            state.session.evidence(slice(data, "evidence", ptr, len)?).map_err(output("evidence"))
+        },
+    )?;
+    linker.func_wrap(
+        HOST_MODULE,
+        "missing",
+        |mut caller: Caller<'_, HostState>, ptr: i32, len: i32| {
+            charge(&mut caller, len as u32 as usize)?;
+            let mem = memory(&caller, "missing")?;
+            let (data, state) = mem.data_and_store_mut(&mut caller);
+            state.session.missing(slice(data, "missing", ptr, len)?).map_err(output("missing"))
+        },
+    )?;
     linker.func_wrap(
         HOST_MODULE,
         "param",
@@ -182,7 +219,9 @@ pub(crate) fn define(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
         "version_in",
         |mut caller: Caller<'_, HostState>, pp: i32, pl: i32, sp: i32, sl: i32| {
             two_ranges(&mut caller, "version_in", (pp, pl), (sp, sl), |session, path, spec| {
-                session.version_in(path, spec).map_err(|e| wasmtime::Error::new(AbiViolation::Specifier(e)))
+                session
+                    .version_in(path, spec)
+                    .map_err(|e| wasmtime::Error::new(AbiViolation::Specifier(e)))
             })
         },
     )?;

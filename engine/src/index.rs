@@ -44,10 +44,7 @@ impl Ranged {
                 _ => unranged.push(i),
             }
         }
-        Ranged {
-            unranged,
-            ranged: IntervalTree::new(ranges),
-        }
+        Ranged { unranged, ranged: IntervalTree::new(ranges) }
     }
 
     /// The rules for one value of the key (`None`: cannot be decided).
@@ -97,9 +94,7 @@ pub struct CandidateIndex {
 /// before a bare one, then capability, engine, vendor, arch.
 fn key(selectors: &[Selector]) -> Option<&Selector> {
     let rank = |s: &Selector| match s {
-        Selector::Package {
-            versions: Some(_), ..
-        } => 0,
+        Selector::Package { versions: Some(_), .. } => 0,
         Selector::Package { versions: None, .. } => 1,
         Selector::Capability(_) => 2,
         Selector::Engine(_) => 3,
@@ -107,10 +102,7 @@ fn key(selectors: &[Selector]) -> Option<&Selector> {
         Selector::Arch(_) => 5,
         Selector::Container => 6,
     };
-    selectors
-        .iter()
-        .filter(|s| !matches!(s, Selector::Container))
-        .min_by_key(|s| rank(s))
+    selectors.iter().filter(|s| !matches!(s, Selector::Container)).min_by_key(|s| rank(s))
 }
 
 fn range(spec: &Specifier) -> Range {
@@ -147,10 +139,7 @@ impl CandidateIndex {
                 Some(Selector::Container) | None => index.always.push(i),
             }
         }
-        index.packages = packages
-            .into_iter()
-            .map(|(k, v)| (k, Ranged::build(v)))
-            .collect();
+        index.packages = packages.into_iter().map(|(k, v)| (k, Ranged::build(v))).collect();
         index.capability = Ranged::build(capability);
         index
     }
@@ -217,10 +206,7 @@ mod tests {
     use pitfall_sdk::model::{Manifest, manifest_from_value};
 
     fn selectors(texts: &[&str]) -> Vec<Selector> {
-        texts
-            .iter()
-            .map(|t| Selector::parse(t).unwrap_or_else(|e| panic!("{e}")))
-            .collect()
+        texts.iter().map(|t| Selector::parse(t).unwrap_or_else(|e| panic!("{e}"))).collect()
     }
 
     /// The manifest as a check sees it: normalised (`Prepared::new`'s step).
@@ -251,7 +237,11 @@ mod tests {
         }
         assert!(!index.names_package("requests"));
         let admitted = |facts: &ManifestFacts<'_>| -> Vec<u32> {
-            index.candidates(facts).into_iter().filter(|&i| rules[i as usize].iter().all(|s| s.holds_in(facts))).collect()
+            index
+                .candidates(facts)
+                .into_iter()
+                .filter(|&i| rules[i as usize].iter().all(|s| s.holds_in(facts)))
+                .collect()
         };
         for torch in ["1.13", "2.1"] {
             for flash in [None, Some("2.5.8"), Some("1.0")] {
@@ -305,14 +295,9 @@ mod tests {
             Some(cc) => serde_json::json!({"vendor": "nvidia", "compute_capability": cc}),
             None => serde_json::json!({"vendor": "nvidia", "model": "Unknown Board"}),
         };
-        for vllm in [
-            Some("0.19.1"),
-            Some("0.27.1"),
-            Some("0.27.2"),
-            Some("1.2+cu12"),
-            Some("main"),
-            None,
-        ] {
+        for vllm in
+            [Some("0.19.1"), Some("0.27.1"), Some("0.27.2"), Some("1.2+cu12"), Some("main"), None]
+        {
             for cc in [Some("7.5"), Some("9.0"), Some("12.0"), None] {
                 let m = manifest(serde_json::json!({
                     "manifest_version": 1,

@@ -7,15 +7,15 @@ use pitfall_sdk::model::meta::{
     RuleMeta, TestCase, decode_abi_section, decode_meta_section, decode_tests_section, sections,
 };
 use wasmparser::{
-    ConstExpr, DataKind, ElementItems, ElementKind, ExternalKind, FuncType, FunctionBody, Operator, Parser, Payload,
-    TypeRef, Validator, WasmFeatures,
+    ConstExpr, DataKind, ElementItems, ElementKind, ExternalKind, FuncType, FunctionBody, Operator,
+    Parser, Payload, TypeRef, Validator, WasmFeatures,
 };
 
 use crate::abi::{EVALUATE_EXPORT, HOST_FUNCTIONS, MEMORY_EXPORT, SUPPORTED_ABI_VERSIONS};
 use crate::error::LoadError;
 use crate::limits::{
-    HOST_MODULE, Limits, MAX_FUNCTION_BODY_BYTES, MAX_FUNCTIONS, MAX_LOCALS_PER_FUNCTION, MAX_NESTING_DEPTH,
-    MAX_TABLE_ELEMENTS,
+    HOST_MODULE, Limits, MAX_FUNCTION_BODY_BYTES, MAX_FUNCTIONS, MAX_LOCALS_PER_FUNCTION,
+    MAX_NESTING_DEPTH, MAX_TABLE_ELEMENTS,
 };
 
 /// What a module says about itself, read without running it.
@@ -80,7 +80,9 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
                     functions += 1;
                 }
                 if functions > MAX_FUNCTIONS {
-                    return Err(LoadError::TooComplex(format!("{functions} functions (at most {MAX_FUNCTIONS})")));
+                    return Err(LoadError::TooComplex(format!(
+                        "{functions} functions (at most {MAX_FUNCTIONS})"
+                    )));
                 }
             }
             Payload::TableSection(reader) => {
@@ -110,16 +112,23 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
                 }
             }
             Payload::StartSection { .. } => {
-                return Err(LoadError::Abi("a start function is not allowed: rules run only when evaluated".into()));
+                return Err(LoadError::Abi(
+                    "a start function is not allowed: rules run only when evaluated".into(),
+                ));
             }
             Payload::ExportSection(reader) => {
                 for export in reader {
                     let export = export.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
                     match (export.name, export.kind) {
-                        (EVALUATE_EXPORT, ExternalKind::Func) => evaluate_export = Some(export.index),
+                        (EVALUATE_EXPORT, ExternalKind::Func) => {
+                            evaluate_export = Some(export.index)
+                        }
                         (MEMORY_EXPORT, ExternalKind::Memory) => memory_exported = true,
                         (EVALUATE_EXPORT | MEMORY_EXPORT, kind) => {
-                            return Err(LoadError::Export(format!("`{}` is exported as a {kind:?}", export.name)));
+                            return Err(LoadError::Export(format!(
+                                "`{}` is exported as a {kind:?}",
+                                export.name
+                            )));
                         }
                         _ => {}
                     }
@@ -129,7 +138,14 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
                 for (i, data) in reader.into_iter().enumerate() {
                     let data = data.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
                     if let DataKind::Active { offset_expr, .. } = data.kind {
-                        check_placement("data", i, &offset_expr, data.data.len() as u64, memory_bytes, "bytes of memory")?;
+                        check_placement(
+                            "data",
+                            i,
+                            &offset_expr,
+                            data.data.len() as u64,
+                            memory_bytes,
+                            "bytes of memory",
+                        )?;
                     }
                 }
             }
@@ -141,15 +157,26 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
                             ElementItems::Functions(r) => r.count(),
                             ElementItems::Expressions(_, r) => r.count(),
                         };
-                        let size = table_sizes.get(table_index.unwrap_or(0) as usize).copied().unwrap_or(0);
-                        check_placement("element", i, &offset_expr, u64::from(count), size, "table elements")?;
+                        let size = table_sizes
+                            .get(table_index.unwrap_or(0) as usize)
+                            .copied()
+                            .unwrap_or(0);
+                        check_placement(
+                            "element",
+                            i,
+                            &offset_expr,
+                            u64::from(count),
+                            size,
+                            "table elements",
+                        )?;
                     }
                 }
             }
             Payload::CodeSectionEntry(body) => {
                 check_body(&body)?;
                 let mut locals = 0u32;
-                let reader = body.get_locals_reader().map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
+                let reader =
+                    body.get_locals_reader().map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
                 for local in reader {
                     let (count, _) = local.map_err(|e| LoadError::InvalidWasm(e.to_string()))?;
                     locals = locals.saturating_add(count);
@@ -168,7 +195,10 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
                     _ => continue,
                 };
                 if slot.replace(section.data()).is_some() {
-                    return Err(LoadError::Metadata(format!("section `{}` appears twice", section.name())));
+                    return Err(LoadError::Metadata(format!(
+                        "section `{}` appears twice",
+                        section.name()
+                    )));
                 }
             }
             _ => {}
@@ -177,20 +207,30 @@ pub fn inspect(bytes: &[u8], limits: &Limits) -> Result<ModuleInfo, LoadError> {
 
     let abi_version = parse_abi(abi)?;
     if memories != 1 || !memory_exported {
-        return Err(LoadError::Export(format!("a rule defines and exports one memory named `{MEMORY_EXPORT}`")));
+        return Err(LoadError::Export(format!(
+            "a rule defines and exports one memory named `{MEMORY_EXPORT}`"
+        )));
     }
-    let index = evaluate_export.ok_or_else(|| LoadError::Export(format!("missing export `{EVALUATE_EXPORT}`")))?;
+    let index = evaluate_export
+        .ok_or_else(|| LoadError::Export(format!("missing export `{EVALUATE_EXPORT}`")))?;
     let ty = index
         .checked_sub(imported_functions)
         .and_then(|defined| func_types.get(defined as usize))
         .and_then(|t| types.get(*t as usize))
-        .ok_or_else(|| LoadError::Export(format!("`{EVALUATE_EXPORT}` must be a defined function")))?;
+        .ok_or_else(|| {
+            LoadError::Export(format!("`{EVALUATE_EXPORT}` must be a defined function"))
+        })?;
     if !ty.params().is_empty() || ty.results() != [wasmparser::ValType::I32] {
-        return Err(LoadError::Export(format!("`{EVALUATE_EXPORT}` must have type () -> i32, found {ty}")));
+        return Err(LoadError::Export(format!(
+            "`{EVALUATE_EXPORT}` must have type () -> i32, found {ty}"
+        )));
     }
-    let meta = meta.ok_or_else(|| LoadError::Metadata(format!("missing custom section `{}`", sections::META)))?;
+    let meta = meta.ok_or_else(|| {
+        LoadError::Metadata(format!("missing custom section `{}`", sections::META))
+    })?;
     let meta = decode_meta_section(meta).map_err(LoadError::Metadata)?;
-    let tests = tests.ok_or_else(|| LoadError::Tests(format!("missing custom section `{}`", sections::TESTS)))?;
+    let tests = tests
+        .ok_or_else(|| LoadError::Tests(format!("missing custom section `{}`", sections::TESTS)))?;
     let tests = decode_tests_section(tests).map_err(LoadError::Tests)?;
     Ok(ModuleInfo { abi_version, meta, tests })
 }
@@ -211,14 +251,20 @@ pub fn embedded(bytes: &[u8]) -> Result<(RuleMeta, Vec<TestCase>), LoadError> {
                 _ => continue,
             };
             if slot.replace(section.data()).is_some() {
-                return Err(LoadError::Metadata(format!("section `{}` appears twice", section.name())));
+                return Err(LoadError::Metadata(format!(
+                    "section `{}` appears twice",
+                    section.name()
+                )));
             }
         }
     }
-    let meta = meta.ok_or_else(|| LoadError::Metadata(format!("missing custom section `{}`", sections::META)))?;
-    let meta: RuleMeta =
-        serde_json::from_slice(meta).map_err(|e| LoadError::Metadata(format!("section `{}`: {e}", sections::META)))?;
-    let tests = tests.ok_or_else(|| LoadError::Tests(format!("missing custom section `{}`", sections::TESTS)))?;
+    let meta = meta.ok_or_else(|| {
+        LoadError::Metadata(format!("missing custom section `{}`", sections::META))
+    })?;
+    let meta: RuleMeta = serde_json::from_slice(meta)
+        .map_err(|e| LoadError::Metadata(format!("section `{}`: {e}", sections::META)))?;
+    let tests = tests
+        .ok_or_else(|| LoadError::Tests(format!("missing custom section `{}`", sections::TESTS)))?;
     let tests = decode_tests_section(tests).map_err(LoadError::Tests)?;
     Ok((meta, tests))
 }
@@ -279,7 +325,8 @@ fn check_body(body: &FunctionBody<'_>) -> Result<(), LoadError> {
 }
 
 fn parse_abi(section: Option<&[u8]>) -> Result<u32, LoadError> {
-    let data = section.ok_or_else(|| LoadError::Abi(format!("missing custom section `{}`", sections::ABI)))?;
+    let data = section
+        .ok_or_else(|| LoadError::Abi(format!("missing custom section `{}`", sections::ABI)))?;
     decode_abi_section(data, SUPPORTED_ABI_VERSIONS).map_err(LoadError::Abi)
 }
 
@@ -291,12 +338,14 @@ fn check_import(import: &wasmparser::Import<'_>, types: &[FuncType]) -> Result<(
         )));
     }
     let (TypeRef::Func(index) | TypeRef::FuncExact(index)) = import.ty else {
-        return Err(LoadError::Import(format!("`{HOST_MODULE}.{}`: only functions are imported", import.name)));
+        return Err(LoadError::Import(format!(
+            "`{HOST_MODULE}.{}`: only functions are imported",
+            import.name
+        )));
     };
-    let host = HOST_FUNCTIONS
-        .iter()
-        .find(|f| f.name == import.name)
-        .ok_or_else(|| LoadError::Import(format!("`{HOST_MODULE}.{}` is not a host function", import.name)))?;
+    let host = HOST_FUNCTIONS.iter().find(|f| f.name == import.name).ok_or_else(|| {
+        LoadError::Import(format!("`{HOST_MODULE}.{}` is not a host function", import.name))
+    })?;
     let ty = types
         .get(index as usize)
         .ok_or_else(|| LoadError::InvalidWasm(format!("import `{}` has no type", import.name)))?;

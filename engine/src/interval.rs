@@ -99,9 +99,19 @@ impl PackedNode {
     /// The node's packed form; `None` if any of its ends does not pack.
     fn of(node: &Node) -> Option<PackedNode> {
         let center = packed_end(&node.center)?;
-        let (lower_unbounded, by_lower) = split_ends(node.by_lower.iter().map(|(r, t)| (r.lower.as_ref(), *t)))?;
-        let (upper_unbounded, by_upper) = split_ends(node.by_upper.iter().map(|(r, t)| (r.upper.as_ref(), *t)))?;
-        Some(PackedNode { center, lower_unbounded, by_lower, upper_unbounded, by_upper, left: node.left, right: node.right })
+        let (lower_unbounded, by_lower) =
+            split_ends(node.by_lower.iter().map(|(r, t)| (r.lower.as_ref(), *t)))?;
+        let (upper_unbounded, by_upper) =
+            split_ends(node.by_upper.iter().map(|(r, t)| (r.upper.as_ref(), *t)))?;
+        Some(PackedNode {
+            center,
+            lower_unbounded,
+            by_lower,
+            upper_unbounded,
+            by_upper,
+            left: node.left,
+            right: node.right,
+        })
     }
 }
 
@@ -140,7 +150,11 @@ fn keys_while(words: &[u32], at: usize, n: usize, keep: impl Fn(u128) -> bool) -
 
 impl PackedNode {
     fn words(&self) -> usize {
-        HEADER + self.lower_unbounded.len() + 5 * self.by_lower.len() + self.upper_unbounded.len() + 5 * self.by_upper.len()
+        HEADER
+            + self.lower_unbounded.len()
+            + 5 * self.by_lower.len()
+            + self.upper_unbounded.len()
+            + 5 * self.by_upper.len()
     }
 }
 
@@ -168,7 +182,9 @@ impl PackedTree {
                 link(node.left),
                 link(node.right),
             ]);
-            for (unbounded, bounded) in [(&node.lower_unbounded, &node.by_lower), (&node.upper_unbounded, &node.by_upper)] {
+            for (unbounded, bounded) in
+                [(&node.lower_unbounded, &node.by_lower), (&node.upper_unbounded, &node.by_upper)]
+            {
                 words.extend_from_slice(unbounded);
                 words.extend(bounded.iter().flat_map(|(key, _)| key_words(*key)));
                 words.extend(bounded.iter().map(|(_, tag)| *tag));
@@ -185,7 +201,8 @@ impl PackedTree {
         while at != NO_CHILD {
             let node = at as usize;
             let count = |i: usize| words[node + 4 + i] as usize;
-            let (lower_unbounded, by_lower, upper_unbounded, by_upper) = (count(0), count(1), count(2), count(3));
+            let (lower_unbounded, by_lower, upper_unbounded, by_upper) =
+                (count(0), count(1), count(2), count(3));
             let lower = node + HEADER;
             let lower_keys = lower + lower_unbounded;
             let lower_tags = lower_keys + 4 * by_lower;
@@ -239,10 +256,8 @@ impl IntervalTree {
     }
 
     fn build(&mut self, ranges: Vec<(Range, u32)>) -> Option<usize> {
-        let mut ends: Vec<&Version> = ranges
-            .iter()
-            .flat_map(|(r, _)| r.lower.iter().chain(r.upper.iter()))
-            .collect();
+        let mut ends: Vec<&Version> =
+            ranges.iter().flat_map(|(r, _)| r.lower.iter().chain(r.upper.iter())).collect();
         if ends.is_empty() {
             return None;
         }
@@ -272,13 +287,7 @@ impl IntervalTree {
             (Some(x), Some(y)) => y.cmp(x),
         });
         let at = self.nodes.len();
-        self.nodes.push(Node {
-            center,
-            by_lower,
-            by_upper,
-            left: None,
-            right: None,
-        });
+        self.nodes.push(Node { center, by_lower, by_upper, left: None, right: None });
         let left = self.build(left);
         let right = self.build(right);
         self.nodes[at].left = left;
@@ -298,19 +307,13 @@ impl IntervalTree {
             match v.cmp(&node.center) {
                 std::cmp::Ordering::Less => {
                     out.extend(
-                        node.by_lower
-                            .iter()
-                            .take_while(|(r, _)| r.above_lower(v))
-                            .map(|(_, t)| *t),
+                        node.by_lower.iter().take_while(|(r, _)| r.above_lower(v)).map(|(_, t)| *t),
                     );
                     at = node.left;
                 }
                 std::cmp::Ordering::Greater => {
                     out.extend(
-                        node.by_upper
-                            .iter()
-                            .take_while(|(r, _)| r.below_upper(v))
-                            .map(|(_, t)| *t),
+                        node.by_upper.iter().take_while(|(r, _)| r.below_upper(v)).map(|(_, t)| *t),
                     );
                     at = node.right;
                 }
@@ -364,10 +367,7 @@ mod tests {
     }
 
     fn range(lower: Option<&str>, upper: Option<&str>) -> Range {
-        Range {
-            lower: lower.map(v),
-            upper: upper.map(v),
-        }
+        Range { lower: lower.map(v), upper: upper.map(v) }
     }
 
     #[test]
@@ -376,9 +376,7 @@ mod tests {
         let mut ranges = Vec::new();
         let mut seed = 7u64;
         let mut next = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (seed >> 33) % n
         };
         for tag in 0..500u32 {
@@ -401,16 +399,23 @@ mod tests {
         let wide = IntervalTree::new(wide);
         assert!(wide.packed.is_none());
         for q in 0..55 {
-            for probe in [format!("0.{q}"), format!("0.{q}rc1"), format!("0.{q}.1"), format!("0.{q}.post2.dev1"), "0.80000".to_owned()] {
+            for probe in [
+                format!("0.{q}"),
+                format!("0.{q}rc1"),
+                format!("0.{q}.1"),
+                format!("0.{q}.post2.dev1"),
+                "0.80000".to_owned(),
+            ] {
                 let probe = v(&probe);
-                let want: Vec<u32> = ranges
-                    .iter()
-                    .filter(|(r, _)| r.contains(&probe))
-                    .map(|(_, t)| *t)
-                    .collect();
+                let want: Vec<u32> =
+                    ranges.iter().filter(|(r, _)| r.contains(&probe)).map(|(_, t)| *t).collect();
                 let stabbed = |tree: &IntervalTree, packed: bool| {
                     let mut got = Vec::new();
-                    if packed { tree.stab(&probe, &mut got) } else { tree.stab_unpacked(&probe, &mut got) }
+                    if packed {
+                        tree.stab(&probe, &mut got)
+                    } else {
+                        tree.stab_unpacked(&probe, &mut got)
+                    }
                     got.sort_unstable();
                     got
                 };
@@ -442,19 +447,39 @@ mod tests {
         // with equal keys), disjoint ranges (many nodes, each holding one
         // range), and ends at the probes themselves.
         let lone = vec![(range(Some("1.2"), Some("1.4")), 9)];
-        let nested: Vec<_> = (0..40u32).map(|i| (range(Some(&format!("1.{}", i % 7)), Some(&format!("3.{}", i % 5))), i)).collect();
-        let chain: Vec<_> = (0..64u32).map(|i| (range(Some(&format!("{i}.0")), Some(&format!("{i}.5"))), i)).collect();
+        let nested: Vec<_> = (0..40u32)
+            .map(|i| (range(Some(&format!("1.{}", i % 7)), Some(&format!("3.{}", i % 5))), i))
+            .collect();
+        let chain: Vec<_> = (0..64u32)
+            .map(|i| (range(Some(&format!("{i}.0")), Some(&format!("{i}.5"))), i))
+            .collect();
         let one_sided: Vec<_> = (0..30u32)
-            .map(|i| if i % 2 == 0 { (range(None, Some(&format!("2.{i}"))), i) } else { (range(Some(&format!("2.{i}")), None), i) })
+            .map(|i| {
+                if i % 2 == 0 {
+                    (range(None, Some(&format!("2.{i}"))), i)
+                } else {
+                    (range(Some(&format!("2.{i}")), None), i)
+                }
+            })
             .collect();
         for ranges in [lone, nested, chain, one_sided] {
             let tree = IntervalTree::new(ranges.clone());
             let packed = tree.packed.as_ref().unwrap_or_else(|| panic!("every end packs"));
-            assert_eq!(packed.words.len(), tree.nodes.iter().map(|n| PackedNode::of(n).map_or(0, |p| p.words())).sum::<usize>());
+            assert_eq!(
+                packed.words.len(),
+                tree.nodes
+                    .iter()
+                    .map(|n| PackedNode::of(n).map_or(0, |p| p.words()))
+                    .sum::<usize>()
+            );
             for major in 0..66 {
                 for minor in ["0", "1", "2", "4", "5", "5.1", "6", "30", "0rc1"] {
                     let probe = v(&format!("{major}.{minor}"));
-                    let want: Vec<u32> = ranges.iter().filter(|(r, _)| r.contains(&probe)).map(|(_, t)| *t).collect();
+                    let want: Vec<u32> = ranges
+                        .iter()
+                        .filter(|(r, _)| r.contains(&probe))
+                        .map(|(_, t)| *t)
+                        .collect();
                     let (packed, unpacked) = stab_both(&tree, &probe);
                     assert_eq!(packed, want, "packed, at {probe}");
                     assert_eq!(unpacked, want, "unpacked, at {probe}");

@@ -39,8 +39,8 @@
 //! (a full tree is dropped and regrown, so it follows the fleet), and all
 //! trees together at most the engine's `memo_bytes`.
 
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use pitfall_sdk::model::cases::Evaluation;
 use pitfall_sdk::model::fields::FieldMap;
@@ -111,7 +111,13 @@ pub struct MemoStats {
 
 impl MemoBudget {
     pub(crate) fn new(limit: usize) -> MemoBudget {
-        MemoBudget { limit, used: AtomicUsize::new(0), renderings: AtomicUsize::new(0), hits: AtomicU64::new(0), misses: AtomicU64::new(0) }
+        MemoBudget {
+            limit,
+            used: AtomicUsize::new(0),
+            renderings: AtomicUsize::new(0),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
     }
 
     pub(crate) fn enabled(&self) -> bool {
@@ -286,9 +292,12 @@ impl Outcome {
             Outcome::Matched { raw, evidence, json, .. } => {
                 // Bound parameters are checked only in a leaf's evidence
                 // key (`Memo::record`): without one, render afresh.
-                if raw.param_fields().next().is_none() && evidence.iter().all(|e| evidence_holds(fields, e)) {
+                if raw.param_fields().next().is_none()
+                    && evidence.iter().all(|e| evidence_holds(fields, e))
+                {
                     // A rendered finding's id and severity are its rule's.
-                    let finding = LazyFinding::from_json(meta.severity, meta.id.clone(), Arc::clone(json));
+                    let finding =
+                        LazyFinding::from_json(meta.severity, meta.id.clone(), Arc::clone(json));
                     return Evaluation::Matched(Box::new(finding));
                 }
                 rendered(meta, raw, fields)
@@ -300,14 +309,25 @@ impl Outcome {
     /// replayed as rendered when it holds, from the texts kept for other
     /// values when one was rendered on these, rendered afresh (and kept,
     /// within `budget`) when not.
-    fn matched(&self, meta: &RuleMeta, fields: &FieldMap, evidence_holds: bool, budget: Option<&MemoBudget>) -> Evaluation {
+    fn matched(
+        &self,
+        meta: &RuleMeta,
+        fields: &FieldMap,
+        evidence_holds: bool,
+        budget: Option<&MemoBudget>,
+    ) -> Evaluation {
         let shared = |json: &Arc<str>| {
-            Evaluation::Matched(Box::new(LazyFinding::from_json(meta.severity, meta.id.clone(), Arc::clone(json))))
+            Evaluation::Matched(Box::new(LazyFinding::from_json(
+                meta.severity,
+                meta.id.clone(),
+                Arc::clone(json),
+            )))
         };
         match self {
             Outcome::Matched { json, .. } if evidence_holds => shared(json),
             Outcome::Matched { raw, others, .. } => {
-                let Some(key) = memo_image::evidence_key(fields, shown_fields(raw).into_iter()) else {
+                let Some(key) = memo_image::evidence_key(fields, shown_fields(raw).into_iter())
+                else {
                     return rendered(meta, raw, fields);
                 };
                 if let Some(json) = others.lock().unwrap_or_else(|p| p.into_inner()).find(&key) {
@@ -317,7 +337,11 @@ impl Outcome {
                 // values already kept need not wait for it.
                 let evaluation = rendered(meta, raw, fields);
                 if let (Evaluation::Matched(finding), Some(budget)) = (&evaluation, budget) {
-                    others.lock().unwrap_or_else(|p| p.into_inner()).keep(key, finding.json(), budget);
+                    others.lock().unwrap_or_else(|p| p.into_inner()).keep(
+                        key,
+                        finding.json(),
+                        budget,
+                    );
                 }
                 evaluation
             }
@@ -329,7 +353,9 @@ impl Outcome {
     /// What the budget counts for this outcome's kept renderings.
     fn renderings_bytes(&mut self) -> usize {
         match self {
-            Outcome::Matched { others, .. } => others.get_mut().unwrap_or_else(|p| p.into_inner()).bytes,
+            Outcome::Matched { others, .. } => {
+                others.get_mut().unwrap_or_else(|p| p.into_inner()).bytes
+            }
             _ => 0,
         }
     }
@@ -339,9 +365,12 @@ impl Outcome {
         let base = std::mem::size_of::<Outcome>();
         match self {
             Outcome::Clear => base,
-            Outcome::Undetermined(missing) => base + missing.iter().map(|m| m.len() + 24).sum::<usize>(),
+            Outcome::Undetermined(missing) => {
+                base + missing.iter().map(|m| m.len() + 24).sum::<usize>()
+            }
             Outcome::Matched { raw, evidence, json, .. } => {
-                let raw_bytes = raw.bytes + 24 * (raw.evidence.len() + raw.missing.len() + 2 * raw.params.len());
+                let raw_bytes = raw.bytes
+                    + 24 * (raw.evidence.len() + raw.missing.len() + 2 * raw.params.len());
                 // The evidence's JSON text's length: an estimate, short of
                 // the heap of a JSON object value (BENCHMARKS.md, RSS).
                 let mut counter = ByteCounter(0);
@@ -422,7 +451,12 @@ impl Memo {
             Found::Outcome(i) => Some(tree.outcomes.get(i as usize)?.evaluation(meta, fields)),
             Found::Matched { index, evidence_holds } => {
                 let budget = self.budget.get().map(Arc::as_ref);
-                Some(tree.outcomes.get(index as usize)?.matched(meta, fields, evidence_holds, budget))
+                Some(tree.outcomes.get(index as usize)?.matched(
+                    meta,
+                    fields,
+                    evidence_holds,
+                    budget,
+                ))
             }
         }
     }
@@ -445,11 +479,19 @@ impl Memo {
     ///
     /// A finding's evidence fields, as `fields` has them, go in its leaf
     /// (`memo_image::evidence_key`) when they are all scalars.
-    pub(crate) fn record(&self, reads: Vec<Read>, mut outcome: Outcome, fields: &FieldMap, budget: &Arc<MemoBudget>) {
+    pub(crate) fn record(
+        &self,
+        reads: Vec<Read>,
+        mut outcome: Outcome,
+        fields: &FieldMap,
+        budget: &Arc<MemoBudget>,
+    ) {
         // A rule is evaluated by one engine, so the budget is always the same.
         let budget = self.budget.get_or_init(|| Arc::clone(budget));
         let evidence = match &outcome {
-            Outcome::Matched { raw, .. } => memo_image::evidence_key(fields, shown_fields(raw).into_iter()),
+            Outcome::Matched { raw, .. } => {
+                memo_image::evidence_key(fields, shown_fields(raw).into_iter())
+            }
             _ => None,
         };
         // A finding whose leaf holds its evidence never reads the outcome's
@@ -528,7 +570,10 @@ mod tests {
         let image_end = (&tree.image as *const Vec<u8> as usize) + std::mem::size_of::<Vec<u8>>();
         let within_memo = image_end - (&memo as *const Memo as usize);
         let rule_offset = std::mem::offset_of!(crate::rule::Rule, memo);
-        assert!(rule_offset + within_memo <= 64, "memo at {rule_offset}, its image ends {within_memo} bytes in");
+        assert!(
+            rule_offset + within_memo <= 64,
+            "memo at {rule_offset}, its image ends {within_memo} bytes in"
+        );
         assert_eq!(std::mem::align_of::<crate::rule::Rule>(), 64);
         assert!(std::mem::offset_of!(crate::rule::Rule, selectors) < rule_offset);
     }

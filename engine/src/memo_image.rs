@@ -119,7 +119,10 @@ pub(crate) enum Found {
 /// The evidence fields at `paths` as a [`Leaf::Matched`] holds them, or
 /// `None` when one is missing or an array or object (whose value the
 /// outcome's evidence then compares).
-pub(crate) fn evidence_key<'p>(fields: &FieldMap, paths: impl Iterator<Item = &'p str>) -> Option<Vec<u8>> {
+pub(crate) fn evidence_key<'p>(
+    fields: &FieldMap,
+    paths: impl Iterator<Item = &'p str>,
+) -> Option<Vec<u8>> {
     let mut key = Vec::new();
     let mut count = 0u32;
     for path in paths {
@@ -204,7 +207,8 @@ impl<'a> EvidenceEntries<'a> {
         let path_len = u32_at(image, at)? as usize;
         let path = image.get(at + 4..at + 4 + path_len)?;
         let at = at + 4 + path_len;
-        let (source, kind, has_text) = (*image.get(at)?, *image.get(at + 1)?, *image.get(at + 2)? != 0);
+        let (source, kind, has_text) =
+            (*image.get(at)?, *image.get(at + 1)?, *image.get(at + 2)? != 0);
         let text_len = u32_at(image, at + 3)? as usize;
         let text = image.get(at + 7..at + 7 + text_len)?;
         self.at = at + 7 + text_len;
@@ -250,7 +254,12 @@ fn fingerprint(kind: u8, len: u64, number: Option<u64>, text: Option<&[u8]>) -> 
 fn fingerprint_of_field(field: Option<&Field<'_>>) -> u32 {
     match field {
         None => fingerprint(FieldKind::Missing as u8, 0, None, None),
-        Some(f) => fingerprint(f.kind as u8, f.len as u64, f.number.map(f64::to_bits), f.text.as_deref().map(str::as_bytes)),
+        Some(f) => fingerprint(
+            f.kind as u8,
+            f.len as u64,
+            f.number.map(f64::to_bits),
+            f.text.as_deref().map(str::as_bytes),
+        ),
     }
 }
 
@@ -259,7 +268,12 @@ fn fingerprint_of_seen(seen: &Observed) -> u32 {
     if seen.is_kind_only() {
         return fingerprint_of_kind(seen.kind() as u8);
     }
-    fingerprint(seen.kind() as u8, seen.len() as u64, seen.number_bits(), seen.text().map(str::as_bytes))
+    fingerprint(
+        seen.kind() as u8,
+        seen.len() as u64,
+        seen.number_bits(),
+        seen.text().map(str::as_bytes),
+    )
 }
 
 /// The fingerprint of a key recording only the kind `kind`: a mix of its
@@ -309,7 +323,9 @@ fn walk(image: &[u8], fields: &FieldMap) -> Option<Option<Found>> {
         match *image.get(at)? {
             READ => {
                 let (field, mut keys) = read_node(image, at, fields)?;
-                let Some(child) = keys.next(|key, text| key_matches(image, key, text, field.as_ref()))? else {
+                let Some(child) =
+                    keys.next(|key, text| key_matches(image, key, text, field.as_ref()))?
+                else {
                     return Some(None);
                 };
                 at = Some(child).filter(|&c| c > at)?;
@@ -322,7 +338,11 @@ fn walk(image: &[u8], fields: &FieldMap) -> Option<Option<Found>> {
 /// The read node at `at`: what a rule reading its path in `fields` sees
 /// (a field, or the answer to a recorded `version_in`), and the node's
 /// keys that may match it (by the fingerprint of its value or its kind).
-fn read_node<'a, 'f>(image: &'a [u8], at: usize, fields: &'f FieldMap) -> Option<(Option<Field<'f>>, Matches<'a>)> {
+fn read_node<'a, 'f>(
+    image: &'a [u8],
+    at: usize,
+    fields: &'f FieldMap,
+) -> Option<(Option<Field<'f>>, Matches<'a>)> {
     let path_len = u32_at(image, at + 1)? as usize;
     let path = image.get(at + READ_HEADER..at + READ_HEADER + path_len)?;
     let field = observe(fields, path);
@@ -350,7 +370,12 @@ fn leaf_at(image: &[u8], at: usize, fields: &FieldMap) -> Option<Found> {
 /// [`replay`] from the node at `at`: `Some(Some(leaf))`, `Some(None)` when
 /// no recorded run read what `fields` hold from here (or the search's
 /// bound ran out), `None` on bytes this module did not write.
-fn replay_from(image: &[u8], at: usize, fields: &FieldMap, visits: &mut u32) -> Option<Option<Found>> {
+fn replay_from(
+    image: &[u8],
+    at: usize,
+    fields: &FieldMap,
+    visits: &mut u32,
+) -> Option<Option<Found>> {
     match *image.get(at)? {
         READ => {
             let Some(left) = visits.checked_sub(1) else { return Some(None) };
@@ -358,7 +383,9 @@ fn replay_from(image: &[u8], at: usize, fields: &FieldMap, visits: &mut u32) -> 
             let (field, mut keys) = read_node(image, at, fields)?;
             // Usually one key matches and its subtree has the leaf; the
             // next is tried only when it has not.
-            while let Some(child) = keys.next(|key, text| key_matches(image, key, text, field.as_ref()))? {
+            while let Some(child) =
+                keys.next(|key, text| key_matches(image, key, text, field.as_ref()))?
+            {
                 let child = Some(child).filter(|&c| c > at)?;
                 if let Some(found) = replay_from(image, child, fields, visits)? {
                     return Some(Some(found));
@@ -386,7 +413,10 @@ impl<'a> Matches<'a> {
 
     /// The next accepted key's child: `Some(None)` past the last block,
     /// `None` on bytes this module did not write.
-    fn next(&mut self, mut accepts: impl FnMut(usize, &[u8]) -> Option<bool>) -> Option<Option<usize>> {
+    fn next(
+        &mut self,
+        mut accepts: impl FnMut(usize, &[u8]) -> Option<bool>,
+    ) -> Option<Option<usize>> {
         let image = self.chain.image;
         loop {
             while let Some((entry, rest)) = self.table.split_first_chunk::<ENTRY>() {
@@ -413,7 +443,12 @@ impl<'a> Matches<'a> {
 /// Scans the blocks from `block` for a key with the fingerprint `wanted`
 /// that `accepts`: `Some(Some(child))` when one does, `Some(None)` when none
 /// does, `None` on bytes this module did not write.
-fn find(image: &[u8], block: usize, wanted: u32, accepts: impl FnMut(usize, &[u8]) -> Option<bool>) -> Option<Option<usize>> {
+fn find(
+    image: &[u8],
+    block: usize,
+    wanted: u32,
+    accepts: impl FnMut(usize, &[u8]) -> Option<bool>,
+) -> Option<Option<usize>> {
     Matches::new(image, block, [wanted; 2]).next(accepts)
 }
 
@@ -459,7 +494,9 @@ fn key_matches(image: &[u8], key: usize, text: &[u8], field: Option<&Field<'_>>)
         Some(t) => flags & HAS_TEXT != 0 && t.as_bytes() == text,
         None => flags & HAS_TEXT == 0,
     };
-    Some(f.kind as u8 == kind && f.len as u64 == u64_at(image, key + 2)? && same_number && same_text)
+    Some(
+        f.kind as u8 == kind && f.len as u64 == u64_at(image, key + 2)? && same_number && same_text,
+    )
 }
 
 /// Whether the key at `key` records exactly `seen` (`Observed`'s equality).
@@ -508,7 +545,9 @@ fn insert_at(image: &mut Vec<u8>, reads: &[Read], leaf: Leaf<'_>) -> Option<bool
         }
         let first = at + READ_HEADER + path_len;
         let view: &[u8] = image;
-        if let Some(child) = find(view, first, fingerprint_of_seen(seen), |key, text| key_is(view, key, text, seen))? {
+        if let Some(child) =
+            find(view, first, fingerprint_of_seen(seen), |key, text| key_is(view, key, text, seen))?
+        {
             at = child;
             continue;
         }
@@ -693,12 +732,18 @@ mod tests {
         // Each machine's trace: the vLLM version (a text, or missing), then
         // (when there is one) the first GPU's capability, the number of
         // GPUs (an array's length) and the first one's memory (a number).
-        let paths = ["packages.vllm.version", "accelerators.0.compute_capability", "accelerators", "accelerators.0.memory_mib"];
+        let paths = [
+            "packages.vllm.version",
+            "accelerators.0.compute_capability",
+            "accelerators",
+            "accelerators.0.memory_mib",
+        ];
         let trace = |m: &FieldMap| -> Vec<Read> {
             let reads = if m.get("packages.vllm.version").is_some() { paths.len() } else { 1 };
             paths.iter().take(reads).map(|p| (p.as_bytes().into(), seen(m, p))).collect()
         };
-        let leaf = |i: usize| if i.is_multiple_of(2) { Leaf::Clear } else { Leaf::Outcome(i as u32) };
+        let leaf =
+            |i: usize| if i.is_multiple_of(2) { Leaf::Clear } else { Leaf::Outcome(i as u32) };
         let mut image = Vec::new();
         let mut traces = Vec::new();
         for (i, m) in seen_machines.iter().enumerate() {
@@ -723,7 +768,9 @@ mod tests {
         for m in seen_machines.iter().chain(&unseen) {
             let expected = traces
                 .iter()
-                .find(|(t, _)| t.iter().all(|(path, seen)| seen.matches(m.get_bytes(path).as_ref())))
+                .find(|(t, _)| {
+                    t.iter().all(|(path, seen)| seen.matches(m.get_bytes(path).as_ref()))
+                })
                 .map(|(_, leaf)| match leaf {
                     Leaf::Clear => Found::Clear,
                     Leaf::Outcome(i) => Found::Outcome(*i),
@@ -732,7 +779,11 @@ mod tests {
             assert_eq!(replay(&image, m), expected);
             hits += usize::from(expected.is_some());
         }
-        assert_eq!(hits, seen_machines.len() + 1, "every machine seen, and the unseen one without vLLM");
+        assert_eq!(
+            hits,
+            seen_machines.len() + 1,
+            "every machine seen, and the unseen one without vLLM"
+        );
         // Compacted, every node's branches in one block: the same answers,
         // fewer bytes, and compacting again changes nothing.
         let compacted = compact(&image).expect("an image this module wrote");
@@ -783,8 +834,12 @@ mod tests {
         let machine = |members: Option<bool>, engine: &str| {
             let mut packages = vec![serde_json::json!({"name": "torch", "version": "2.5.1"})];
             match members {
-                Some(false) => packages.push(serde_json::json!({"name": "vllm", "version": "0.27.1"})),
-                Some(true) => packages.push(serde_json::json!({"name": "vllm", "version": "0.9.0", "ecosystem": "pypi"})),
+                Some(false) => {
+                    packages.push(serde_json::json!({"name": "vllm", "version": "0.27.1"}))
+                }
+                Some(true) => packages.push(
+                    serde_json::json!({"name": "vllm", "version": "0.9.0", "ecosystem": "pypi"}),
+                ),
                 None => {}
             }
             fields(serde_json::json!({
@@ -796,24 +851,49 @@ mod tests {
         let two = machine(Some(false), "a");
         // A: asked vLLM's kind, then the engine ("a"). B: the same first
         // call, then the engine ("b"), then vLLM's member count too.
-        let a = vec![read("packages.vllm", kind(&two)), read("workload.engine", seen(&two, "workload.engine"))];
+        let a = vec![
+            read("packages.vllm", kind(&two)),
+            read("workload.engine", seen(&two, "workload.engine")),
+        ];
         let two_b = machine(Some(false), "b");
-        let b = vec![read("packages.vllm", seen(&two_b, "packages.vllm")), read("workload.engine", seen(&two_b, "workload.engine"))];
+        let b = vec![
+            read("packages.vllm", seen(&two_b, "packages.vllm")),
+            read("workload.engine", seen(&two_b, "workload.engine")),
+        ];
         let mut image = Vec::new();
         assert!(insert(&mut image, &a, Leaf::Outcome(1)));
-        assert!(insert(&mut image, &b, Leaf::Outcome(2)), "another key: the whole value, not the kind");
-        assert!(!insert(&mut image, &a, Leaf::Outcome(1)) && !insert(&mut image, &b, Leaf::Outcome(2)));
+        assert!(
+            insert(&mut image, &b, Leaf::Outcome(2)),
+            "another key: the whole value, not the kind"
+        );
+        assert!(
+            !insert(&mut image, &a, Leaf::Outcome(1)) && !insert(&mut image, &b, Leaf::Outcome(2))
+        );
         let missing = vec![read("packages.vllm", Observed::kind_of(None))];
         assert!(insert(&mut image, &missing, Leaf::Clear), "missing, asked as a kind");
         let missing_full = vec![read("packages.vllm", Observed::of(None))];
-        assert!(insert(&mut image, &missing_full, Leaf::Outcome(3)), "missing, seen whole: another key");
+        assert!(
+            insert(&mut image, &missing_full, Leaf::Outcome(3)),
+            "missing, seen whole: another key"
+        );
         for image in [image.clone(), compact(&image).expect("written here")] {
             assert_eq!(replay(&image, &machine(Some(false), "a")), Some(Found::Outcome(1)));
-            assert_eq!(replay(&image, &machine(Some(true), "a")), Some(Found::Outcome(1)), "other members, same kind");
-            assert_eq!(replay(&image, &machine(Some(false), "b")), Some(Found::Outcome(2)), "the second key, tried");
+            assert_eq!(
+                replay(&image, &machine(Some(true), "a")),
+                Some(Found::Outcome(1)),
+                "other members, same kind"
+            );
+            assert_eq!(
+                replay(&image, &machine(Some(false), "b")),
+                Some(Found::Outcome(2)),
+                "the second key, tried"
+            );
             assert_eq!(replay(&image, &machine(Some(true), "b")), None, "B saw two members");
             assert_eq!(replay(&image, &machine(Some(false), "c")), None);
-            assert!(matches!(replay(&image, &machine(None, "a")), Some(Found::Clear | Found::Outcome(3))));
+            assert!(matches!(
+                replay(&image, &machine(None, "a")),
+                Some(Found::Clear | Found::Outcome(3))
+            ));
         }
     }
 
@@ -825,9 +905,13 @@ mod tests {
         let depth = 10;
         let paths: Vec<String> = (0..depth).map(|i| format!("env.P{i}")).collect();
         let machine = |last: &str| {
-            let env: serde_json::Map<String, serde_json::Value> =
-                paths.iter().map(|p| (p["env.".len()..].to_owned(), serde_json::Value::from("x"))).collect();
-            fields(serde_json::json!({"manifest_version": 1, "env": env, "workload": {"engine": last}}))
+            let env: serde_json::Map<String, serde_json::Value> = paths
+                .iter()
+                .map(|p| (p["env.".len()..].to_owned(), serde_json::Value::from("x")))
+                .collect();
+            fields(
+                serde_json::json!({"manifest_version": 1, "env": env, "workload": {"engine": last}}),
+            )
         };
         let recorded = machine("a");
         let mut image = Vec::new();
@@ -837,7 +921,11 @@ mod tests {
                 .enumerate()
                 .map(|(i, p)| {
                     let field = recorded.get(p);
-                    let seen = if mask & (1 << i) != 0 { Observed::kind_of(field.as_ref()) } else { Observed::of(field.as_ref()) };
+                    let seen = if mask & (1 << i) != 0 {
+                        Observed::kind_of(field.as_ref())
+                    } else {
+                        Observed::of(field.as_ref())
+                    };
                     (p.as_bytes().into(), seen)
                 })
                 .collect();
@@ -881,7 +969,10 @@ mod tests {
             assert_eq!(fp, fingerprint_of_seen(&Observed::of(field.as_ref())), "{path}");
             fingerprints.insert(fp);
         }
-        assert!(fingerprints.len() >= paths.len() - 1, "distinct values, (nearly) distinct fingerprints");
+        assert!(
+            fingerprints.len() >= paths.len() - 1,
+            "distinct values, (nearly) distinct fingerprints"
+        );
     }
 
     /// A matched leaf's evidence holds on a manifest whose evidence fields
@@ -900,7 +991,10 @@ mod tests {
         let recorded = machine("0.27.1", serde_json::json!("7.5"));
         let paths = ["packages.vllm.version", "accelerators.0.compute_capability"];
         let evidence = evidence_key(&recorded, paths.iter().copied()).expect("scalar evidence");
-        let trace: Vec<Read> = vec![(b"packages.vllm.version".as_slice().into(), seen(&recorded, "packages.vllm.version"))];
+        let trace: Vec<Read> = vec![(
+            b"packages.vllm.version".as_slice().into(),
+            seen(&recorded, "packages.vllm.version"),
+        )];
         let mut image = Vec::new();
         assert!(insert(&mut image, &trace, Leaf::Matched { index: 7, evidence: &evidence }));
         let holds = |m: &FieldMap| match replay(&image, m) {
@@ -909,8 +1003,16 @@ mod tests {
         };
         assert_eq!(holds(&recorded), Some(true));
         assert_eq!(holds(&machine("0.27.1", serde_json::json!("7.5"))), Some(true));
-        assert_eq!(holds(&machine("0.27.1", serde_json::json!("8.0"))), Some(false), "another capability");
-        assert_eq!(replay(&image, &machine("0.27.2", serde_json::json!("7.5"))), None, "another trace");
+        assert_eq!(
+            holds(&machine("0.27.1", serde_json::json!("8.0"))),
+            Some(false),
+            "another capability"
+        );
+        assert_eq!(
+            replay(&image, &machine("0.27.2", serde_json::json!("7.5"))),
+            None,
+            "another trace"
+        );
         assert!(evidence_key(&recorded, ["accelerators"].into_iter()).is_none(), "an array");
         assert!(evidence_key(&recorded, ["workload.engine"].into_iter()).is_none(), "missing");
         // Cut inside the evidence: no answer rather than a wrong one.

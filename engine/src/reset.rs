@@ -63,7 +63,11 @@ impl ResetPlan {
     /// is expected: the compiled-code cache holds only code compiled here),
     /// and the module is then not reset.
     pub(crate) fn linked(mut self, module: &Module) -> Option<ResetPlan> {
-        self.exports = self.globals.iter().map(|(name, _)| module.get_export_index(name)).collect::<Option<_>>()?;
+        self.exports = self
+            .globals
+            .iter()
+            .map(|(name, _)| module.get_export_index(name))
+            .collect::<Option<_>>()?;
         Some(self)
     }
 
@@ -126,7 +130,8 @@ pub(crate) fn resettable(bytes: &[u8]) -> Option<Resettable> {
                     let index = imported_globals + defined_globals;
                     defined_globals += 1;
                     if global.ty.mutable {
-                        mutable_globals.push((index, constant(global.ty.content_type, &global.init_expr)?));
+                        mutable_globals
+                            .push((index, constant(global.ty.content_type, &global.init_expr)?));
                     }
                 }
             }
@@ -161,14 +166,27 @@ pub(crate) fn resettable(bytes: &[u8]) -> Option<Resettable> {
         }
     }
     let memory_bytes = memory_bytes?;
-    if data.iter().any(|(offset, bytes)| offset.checked_add(bytes.len()).is_none_or(|end| end > memory_bytes)) {
+    if data
+        .iter()
+        .any(|(offset, bytes)| offset.checked_add(bytes.len()).is_none_or(|end| end > memory_bytes))
+    {
         return None;
     }
-    let exported: Vec<(u32, String)> =
-        mutable_globals.iter().map(|(index, _)| (*index, format!("{GLOBAL_EXPORT_PREFIX}{index}"))).collect();
-    let exporting_globals = if exported.is_empty() { None } else { Some(with_global_exports(bytes, &exported)?) };
-    let globals = exported.into_iter().zip(mutable_globals).map(|((_, name), (_, initial))| (name, initial)).collect();
-    Some(Resettable { plan: ResetPlan { memory_bytes, data, globals, exports: Vec::new() }, exporting_globals })
+    let exported: Vec<(u32, String)> = mutable_globals
+        .iter()
+        .map(|(index, _)| (*index, format!("{GLOBAL_EXPORT_PREFIX}{index}")))
+        .collect();
+    let exporting_globals =
+        if exported.is_empty() { None } else { Some(with_global_exports(bytes, &exported)?) };
+    let globals = exported
+        .into_iter()
+        .zip(mutable_globals)
+        .map(|((_, name), (_, initial))| (name, initial))
+        .collect();
+    Some(Resettable {
+        plan: ResetPlan { memory_bytes, data, globals, exports: Vec::new() },
+        exporting_globals,
+    })
 }
 
 /// Whether an instruction changes state a reset does not put back.
@@ -194,7 +212,9 @@ fn constant(ty: ValType, expr: &ConstExpr<'_>) -> Option<Val> {
         (ValType::I64, Operator::I64Const { value }) => Val::I64(value),
         (ValType::F32, Operator::F32Const { value }) => Val::F32(value.bits()),
         (ValType::F64, Operator::F64Const { value }) => Val::F64(value.bits()),
-        (ValType::V128, Operator::V128Const { value }) => Val::V128(V128::from(value.i128() as u128)),
+        (ValType::V128, Operator::V128Const { value }) => {
+            Val::V128(V128::from(value.i128() as u128))
+        }
         // References (and anything else) are not put back: not resettable.
         _ => return None,
     };
@@ -255,7 +275,8 @@ mod tests {
     #[test]
     fn bundled_rules_are_resettable_and_only_gain_exports() {
         for m in pitfall_bundled_rules::MODULES {
-            let r = resettable(m.wasm).unwrap_or_else(|| panic!("{} is not resettable", m.crate_name));
+            let r =
+                resettable(m.wasm).unwrap_or_else(|| panic!("{} is not resettable", m.crate_name));
             assert!(r.plan.memory_bytes >= 65536, "{}", m.crate_name);
             let Some(rewritten) = &r.exporting_globals else {
                 assert!(r.plan.globals.is_empty());
@@ -267,7 +288,11 @@ mod tests {
             let sections = |bytes: &[u8]| -> Vec<(u8, Vec<u8>)> {
                 Parser::new(0)
                     .parse_all(bytes)
-                    .filter_map(|p| p.expect("parses").as_section().map(|(id, range)| (id, bytes[range].to_vec())))
+                    .filter_map(|p| {
+                        p.expect("parses")
+                            .as_section()
+                            .map(|(id, range)| (id, bytes[range].to_vec()))
+                    })
                     .collect()
             };
             let (before, after) = (sections(m.wasm), sections(rewritten));
@@ -281,7 +306,9 @@ mod tests {
             let names: Vec<String> = Parser::new(0)
                 .parse_all(rewritten)
                 .filter_map(|p| match p.expect("parses") {
-                    Payload::ExportSection(r) => Some(r.into_iter().map(|e| e.expect("export").name.to_owned())),
+                    Payload::ExportSection(r) => {
+                        Some(r.into_iter().map(|e| e.expect("export").name.to_owned()))
+                    }
                     _ => None,
                 })
                 .flatten()

@@ -73,7 +73,15 @@ impl Rule {
             .map(|s| Selector::parse(s))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| LoadError::Metadata(format!("applies_to: {e}")))?;
-        Ok(Rule { info, sha256, size, selectors, linked: OnceLock::new(), bytes: Mutex::new(None), memo: Memo::default() })
+        Ok(Rule {
+            info,
+            sha256,
+            size,
+            selectors,
+            linked: OnceLock::new(),
+            bytes: Mutex::new(None),
+            memo: Memo::default(),
+        })
     }
 
     /// Whether the module is compiled and linked (or failed to be).

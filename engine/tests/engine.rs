@@ -71,7 +71,8 @@ fn bundled_modules_carry_no_unused_table_or_panic_data() {
                 wasmparser::Payload::TableSection(r) => tables += u64::from(r.count()),
                 wasmparser::Payload::ElementSection(r) => elements += r.count(),
                 wasmparser::Payload::DataSection(r) => {
-                    data += r.into_iter().map(|d| d.expect("a data segment").data.len()).sum::<usize>()
+                    data +=
+                        r.into_iter().map(|d| d.expect("a data segment").data.len()).sum::<usize>()
                 }
                 _ => {}
             }
@@ -100,7 +101,8 @@ fn bundled_rule_ids_are_unique_and_match_their_crates() {
 #[test]
 fn example_wat_rule_of_abi_md_passes_its_cases() {
     let engine = engine();
-    let text = std::fs::read_to_string(repo_root().join("sdk/examples/wat-vllm-cc-floor.wat")).expect("example exists");
+    let text = std::fs::read_to_string(repo_root().join("sdk/examples/wat-vllm-cc-floor.wat"))
+        .expect("example exists");
     let wasm = wat::parse_str(&text).expect("example parses");
     let rule = engine.load(&wasm).expect("example loads");
     let results = engine.run_tests(&rule);
@@ -121,11 +123,17 @@ fn enriched_values_are_marked_in_evidence() {
     )
     .expect("valid");
     let answer = set.check(&engine, manifest);
-    let finding = answer.findings.iter().find(|f| f.rule_id == "vllm-bf16-needs-sm80").expect("bf16 finding");
-    let cc = finding.evidence.iter().find(|e| e.path == "accelerators.0.compute_capability").expect("cc evidence");
+    let finding =
+        answer.findings.iter().find(|f| f.rule_id == "vllm-bf16-needs-sm80").expect("bf16 finding");
+    let cc = finding
+        .evidence
+        .iter()
+        .find(|e| e.path == "accelerators.0.compute_capability")
+        .expect("cc evidence");
     assert_eq!(cc.source, EvidenceSource::Enriched);
     assert_eq!(cc.value, serde_json::json!("7.5"));
-    let dtype = finding.evidence.iter().find(|e| e.path == "workload.dtype").expect("dtype evidence");
+    let dtype =
+        finding.evidence.iter().find(|e| e.path == "workload.dtype").expect("dtype evidence");
     assert_eq!(dtype.source, EvidenceSource::Manifest);
 }
 
@@ -143,7 +151,10 @@ fn a_check_fans_out_only_while_the_pool_has_threads_to_spare() {
         running.push(guard);
     }
     let (extra, fan_out) = engine.check_started();
-    assert!(!fan_out, "with half the pool's threads' worth of checks running, a check runs on its own thread");
+    assert!(
+        !fan_out,
+        "with half the pool's threads' worth of checks running, a check runs on its own thread"
+    );
     drop(extra);
     drop(running.pop());
     assert!(engine.check_started().1, "a finished check gives its share back");
@@ -158,7 +169,11 @@ fn a_check_fans_out_only_while_the_pool_has_threads_to_spare() {
         .check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), far_off())
         .expect("within a deadline ten minutes off");
     assert_eq!((&alone.findings, &alone.undetermined), (&busy.findings, &busy.undetermined));
-    assert_eq!((alone.findings, alone.undetermined), (here.findings, here.undetermined), "on the calling thread, as the server checks");
+    assert_eq!(
+        (alone.findings, alone.undetermined),
+        (here.findings, here.undetermined),
+        "on the calling thread, as the server checks"
+    );
 }
 
 /// A deadline no test reaches.
@@ -177,20 +192,32 @@ fn a_check_with_a_deadline_stops_at_it() {
     // debug build on a loaded machine ample time to prepare the check and
     // start the first rule. (A 2 ms check deadline once passed during
     // preparation in CI, before any rule ran.)
-    let limits = Limits { fuel: u64::MAX / 4, deadline: Duration::from_millis(250), ..Limits::default() };
+    let limits =
+        Limits { fuel: u64::MAX / 4, deadline: Duration::from_millis(250), ..Limits::default() };
     let engine = Engine::new(limits).expect("engine");
     let spin = corpus::load_module(&corpus::corpus_dir().join("loop-forever.wat"));
     let spin = Arc::new(engine.load(&spin.wasm).expect("loads"));
     let spinners = 4;
     let set = RuleSet::new(vec![spin; spinners], "spin");
-    let late = set.check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), Instant::now());
+    let late =
+        set.check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), Instant::now());
     assert_eq!(late, Err(PastDeadline { evaluated: 0, candidates: spinners }));
     let started = Instant::now();
-    let stopped =
-        set.check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), started + Duration::from_millis(50));
-    assert_eq!(stopped, Err(PastDeadline { evaluated: 1, candidates: spinners }), "after {:?}", started.elapsed());
+    let stopped = set.check_on_this_thread(
+        &engine,
+        fixture("g5g-gemma4-vllm0271.json"),
+        started + Duration::from_millis(50),
+    );
+    assert_eq!(
+        stopped,
+        Err(PastDeadline { evaluated: 1, candidates: spinners }),
+        "after {:?}",
+        started.elapsed()
+    );
     // With time enough, every spinner ends alone, at its own bound.
-    let answer = set.check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), far_off()).expect("in time");
+    let answer = set
+        .check_on_this_thread(&engine, fixture("g5g-gemma4-vllm0271.json"), far_off())
+        .expect("in time");
     assert_eq!(answer.rule_errors.len(), spinners, "{:?}", answer.rule_errors);
 }
 
@@ -230,9 +257,14 @@ fn publish_verdict(engine: &Engine, wasm: &[u8]) -> Result<Rule, (String, String
 fn hostile_corpus_is_complete_and_documented() {
     let corpus = hostile_corpus();
     assert!(corpus.len() >= MIN_HOSTILE_MODULES, "the hostile corpus shrank to {}", corpus.len());
-    let readme = std::fs::read_to_string(corpus::corpus_dir().join("README.md")).expect("README.md");
+    let readme =
+        std::fs::read_to_string(corpus::corpus_dir().join("README.md")).expect("README.md");
     for m in &corpus {
-        assert!(readme.contains(&format!("| `{}` |", m.name)), "README.md has no row for {}", m.name);
+        assert!(
+            readme.contains(&format!("| `{}` |", m.name)),
+            "README.md has no row for {}",
+            m.name
+        );
     }
     let table = readme.split_once("## The modules").expect("a section `The modules`").1;
     let rows = table.lines().filter(|l| l.starts_with("| `")).count();
@@ -250,13 +282,23 @@ fn hostile_modules_refused_at_publish_name_the_step_and_reason() {
         match (&m.fate, verdict) {
             (Fate::Refused { step, reason }, Err((s, message))) => {
                 assert_eq!(&s, step, "{}: refused at {s}: {message}", m.name);
-                assert!(message.contains(reason.as_str()), "{}: {message:?} lacks {reason:?}", m.name);
+                assert!(
+                    message.contains(reason.as_str()),
+                    "{}: {message:?} lacks {reason:?}",
+                    m.name
+                );
             }
-            (Fate::Refused { step, .. }, Ok(_)) => panic!("{}: accepted, expected refusal at {step}", m.name),
+            (Fate::Refused { step, .. }, Ok(_)) => {
+                panic!("{}: accepted, expected refusal at {step}", m.name)
+            }
             // Contained and clean modules carry no cases: publishing stops
             // at the coverage check, and nowhere earlier.
             (_, Err((s, message))) => {
-                assert!(s == "tests" && message.contains("coverage"), "{}: refused at {s}: {message}", m.name)
+                assert!(
+                    s == "tests" && message.contains("coverage"),
+                    "{}: refused at {s}: {message}",
+                    m.name
+                )
             }
             (_, Ok(_)) => panic!("{}: passed publish without cases", m.name),
         }
@@ -272,7 +314,9 @@ fn hostile_modules_contained_leave_every_other_answer_unchanged() {
         .into_iter()
         .filter(|m| !matches!(m.fate, Fate::Refused { .. }))
         .map(|m| {
-            let rule = engine.load(&m.wasm).unwrap_or_else(|e| panic!("{}: refused ({e}), expected to load", m.name));
+            let rule = engine
+                .load(&m.wasm)
+                .unwrap_or_else(|e| panic!("{}: refused ({e}), expected to load", m.name));
             (m, Arc::new(rule))
         })
         .collect();
@@ -288,7 +332,10 @@ fn hostile_modules_contained_leave_every_other_answer_unchanged() {
         // Twice: a module that carried state would answer differently.
         for round in 0..2 {
             let hostile = set.check(&engine, fixture(name));
-            assert_eq!(hostile.findings, clean.findings, "{name}: findings changed with hostile rules present");
+            assert_eq!(
+                hostile.findings, clean.findings,
+                "{name}: findings changed with hostile rules present"
+            );
             assert_eq!(hostile.undetermined, clean.undetermined, "{name}: undetermined changed");
             let mut expected_errors = clean.rule_errors.len();
             for (m, rule) in &present {
@@ -303,12 +350,18 @@ fn hostile_modules_contained_leave_every_other_answer_unchanged() {
                             e.error
                         );
                     }
-                    (Fate::Contained { .. }, None) => panic!("{} ({name}): reported no error", m.name),
+                    (Fate::Contained { .. }, None) => {
+                        panic!("{} ({name}): reported no error", m.name)
+                    }
                     (_, Some(e)) => panic!("{} ({name}, round {round}): {}", m.name, e.error),
                     (_, None) => {}
                 }
             }
-            assert_eq!(hostile.rule_errors.len(), expected_errors, "{name}: other rules' errors changed");
+            assert_eq!(
+                hostile.rule_errors.len(),
+                expected_errors,
+                "{name}: other rules' errors changed"
+            );
         }
     }
     // The healthy H100 has none; the G5g and the A6000 have several.
@@ -325,7 +378,12 @@ fn hostile_state_never_carries_over_between_evaluations() {
         let rule = engine.load(&m.wasm).unwrap_or_else(|e| panic!("{}: {e}", m.name));
         for i in 0..20 {
             let e = engine.evaluate(&rule, &prepared);
-            assert_eq!(e, pitfall_sdk::model::cases::Evaluation::Clear, "{}, evaluation {i}: state carried over", m.name);
+            assert_eq!(
+                e,
+                pitfall_sdk::model::cases::Evaluation::Clear,
+                "{}, evaluation {i}: state carried over",
+                m.name
+            );
         }
     }
 }
@@ -333,8 +391,10 @@ fn hostile_state_never_carries_over_between_evaluations() {
 /// The clean modules of the hostile corpus: each tries to carry state from
 /// one evaluation to the next, and answers clear only from a fresh state.
 fn clean_modules() -> Vec<corpus::HostileModule> {
-    let clean: Vec<_> =
-        corpus::load_corpus(&corpus::corpus_dir()).into_iter().filter(|m| m.fate == corpus::Fate::Clean).collect();
+    let clean: Vec<_> = corpus::load_corpus(&corpus::corpus_dir())
+        .into_iter()
+        .filter(|m| m.fate == corpus::Fate::Clean)
+        .collect();
     assert!(clean.len() >= 8, "the corpus has its state-carrying modules");
     clean
 }
@@ -365,9 +425,16 @@ fn hostile_state_never_carries_over_within_one_evaluator() {
     let prepared = pitfall_sdk::model::Prepared::new(fixture("g5g-gemma4-vllm0271.json"));
     for max_instances in [Limits::default().max_instances, 2] {
         let engine = Engine::new(Limits { max_instances, ..Limits::default() }).expect("engine");
-        let rules: Vec<Rule> =
-            clean.iter().map(|m| engine.load(&m.wasm).unwrap_or_else(|e| panic!("{}: {e}", m.name))).collect();
-        const { assert!(pitfall_engine::Evaluator::INSTANCES_PER_STORE > 2, "the small pool must be smaller than a store") };
+        let rules: Vec<Rule> = clean
+            .iter()
+            .map(|m| engine.load(&m.wasm).unwrap_or_else(|e| panic!("{}: {e}", m.name)))
+            .collect();
+        const {
+            assert!(
+                pitfall_engine::Evaluator::INSTANCES_PER_STORE > 2,
+                "the small pool must be smaller than a store"
+            )
+        };
         for (i, m) in clean.iter().enumerate() {
             let partner = (i + 1) % clean.len();
             let mut alone = engine.evaluator();
@@ -418,7 +485,13 @@ fn deferred_rules_compile_on_first_use_and_answer_the_same() {
     let eager = RuleSet::new(bundled(&engine), "eager");
     let deferred: Vec<Arc<Rule>> = pitfall_bundled_rules::MODULES
         .iter()
-        .map(|m| Arc::new(engine.load_deferred(m.wasm.into()).unwrap_or_else(|e| panic!("{}: {e}", m.crate_name))))
+        .map(|m| {
+            Arc::new(
+                engine
+                    .load_deferred(m.wasm.into())
+                    .unwrap_or_else(|e| panic!("{}: {e}", m.crate_name)),
+            )
+        })
         .collect();
     assert!(deferred.iter().all(|r| !r.is_linked()));
     let lazy = RuleSet::new(deferred, "eager");
@@ -457,8 +530,11 @@ fn fuzz_regressions_replay() {
     ];
     for (name, run) in targets {
         let dir = repo_root().join("fuzz/corpus").join(name);
-        let mut inputs: Vec<PathBuf> =
-            std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten().map(|e| e.path()).collect();
+        let mut inputs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .flatten()
+            .map(|e| e.path())
+            .collect();
         inputs.sort();
         assert!(!inputs.is_empty(), "{}: no committed inputs", dir.display());
         for input in inputs {

@@ -25,7 +25,8 @@ fn engine(memo_bytes: usize) -> Engine {
 /// The bundled rules and the WAT example of sdk/ABI.md (which branches:
 /// what it reads next depends on what it saw), loaded into `engine`.
 fn rules(engine: &Engine) -> Vec<Arc<Rule>> {
-    let example = std::fs::read_to_string(repo_root().join("sdk/examples/wat-vllm-cc-floor.wat")).expect("example");
+    let example = std::fs::read_to_string(repo_root().join("sdk/examples/wat-vllm-cc-floor.wat"))
+        .expect("example");
     let example = wat::parse_str(&example).expect("example parses");
     pitfall_bundled_rules::MODULES
         .iter()
@@ -40,13 +41,14 @@ fn rules(engine: &Engine) -> Vec<Arc<Rule>> {
 /// source (sent by the client, or filled in from the hardware table).
 fn manifests(rules: &[Arc<Rule>]) -> Vec<(String, Manifest)> {
     let fixtures = repo_root().join("../shared/fixtures/manifests");
-    let mut out: Vec<(String, Manifest)> = ["g5g-gemma4-vllm0271.json", "a6000-llama70b-single.json", "h100x8-llama70b-healthy.json"]
-        .iter()
-        .map(|name| {
-            let bytes = std::fs::read(fixtures.join(name)).expect("fixture");
-            (name.to_string(), parse_manifest(&bytes).expect("fixture parses"))
-        })
-        .collect();
+    let mut out: Vec<(String, Manifest)> =
+        ["g5g-gemma4-vllm0271.json", "a6000-llama70b-single.json", "h100x8-llama70b-healthy.json"]
+            .iter()
+            .map(|name| {
+                let bytes = std::fs::read(fixtures.join(name)).expect("fixture");
+                (name.to_string(), parse_manifest(&bytes).expect("fixture parses"))
+            })
+            .collect();
     for rule in rules {
         for case in &rule.info.tests {
             if let Some(manifest) = &case.manifest {
@@ -56,7 +58,10 @@ fn manifests(rules: &[Arc<Rule>]) -> Vec<(String, Manifest)> {
         }
     }
     for (name, gpu) in [
-        ("T4G, capability sent", r#"{"vendor":"nvidia","model":"NVIDIA T4G","compute_capability":"7.5"}"#),
+        (
+            "T4G, capability sent",
+            r#"{"vendor":"nvidia","model":"NVIDIA T4G","compute_capability":"7.5"}"#,
+        ),
         ("T4G, capability enriched", r#"{"vendor":"nvidia","model":"NVIDIA T4G"}"#),
     ] {
         let text = format!(
@@ -102,13 +107,21 @@ fn memoized_checks_answer_as_the_sandbox_does() {
     let sandbox_set = RuleSet::new(sandbox_rules, "r");
     let cases = manifests(&memo_rules);
     assert!(cases.len() > 60, "only {} manifests", cases.len());
-    let expected: Vec<CheckResponse> = cases.iter().map(|(_, m)| timeless(sandbox_set.check(&sandbox, m.clone()))).collect();
+    let expected: Vec<CheckResponse> =
+        cases.iter().map(|(_, m)| timeless(sandbox_set.check(&sandbox, m.clone()))).collect();
     // `check_sandboxed` on the memo's own engine answers alike and records nothing.
     for ((name, m), want) in cases.iter().zip(&expected) {
-        assert_eq!(&timeless(memo_set.check_sandboxed(&memo, m.clone())), want, "{name} (sandboxed)");
+        assert_eq!(
+            &timeless(memo_set.check_sandboxed(&memo, m.clone())),
+            want,
+            "{name} (sandboxed)"
+        );
     }
     assert_eq!(memo.memo_stats(), Default::default());
-    assert!(expected.iter().map(|a| a.findings.len()).sum::<usize>() > 20, "the comparison needs findings");
+    assert!(
+        expected.iter().map(|a| a.findings.len()).sum::<usize>() > 20,
+        "the comparison needs findings"
+    );
 
     // Forward: each manifest replays the trees the earlier ones grew.
     for ((name, m), want) in cases.iter().zip(&expected) {
@@ -127,15 +140,32 @@ fn memoized_checks_answer_as_the_sandbox_does() {
     }
     let after_second = memo.memo_stats();
     assert_eq!(after_second.misses, after_first.misses, "the second pass ran rules in the sandbox");
-    assert_eq!(after_second.hits - after_first.hits, evaluated, "every candidate of the second pass counted as one hit");
-    assert_eq!(sandbox.memo_stats(), Default::default(), "memo_bytes 0 keeps nothing and counts nothing");
+    assert_eq!(
+        after_second.hits - after_first.hits,
+        evaluated,
+        "every candidate of the second pass counted as one hit"
+    );
+    assert_eq!(
+        sandbox.memo_stats(),
+        Default::default(),
+        "memo_bytes 0 keeps nothing and counts nothing"
+    );
 
     // The T4G pair: the same trace, evidence of a different source.
     let source = |name: &str| {
         let (_, m) = cases.iter().find(|(n, _)| n == name).expect("case");
         let answer = memo_set.check(&memo, m.clone());
-        let finding = answer.findings.into_iter().find(|f| f.rule_id == "vllm-bf16-needs-sm80").expect("bf16 finding");
-        finding.evidence.iter().find(|e| e.path == "accelerators.0.compute_capability").expect("cc").source
+        let finding = answer
+            .findings
+            .into_iter()
+            .find(|f| f.rule_id == "vllm-bf16-needs-sm80")
+            .expect("bf16 finding");
+        finding
+            .evidence
+            .iter()
+            .find(|e| e.path == "accelerators.0.compute_capability")
+            .expect("cc")
+            .source
     };
     assert_eq!(source("T4G, capability sent"), EvidenceSource::Manifest);
     assert_eq!(source("T4G, capability enriched"), EvidenceSource::Enriched);
@@ -152,14 +182,17 @@ fn memoized_checks_answer_as_the_sandbox_does() {
 fn a_field_asked_only_its_kind_is_replayed_whatever_else_it_holds() {
     let (memo, sandbox) = (engine(Limits::default().memo_bytes), engine(0));
     let (memo_rules, sandbox_rules) = (rules(&memo), rules(&sandbox));
-    let (memo_set, sandbox_set) = (RuleSet::new(memo_rules.clone(), "r"), RuleSet::new(sandbox_rules, "r"));
+    let (memo_set, sandbox_set) =
+        (RuleSet::new(memo_rules.clone(), "r"), RuleSet::new(sandbox_rules, "r"));
     let cases = manifests(&memo_rules);
     for (_, m) in &cases {
         memo_set.check(&memo, m.clone());
     }
     let with_other_members = |m: &Manifest| {
         let mut value = serde_json::to_value(m).expect("serialises");
-        for package in value.get_mut("packages").and_then(|p| p.as_array_mut()).into_iter().flatten() {
+        for package in
+            value.get_mut("packages").and_then(|p| p.as_array_mut()).into_iter().flatten()
+        {
             package["installer"] = serde_json::json!("pip");
         }
         for object in ["workload", "host"] {
@@ -220,7 +253,8 @@ fn assemble(text: &str) -> Vec<u8> {
     // A file of its own per call: tests run side by side in one process.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("pitfall-memo-module-{}-{call}.wat", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("pitfall-memo-module-{}-{call}.wat", std::process::id()));
     std::fs::write(&path, text).expect("writes");
     let wasm = corpus::load_module(&path).wasm;
     let _ = std::fs::remove_file(&path);
@@ -228,7 +262,10 @@ fn assemble(text: &str) -> Vec<u8> {
 }
 
 fn machine(i: usize) -> Manifest {
-    parse_manifest(format!(r#"{{"manifest_version":1,"env":{{"MACHINE":"machine-{i:04}"}}}}"#).as_bytes()).expect("valid")
+    parse_manifest(
+        format!(r#"{{"manifest_version":1,"env":{{"MACHINE":"machine-{i:04}"}}}}"#).as_bytes(),
+    )
+    .expect("valid")
 }
 
 #[test]
@@ -329,8 +366,12 @@ const SPELLS_THE_QUESTION: &str = r#";; expect: clean
 /// Machines that differ only in vLLM: releases in and out of the range,
 /// its pre-release, a version that is not PEP 440, none, no vLLM.
 fn vllm_machines() -> Vec<(String, Manifest)> {
-    let mut versions: Vec<Option<String>> = (15..28).flat_map(|minor| (0..3).map(move |patch| Some(format!("0.{minor}.{patch}")))).collect();
-    versions.extend(["0.27.2rc0", "0.27.2", "0.28.0", "1.0.0", "not-a-version"].map(|v| Some(v.to_owned())));
+    let mut versions: Vec<Option<String>> = (15..28)
+        .flat_map(|minor| (0..3).map(move |patch| Some(format!("0.{minor}.{patch}"))))
+        .collect();
+    versions.extend(
+        ["0.27.2rc0", "0.27.2", "0.28.0", "1.0.0", "not-a-version"].map(|v| Some(v.to_owned())),
+    );
     versions.push(None);
     let mut out: Vec<(String, Manifest)> = versions
         .into_iter()
@@ -340,7 +381,10 @@ fn vllm_machines() -> Vec<(String, Manifest)> {
                 None => r#"{"name":"vllm"}"#.to_owned(),
             };
             let text = format!(r#"{{"manifest_version":1,"packages":[{package}]}}"#);
-            (v.unwrap_or_else(|| "no version".into()), parse_manifest(text.as_bytes()).expect("valid"))
+            (
+                v.unwrap_or_else(|| "no version".into()),
+                parse_manifest(text.as_bytes()).expect("valid"),
+            )
         })
         .collect();
     out.push(("no vllm".into(), parse_manifest(br#"{"manifest_version":1}"#).expect("valid")));
@@ -394,7 +438,14 @@ fn a_text_question_is_replayed_for_every_model_id_with_the_same_answers() {
         parse_manifest(text.as_bytes()).expect("valid")
     };
     let mut models: Vec<Option<String>> = (0..20).map(|i| Some(format!("org/model-{i}"))).collect();
-    for gemma in ["google/gemma-4-31b-it", "google/Gemma-4-E2B-it", "x/gemma4-e4b", "y/GEMMA4-mini", "z/gemma_4-e2b", "w/Gemma_4"] {
+    for gemma in [
+        "google/gemma-4-31b-it",
+        "google/Gemma-4-E2B-it",
+        "x/gemma4-e4b",
+        "y/GEMMA4-mini",
+        "z/gemma_4-e2b",
+        "w/Gemma_4",
+    ] {
         models.push(Some(gemma.to_owned()));
     }
     models.push(None);
@@ -405,8 +456,16 @@ fn a_text_question_is_replayed_for_every_model_id_with_the_same_answers() {
         let got = timeless(memo_set.check(&memo, m));
         assert_eq!(got, want, "{model:?}");
         if let Some(finding) = got.findings.first() {
-            let shown = finding.evidence.iter().find(|e| e.path == "workload.model").map(|e| e.value.clone());
-            assert_eq!(shown.as_ref().and_then(|v| v.as_str()), model.as_deref(), "the finding shows its own model");
+            let shown = finding
+                .evidence
+                .iter()
+                .find(|e| e.path == "workload.model")
+                .map(|e| e.value.clone());
+            assert_eq!(
+                shown.as_ref().and_then(|v| v.as_str()),
+                model.as_deref(),
+                "the finding shows its own model"
+            );
             matched += 1;
         }
     }
@@ -422,7 +481,8 @@ fn a_text_question_is_replayed_for_every_model_id_with_the_same_answers() {
 /// memoised at all: its trace could not tell the two apart.
 #[test]
 fn a_raw_read_spelled_like_a_question_is_never_replayed() {
-    let Beside { memo, sandbox, memo_set, sandbox_set, .. } = beside_the_sandbox(SPELLS_THE_QUESTION);
+    let Beside { memo, sandbox, memo_set, sandbox_set, .. } =
+        beside_the_sandbox(SPELLS_THE_QUESTION);
     let machines = vllm_machines();
     for _ in 0..2 {
         for (name, m) in &machines {
@@ -442,9 +502,12 @@ fn a_raw_read_spelled_like_a_question_is_never_replayed() {
 /// and the budget gets every kept byte back when the rule goes.
 #[test]
 fn a_leaf_keeps_the_findings_it_rendered_on_other_versions() {
-    let Beside { wasm, memo, sandbox, memo_set, sandbox_set } = beside_the_sandbox(ASKS_THE_VERSION);
-    let affected: Vec<(String, Manifest)> =
-        vllm_machines().into_iter().filter(|(v, _)| v.starts_with("0.2") && !v.starts_with("0.27.2")).collect();
+    let Beside { wasm, memo, sandbox, memo_set, sandbox_set } =
+        beside_the_sandbox(ASKS_THE_VERSION);
+    let affected: Vec<(String, Manifest)> = vllm_machines()
+        .into_iter()
+        .filter(|(v, _)| v.starts_with("0.2") && !v.starts_with("0.27.2"))
+        .collect();
     let (ring, more) = (pitfall_engine::memo::RENDERINGS_PER_LEAF, 5);
     assert!(affected.len() > ring + more, "more affected versions than a leaf keeps");
     let text = |m: &Manifest| {

@@ -31,17 +31,25 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     let install = std::env::var_os("PITFALL_NO_INSTALL").is_none();
     let toolchain = pitfall_wasm_build::ensure(install)?;
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
     let request = pitfall_wasm_build::BuildRequest {
         manifest_path: root.join("Cargo.toml"),
         packages: crates.iter().map(|(name, _)| name.clone()).collect(),
         target_dir: target_dir.join("wasm"),
         quiet: true,
     };
-    let paths = if crates.is_empty() { Vec::new() } else { pitfall_wasm_build::build(&toolchain, &request)? };
+    let paths = if crates.is_empty() {
+        Vec::new()
+    } else {
+        pitfall_wasm_build::build(&toolchain, &request)?
+    };
 
     let mut digest = Sha256::new();
-    let mut out = String::from("/// The bundled rule modules, in crate-name order.\npub static MODULES: &[BundledModule] = &[\n");
+    let mut out = String::from(
+        "/// The bundled rule modules, in crate-name order.\npub static MODULES: &[BundledModule] = &[\n",
+    );
     for ((name, dir), path) in crates.iter().zip(&paths) {
         let bytes = std::fs::read(path)?;
         digest.update(&bytes);
@@ -54,14 +62,24 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     out.push_str("];\n");
     let hex: String = digest.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
-    writeln!(out, "/// Names this set of modules (changes whenever any module does).\npub const REVISION: &str = \"bundled-{hex}\";")?;
-    writeln!(out, "/// The route the modules were built with (`rustup` or `debian`).\npub const TOOLCHAIN: &str = {:?};", toolchain.name())?;
+    writeln!(
+        out,
+        "/// Names this set of modules (changes whenever any module does).\npub const REVISION: &str = \"bundled-{hex}\";"
+    )?;
+    writeln!(
+        out,
+        "/// The route the modules were built with (`rustup` or `debian`).\npub const TOOLCHAIN: &str = {:?};",
+        toolchain.name()
+    )?;
     std::fs::write(PathBuf::from(std::env::var("OUT_DIR")?).join("bundled.rs"), out)?;
     Ok(())
 }
 
 /// `(package name, directory)` of every rule crate, sorted by name.
-fn rule_crates(rules_dir: &Path, this_crate: &Path) -> Result<Vec<(String, PathBuf)>, Box<dyn std::error::Error>> {
+fn rule_crates(
+    rules_dir: &Path,
+    this_crate: &Path,
+) -> Result<Vec<(String, PathBuf)>, Box<dyn std::error::Error>> {
     let mut crates = Vec::new();
     for entry in std::fs::read_dir(rules_dir)? {
         let dir = entry?.path();
@@ -72,7 +90,9 @@ fn rule_crates(rules_dir: &Path, this_crate: &Path) -> Result<Vec<(String, PathB
         let text = std::fs::read_to_string(&manifest)?;
         let name = text
             .lines()
-            .find_map(|l| l.trim().strip_prefix("name").map(str::trim).and_then(|r| r.strip_prefix('=')))
+            .find_map(|l| {
+                l.trim().strip_prefix("name").map(str::trim).and_then(|r| r.strip_prefix('='))
+            })
             .map(|v| v.trim().trim_matches('"').to_owned())
             .ok_or_else(|| format!("{}: no package name", manifest.display()))?;
         crates.push((name, dir));

@@ -45,14 +45,29 @@ mod raw {
         pub(super) fn field_kind(path: *const u8, path_len: usize) -> i32;
         pub(super) fn field_len(path: *const u8, path_len: usize) -> i32;
         pub(super) fn field_num(path: *const u8, path_len: usize) -> f64;
-        pub(super) fn field_str(path: *const u8, path_len: usize, buf: *mut u8, buf_cap: usize) -> i32;
+        pub(super) fn field_str(
+            path: *const u8,
+            path_len: usize,
+            buf: *mut u8,
+            buf_cap: usize,
+        ) -> i32;
         pub(super) fn evidence(path: *const u8, path_len: usize);
         pub(super) fn missing(path: *const u8, path_len: usize);
         pub(super) fn param(key: *const u8, key_len: usize, value: *const u8, value_len: usize);
         pub(super) fn remedy(index: u32);
-        pub(super) fn version_in(path: *const u8, path_len: usize, spec: *const u8, spec_len: usize) -> i32;
+        pub(super) fn version_in(
+            path: *const u8,
+            path_len: usize,
+            spec: *const u8,
+            spec_len: usize,
+        ) -> i32;
         pub(super) fn param_field(key: *const u8, key_len: usize, path: *const u8, path_len: usize);
-        pub(super) fn text_contains(path: *const u8, path_len: usize, needle: *const u8, needle_len: usize) -> i32;
+        pub(super) fn text_contains(
+            path: *const u8,
+            path_len: usize,
+            needle: *const u8,
+            needle_len: usize,
+        ) -> i32;
     }
 }
 
@@ -94,7 +109,8 @@ pub fn field_str(path: &str) -> Option<String> {
     if n > buf.capacity() {
         buf.reserve_exact(n);
         // SAFETY: as above, with at least `n` bytes of capacity.
-        let again = unsafe { raw::field_str(path.as_ptr(), path.len(), buf.as_mut_ptr(), buf.capacity()) };
+        let again =
+            unsafe { raw::field_str(path.as_ptr(), path.len(), buf.as_mut_ptr(), buf.capacity()) };
         if usize::try_from(again).ok()? != n {
             return None;
         }
@@ -172,5 +188,6 @@ pub fn param_field(key: &str, path: &str) {
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use crate::testing::native::{
-    evidence, field_kind, field_len, field_num, field_str, missing, param, param_field, remedy, text_contains, version_in,
+    evidence, field_kind, field_len, field_num, field_str, missing, param, param_field, remedy,
+    text_contains, version_in,
 };

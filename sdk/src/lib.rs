@@ -42,7 +42,9 @@ pub use view::Manifest;
 /// Everything a rule usually needs.
 pub mod prelude {
     pub use crate::outcome::{IntoOutcome, Outcome};
-    pub use crate::version::{ComputeCapability, Dotted, Version, dotted_ge, dotted_lt, pep440_ge, pep440_lt};
+    pub use crate::version::{
+        ComputeCapability, Dotted, Version, dotted_ge, dotted_lt, pep440_ge, pep440_lt,
+    };
     pub use crate::view::{Accelerator, Manifest, Package, Path, Workload};
     pub use alloc::string::String;
     pub use alloc::vec::Vec;

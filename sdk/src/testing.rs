@@ -7,12 +7,12 @@
 
 use std::cell::RefCell;
 
+use crate::model::Prepared;
 use crate::model::cases::{CaseResult, Evaluation, failure_report, run_cases};
 use crate::model::meta::{RuleMeta, TestCase};
 use crate::model::report::{RawOutcome, render};
-use crate::model::session::Session;
-use crate::model::Prepared;
 use crate::model::selector::Selector;
+use crate::model::session::Session;
 
 /// The output budget natively: the engine's default, so a rule that is too
 /// chatty fails its tests before it fails in the registry.
@@ -96,8 +96,14 @@ pub mod native {
 
 /// Evaluates a rule natively on a prepared manifest. `evaluate` is the
 /// rule's exported entry (what `pitfall_evaluate` runs on wasm).
-pub fn evaluate_native(meta: &RuleMeta, prepared: &Prepared, evaluate: &dyn Fn() -> i32) -> Evaluation {
-    SESSION.with(|s| *s.borrow_mut() = Some(Session::new(prepared.fields.clone(), NATIVE_OUTPUT_LIMIT)));
+pub fn evaluate_native(
+    meta: &RuleMeta,
+    prepared: &Prepared,
+    evaluate: &dyn Fn() -> i32,
+) -> Evaluation {
+    SESSION.with(|s| {
+        *s.borrow_mut() = Some(Session::new(prepared.fields.clone(), NATIVE_OUTPUT_LIMIT))
+    });
     OUTPUT_ERROR.with(|e| *e.borrow_mut() = None);
     let code = evaluate();
     let mut session = SESSION.with(|s| s.borrow_mut().take()).expect("session set above");
@@ -112,21 +118,33 @@ pub fn evaluate_native(meta: &RuleMeta, prepared: &Prepared, evaluate: &dyn Fn()
             Ok(f) => Evaluation::Matched(Box::new(f.into())),
             Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
         },
-        None => Evaluation::Failed(format!("malformed output: pitfall_evaluate returned {code}, not 0, 1 or 2")),
+        None => Evaluation::Failed(format!(
+            "malformed output: pitfall_evaluate returned {code}, not 0, 1 or 2"
+        )),
     }
 }
 
 /// Parses a rule's embedded metadata and cases.
-pub fn parse_embedded(meta_json: &[u8], tests_json: &[u8]) -> Result<(RuleMeta, Vec<TestCase>), String> {
-    let meta: RuleMeta = serde_json::from_slice(meta_json).map_err(|e| format!("rule.json: {e}"))?;
-    let cases: Vec<TestCase> = serde_json::from_slice(tests_json).map_err(|e| format!("tests.json: {e}"))?;
+pub fn parse_embedded(
+    meta_json: &[u8],
+    tests_json: &[u8],
+) -> Result<(RuleMeta, Vec<TestCase>), String> {
+    let meta: RuleMeta =
+        serde_json::from_slice(meta_json).map_err(|e| format!("rule.json: {e}"))?;
+    let cases: Vec<TestCase> =
+        serde_json::from_slice(tests_json).map_err(|e| format!("tests.json: {e}"))?;
     Ok((meta, cases))
 }
 
 /// Runs the embedded cases natively and returns each result. Selectors
 /// that do not parse count as holding (the metadata lint reports them).
-pub fn run_native(meta: &RuleMeta, cases: &[TestCase], evaluate: &dyn Fn() -> i32) -> Vec<CaseResult> {
-    let selectors: Vec<Selector> = meta.applies_to.iter().filter_map(|s| Selector::parse(s).ok()).collect();
+pub fn run_native(
+    meta: &RuleMeta,
+    cases: &[TestCase],
+    evaluate: &dyn Fn() -> i32,
+) -> Vec<CaseResult> {
+    let selectors: Vec<Selector> =
+        meta.applies_to.iter().filter_map(|s| Selector::parse(s).ok()).collect();
     run_cases(&selectors, cases, &mut |prepared| evaluate_native(meta, prepared, evaluate))
 }
 

@@ -45,11 +45,7 @@ pub struct VersionError {
 
 impl VersionError {
     fn new(kind: &'static str, reason: &'static str, input: &str) -> Self {
-        Self {
-            kind,
-            reason,
-            input: String::from(input),
-        }
+        Self { kind, reason, input: String::from(input) }
     }
 
     /// What the input was being parsed as, e.g. `"PEP 440 version"`.
@@ -72,11 +68,7 @@ impl fmt::Display for VersionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Plain quotes rather than `{:?}`: Debug escaping of `str` drags
         // Unicode tables into every rule module.
-        write!(
-            f,
-            "invalid {} \"{}\": {}",
-            self.kind, self.input, self.reason
-        )
+        write!(f, "invalid {} \"{}\": {}", self.kind, self.input, self.reason)
     }
 }
 
@@ -129,8 +121,7 @@ fn is_sep(c: u8) -> bool {
 }
 
 fn starts_with_ci(b: &[u8], at: usize, lit: &[u8]) -> bool {
-    b.get(at..at + lit.len())
-        .is_some_and(|s| s.eq_ignore_ascii_case(lit))
+    b.get(at..at + lit.len()).is_some_and(|s| s.eq_ignore_ascii_case(lit))
 }
 
 fn is_digits(s: &str) -> bool {
@@ -322,7 +313,9 @@ impl Version {
     fn same_base(&self, other: &Self) -> bool {
         match (self.packed, other.packed) {
             (Some(a), Some(b)) => a >> PACKED_BELOW_RELEASE == b >> PACKED_BELOW_RELEASE,
-            _ => self.epoch == other.epoch && trim_zeros(&self.release) == trim_zeros(&other.release),
+            _ => {
+                self.epoch == other.epoch && trim_zeros(&self.release) == trim_zeros(&other.release)
+            }
         }
     }
 }
@@ -349,7 +342,13 @@ const PACKED_RELEASE_SEGMENTS: usize = 4;
 /// (3 + 16), post (a presence bit, so that none sorts first, + 16) and the
 /// dev key (a "no dev" bit, so that a dev-release sorts first, + 16): 125
 /// bits.
-fn pack(epoch: u64, release: &[u64], pre: Option<(Phase, u64)>, post: Option<u64>, dev: Option<u64>) -> Option<u128> {
+fn pack(
+    epoch: u64,
+    release: &[u64],
+    pre: Option<(Phase, u64)>,
+    post: Option<u64>,
+    dev: Option<u64>,
+) -> Option<u128> {
     const FIELD: u64 = (1 << PACKED_NUMBER_BITS) - 1;
     let release = trim_zeros(release);
     if epoch > u64::from(u8::MAX) || release.len() > PACKED_RELEASE_SEGMENTS {
@@ -523,8 +522,7 @@ fn cmp_local(a: Option<&str>, b: Option<&str>) -> Ordering {
 
 impl Ord for Version {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.cmp_public(other)
-            .then_with(|| cmp_local(self.local(), other.local()))
+        self.cmp_public(other).then_with(|| cmp_local(self.local(), other.local()))
     }
 }
 
@@ -604,10 +602,7 @@ impl Dotted {
             }
             parts.push(whole_number(c).map_err(err)?);
         }
-        Ok(Dotted {
-            text: String::from(t),
-            parts,
-        })
+        Ok(Dotted { text: String::from(t), parts })
     }
 
     /// The components as written, e.g. `[570, 86, 15]`.
@@ -695,11 +690,7 @@ pub struct ComputeCapability {
 impl ComputeCapability {
     /// A capability without arch-specific suffix.
     pub const fn new(major: u32, minor: u32) -> Self {
-        Self {
-            major,
-            minor,
-            suffix: 0,
-        }
+        Self { major, minor, suffix: 0 }
     }
 
     /// Parses a compute capability; surrounding whitespace is ignored and the
@@ -737,17 +728,10 @@ impl ComputeCapability {
                     return Err(err("expected major.minor (8.6) or sm_XY (sm_86)"));
                 }
                 let (ma, mi) = body.split_at(body.len() - 1);
-                (
-                    whole_number(ma).map_err(err)?,
-                    whole_number(mi).map_err(err)?,
-                )
+                (whole_number(ma).map_err(err)?, whole_number(mi).map_err(err)?)
             }
         };
-        Ok(Self {
-            major: to_u32(major)?,
-            minor: to_u32(minor)?,
-            suffix,
-        })
+        Ok(Self { major: to_u32(major)?, minor: to_u32(minor)?, suffix })
     }
 
     /// The `sm_XY` number: `major * 10 + minor` (75 for 7.5, 120 for 12.0).
@@ -920,10 +904,7 @@ impl Specifier {
             .split(',')
             .map(|c| parse_clause(c.trim()).map_err(err))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self {
-            text: String::from(t),
-            clauses,
-        })
+        Ok(Self { text: String::from(t), clauses })
     }
 
     /// Whether `v` satisfies every clause.
@@ -1014,9 +995,8 @@ fn parse_clause(c: &str) -> Result<Clause, &'static str> {
     if c.is_empty() {
         return Err("empty clause (stray comma?)");
     }
-    let Some((rest, op)) = OPS
-        .iter()
-        .find_map(|(p, op)| c.strip_prefix(p).map(|r| (r.trim(), *op)))
+    let Some((rest, op)) =
+        OPS.iter().find_map(|(p, op)| c.strip_prefix(p).map(|r| (r.trim(), *op)))
     else {
         return Err("each clause needs an operator: ==, !=, <, <=, >, >=, ~= or ===");
     };
@@ -1042,10 +1022,7 @@ fn parse_clause(c: &str) -> Result<Clause, &'static str> {
         {
             return Err("'.*' may only follow a release such as 2.12");
         }
-        return Ok(Clause::Prefix {
-            negated: op == Op::Ne,
-            version,
-        });
+        return Ok(Clause::Prefix { negated: op == Op::Ne, version });
     }
     let version = parse_pep440(rest)?;
     if version.local.is_some() && !matches!(op, Op::Eq | Op::Ne) {
@@ -1061,10 +1038,7 @@ fn parse_clause(c: &str) -> Result<Clause, &'static str> {
 /// with `prefix`. Pre/post/dev/local parts of the candidate do not matter.
 fn prefix_match(v: &Version, epoch: u64, prefix: &[u64]) -> bool {
     v.epoch == epoch
-        && prefix
-            .iter()
-            .enumerate()
-            .all(|(i, &p)| v.release.get(i).copied().unwrap_or(0) == p)
+        && prefix.iter().enumerate().all(|(i, &p)| v.release.get(i).copied().unwrap_or(0) == p)
 }
 
 /// Whether `v` satisfies one clause; see [`Specifier`] for the rules.
@@ -1079,11 +1053,7 @@ fn clause_contains(c: &Clause, v: &Version) -> bool {
             let public = v.cmp_public(s);
             match op {
                 Op::Eq | Op::Ne => {
-                    let eq = if s.local.is_some() {
-                        v == s
-                    } else {
-                        public == Ordering::Equal
-                    };
+                    let eq = if s.local.is_some() { v == s } else { public == Ordering::Equal };
                     eq == (*op == Op::Eq)
                 }
                 Op::Le => public != Ordering::Greater,
@@ -1102,13 +1072,8 @@ fn clause_contains(c: &Clause, v: &Version) -> bool {
                         // `<V` excludes V's own pre-releases: it means
                         // `<V.dev0`, the first of them (V keeps its post).
                         let (epoch, release, _, post, _) = s.key();
-                        let bound = (
-                            epoch,
-                            release,
-                            pre_key(None, post, Some(0)),
-                            post,
-                            dev_key(Some(0)),
-                        );
+                        let bound =
+                            (epoch, release, pre_key(None, post, Some(0)), post, dev_key(Some(0)));
                         v.key() < bound
                     }
                 }
@@ -1248,15 +1213,32 @@ mod tests {
         assert_eq!(spec("!=1.0").bounds(), (None, None));
         assert_eq!(spec("==2.12.*").bounds(), (None, None));
         // The promise itself, over a spread of versions and specifiers.
-        let versions = ["0.1", "0.27.1", "0.27.2rc0", "0.27.2", "1.0.dev1", "1.0", "1.0+cu12", "1.0.post1", "2!0.1"];
-        for s in ["<0.27.2rc0", "<=1.0", ">0.27.1,<1.0", "~=0.27.1", "==1.0", ">=1.0.dev0", "<1.0"] {
+        let versions = [
+            "0.1",
+            "0.27.1",
+            "0.27.2rc0",
+            "0.27.2",
+            "1.0.dev1",
+            "1.0",
+            "1.0+cu12",
+            "1.0.post1",
+            "2!0.1",
+        ];
+        for s in ["<0.27.2rc0", "<=1.0", ">0.27.1,<1.0", "~=0.27.1", "==1.0", ">=1.0.dev0", "<1.0"]
+        {
             let (lo, hi) = spec(s).bounds();
             for t in versions {
                 let w = v(t);
                 if spec(s).contains(&w) {
                     let public = w.without_local();
-                    assert!(lo.as_ref().is_none_or(|l| public >= *l), "{t} in {s} but below {lo:?}");
-                    assert!(hi.as_ref().is_none_or(|h| public <= *h), "{t} in {s} but above {hi:?}");
+                    assert!(
+                        lo.as_ref().is_none_or(|l| public >= *l),
+                        "{t} in {s} but below {lo:?}"
+                    );
+                    assert!(
+                        hi.as_ref().is_none_or(|h| public <= *h),
+                        "{t} in {s} but above {hi:?}"
+                    );
                 }
             }
         }
@@ -1272,19 +1254,11 @@ mod tests {
     /// and `Hash` agree with it.
     fn check_order<T: Ord + Hash + fmt::Debug>(a: &T, b: &T, want: Ordering, what: &str) {
         assert_eq!(a.cmp(b), want, "{what}: {a:?} vs {b:?}");
-        assert_eq!(
-            b.cmp(a),
-            want.reverse(),
-            "{what} (reversed): {b:?} vs {a:?}"
-        );
+        assert_eq!(b.cmp(a), want.reverse(), "{what} (reversed): {b:?} vs {a:?}");
         assert_eq!(a.partial_cmp(b), Some(want), "{what}: partial_cmp");
         assert_eq!(a == b, want == Equal, "{what}: eq");
         if want == Equal {
-            assert_eq!(
-                hash_of(a),
-                hash_of(b),
-                "{what}: equal values must hash alike"
-            );
+            assert_eq!(hash_of(a), hash_of(b), "{what}: equal values must hash alike");
         }
     }
 
@@ -1296,10 +1270,34 @@ mod tests {
     #[test]
     fn packed_intervals_admit_exactly_what_specifiers_contain() {
         let versions: Vec<Version> = [
-            "0.4", "0.4.9", "0.5.0.dev0", "0.5.0.dev3", "0.5.0a1", "0.5.0rc1", "0.5.0rc1.post1", "0.5", "0.5.0",
-            "0.5.0+cu121", "0.5.0.post1", "0.5.0.post1.dev2", "0.5.1.dev0", "0.5.1", "0.6.0rc0", "0.6", "0.6.0.post2",
-            "0.6.0+local.7", "1!0.1", "2.0", "0.27.2rc0", "0.27.1", "0.27.2", "0.27.2.post1", "10.0", "65535.1",
-            "65536.0", "1.2.3.4.5",
+            "0.4",
+            "0.4.9",
+            "0.5.0.dev0",
+            "0.5.0.dev3",
+            "0.5.0a1",
+            "0.5.0rc1",
+            "0.5.0rc1.post1",
+            "0.5",
+            "0.5.0",
+            "0.5.0+cu121",
+            "0.5.0.post1",
+            "0.5.0.post1.dev2",
+            "0.5.1.dev0",
+            "0.5.1",
+            "0.6.0rc0",
+            "0.6",
+            "0.6.0.post2",
+            "0.6.0+local.7",
+            "1!0.1",
+            "2.0",
+            "0.27.2rc0",
+            "0.27.1",
+            "0.27.2",
+            "0.27.2.post1",
+            "10.0",
+            "65535.1",
+            "65536.0",
+            "1.2.3.4.5",
         ]
         .iter()
         .map(|t| Version::parse(t).unwrap_or_else(|e| panic!("{t}: {e}")))
@@ -1307,20 +1305,43 @@ mod tests {
         let packing = versions.iter().filter(|v| v.packed_public().is_some()).count();
         assert!(packing >= versions.len() - 2, "{packing} of {} pack", versions.len());
         let compiled = [
-            ">=0.5.0", "<0.5.0", ">=0.5,<0.6", "<=0.5.0", "==0.5", ">=0.5.0rc1,<0.6.0rc0", "<0.5.0rc1", "<0.5.0.post1",
-            "==0.5.0,>=0.5", ">=0.27.2rc0", "<0.27.2rc0", ">=0.4,<=0.5.0.post1,<0.6", ">=1!0",
-            "<65535.1", "<=0.5.0rc1,<0.5.0rc1", "<0.5.0rc1,<=0.5.0rc1",
+            ">=0.5.0",
+            "<0.5.0",
+            ">=0.5,<0.6",
+            "<=0.5.0",
+            "==0.5",
+            ">=0.5.0rc1,<0.6.0rc0",
+            "<0.5.0rc1",
+            "<0.5.0.post1",
+            "==0.5.0,>=0.5",
+            ">=0.27.2rc0",
+            "<0.27.2rc0",
+            ">=0.4,<=0.5.0.post1,<0.6",
+            ">=1!0",
+            "<65535.1",
+            "<=0.5.0rc1,<0.5.0rc1",
+            "<0.5.0rc1,<=0.5.0rc1",
         ];
         for text in compiled {
             let spec = Specifier::parse(text).expect("parses");
-            let interval = spec.packed_interval().unwrap_or_else(|| panic!("{text} is one interval"));
+            let interval =
+                spec.packed_interval().unwrap_or_else(|| panic!("{text} is one interval"));
             for v in &versions {
                 if let Some(key) = v.packed_public() {
                     assert_eq!(interval.contains(key), spec.contains(v), "{text} on {v}");
                 }
             }
         }
-        for text in [">0.5", "!=0.5", "~=0.5", "==0.5.*", "===0.5", "==0.5+cu121", ">=0.5,!=0.5.1", "<65536.0"] {
+        for text in [
+            ">0.5",
+            "!=0.5",
+            "~=0.5",
+            "==0.5.*",
+            "===0.5",
+            "==0.5+cu121",
+            ">=0.5,!=0.5.1",
+            "<65536.0",
+        ] {
             assert_eq!(Specifier::parse(text).expect("parses").packed_interval(), None, "{text}");
         }
     }
@@ -1333,7 +1354,9 @@ mod tests {
         let numbers = [0u64, 1, 2, 9, 2024, 65_535, 65_536, 20_240_101];
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
         let mut next = |n: usize| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             (seed >> 33) as usize % n
         };
         let mut versions = Vec::new();
@@ -1353,7 +1376,11 @@ mod tests {
             }
             text.push_str(&release.join("."));
             if next(3) == 0 {
-                text.push_str(&format!("{}{}", ["a", "b", "rc"][next(3)], numbers[next(numbers.len())]));
+                text.push_str(&format!(
+                    "{}{}",
+                    ["a", "b", "rc"][next(3)],
+                    numbers[next(numbers.len())]
+                ));
             }
             if next(3) == 0 {
                 text.push_str(&format!(".post{}", numbers[next(numbers.len())]));
@@ -1367,7 +1394,11 @@ mod tests {
             versions.push(v(&text));
         }
         let packed = versions.iter().filter(|v| v.packed.is_some()).count();
-        assert!(packed > 100 && packed < versions.len() - 100, "{packed} of {} packed", versions.len());
+        assert!(
+            packed > 100 && packed < versions.len() - 100,
+            "{packed} of {} packed",
+            versions.len()
+        );
         for a in &versions {
             for b in &versions {
                 assert_eq!(a.cmp_public(b), a.key().cmp(&b.key()), "{a} vs {b}");
@@ -1590,30 +1621,18 @@ mod tests {
             assert!(msg.contains("PEP 440") && msg.contains(e.reason()), "{msg}");
         }
         let e = Version::parse("1..2").err();
-        assert_eq!(
-            e.as_ref().map(VersionError::reason),
-            Some("empty segment (two dots in a row)")
-        );
+        assert_eq!(e.as_ref().map(VersionError::reason), Some("empty segment (two dots in a row)"));
         assert_eq!(
             e.map(|e| e.to_string()).as_deref(),
             Some("invalid PEP 440 version \"1..2\": empty segment (two dots in a row)")
         );
+        assert_eq!(Version::parse("").err().map(|e| e.reason()), Some("empty input"));
         assert_eq!(
-            Version::parse("").err().map(|e| e.reason()),
-            Some("empty input")
-        );
-        assert_eq!(
-            Version::parse("99999999999999999999999")
-                .err()
-                .map(|e| e.reason()),
+            Version::parse("99999999999999999999999").err().map(|e| e.reason()),
             Some("number too large")
         );
         assert_eq!(
-            "abc"
-                .parse::<Version>()
-                .err()
-                .map(|e| e.input().to_string())
-                .as_deref(),
+            "abc".parse::<Version>().err().map(|e| e.input().to_string()).as_deref(),
             Some("abc")
         );
     }
@@ -1689,11 +1708,7 @@ mod tests {
         ];
         for &(s, major, minor, suffix, shown) in table {
             let c = cc(s);
-            assert_eq!(
-                (c.major, c.minor, c.suffix()),
-                (major, minor, suffix),
-                "{s}"
-            );
+            assert_eq!((c.major, c.minor, c.suffix()), (major, minor, suffix), "{s}");
             assert_eq!(c.to_string(), shown, "{s}");
             assert_eq!(c, ComputeCapability::new(major, minor), "{s}");
             assert_eq!(c.sm(), major * 10 + minor, "{s}");
@@ -1717,10 +1732,7 @@ mod tests {
         const HOPPER: ComputeCapability = ComputeCapability::new(9, 0);
         assert!(cc("sm_120") >= HOPPER);
         assert!(cc("8.9") < HOPPER);
-        assert_eq!(
-            "sm_86".parse::<ComputeCapability>(),
-            Ok(ComputeCapability::new(8, 6))
-        );
+        assert_eq!("sm_86".parse::<ComputeCapability>(), Ok(ComputeCapability::new(8, 6)));
 
         for s in [
             "",
@@ -1761,10 +1773,7 @@ mod tests {
         assert_eq!("1.2.3".parse::<SemVer>(), Ok(a));
         for s in ["", "1.2", "v", "1.2.3.4", "01.2.3", "x"] {
             let e = SemVer::parse(s).err();
-            assert!(
-                e.as_ref().is_some_and(|e| e.input() == s),
-                "{s:?} should be rejected"
-            );
+            assert!(e.as_ref().is_some_and(|e| e.input() == s), "{s:?} should be rejected");
             assert!(e.is_some_and(|e| e.to_string().contains("semantic version")));
         }
     }

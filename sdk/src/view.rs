@@ -168,7 +168,11 @@ impl Manifest {
         path.push_str("packages.");
         push_package_key(&mut path, name);
         let path = Path(path);
-        if abi::field_kind(path.as_str()) == abi::kind::OBJECT { Some(Package { path }) } else { None }
+        if abi::field_kind(path.as_str()) == abi::kind::OBJECT {
+            Some(Package { path })
+        } else {
+            None
+        }
     }
 
     /// The version text of an installed package.
@@ -565,7 +569,11 @@ pub fn package_key_cow(name: &str) -> alloc::borrow::Cow<'_, str> {
     }
     // A trailing dash makes no key (an empty name is its own).
     let is_key = is_key && (!after_dash || name.is_empty());
-    if is_key { alloc::borrow::Cow::Borrowed(name) } else { alloc::borrow::Cow::Owned(package_key(name)) }
+    if is_key {
+        alloc::borrow::Cow::Borrowed(name)
+    } else {
+        alloc::borrow::Cow::Owned(package_key(name))
+    }
 }
 
 /// `text.trim()`, without its cost where it has nothing to do: `trim`
@@ -638,8 +646,22 @@ mod tests {
     #[test]
     fn package_key_on_bytes_matches_the_char_definition() {
         for name in [
-            "vllm", "flash-attn", "Flash_Attn", "zope.interface", "Foo.-_Bar__baz", " torch ", "\u{a0}torch\u{2003}",
-            "-lead", "trail_", "..", "", " ", "Ünïcode_Näme", "a\u{300}-B", "x.\u{1F600}.Y", "UPPER",
+            "vllm",
+            "flash-attn",
+            "Flash_Attn",
+            "zope.interface",
+            "Foo.-_Bar__baz",
+            " torch ",
+            "\u{a0}torch\u{2003}",
+            "-lead",
+            "trail_",
+            "..",
+            "",
+            " ",
+            "Ünïcode_Näme",
+            "a\u{300}-B",
+            "x.\u{1F600}.Y",
+            "UPPER",
         ] {
             assert_eq!(package_key(name), package_key_by_chars(name), "{name:?}");
         }
@@ -648,15 +670,40 @@ mod tests {
     #[test]
     fn package_key_cow_borrows_exactly_the_names_that_are_keys() {
         for name in [
-            "vllm", "flash-attn", "a1-b2-c3", "x", "", "Flash_Attn", "zope.interface", "-lead", "trail-", "a--b",
-            " torch", "UPPER", "Ünïcode", "a_b", "a.b", "\u{a0}torch", "-", "--", "a-", "1-2", "9", "a-b-", "torch\u{a0}",
+            "vllm",
+            "flash-attn",
+            "a1-b2-c3",
+            "x",
+            "",
+            "Flash_Attn",
+            "zope.interface",
+            "-lead",
+            "trail-",
+            "a--b",
+            " torch",
+            "UPPER",
+            "Ünïcode",
+            "a_b",
+            "a.b",
+            "\u{a0}torch",
+            "-",
+            "--",
+            "a-",
+            "1-2",
+            "9",
+            "a-b-",
+            "torch\u{a0}",
         ] {
             let cow = package_key_cow(name);
             assert_eq!(cow, package_key(name), "{name:?}");
             // Borrowed exactly for ASCII names that are their own key (a
             // non-ASCII name is left to `package_key`, which is right too).
             let borrowed = matches!(cow, alloc::borrow::Cow::Borrowed(_));
-            assert_eq!(borrowed, name.is_ascii() && package_key(name) == name, "{name:?} borrowed={borrowed}");
+            assert_eq!(
+                borrowed,
+                name.is_ascii() && package_key(name) == name,
+                "{name:?} borrowed={borrowed}"
+            );
         }
     }
 

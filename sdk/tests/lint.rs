@@ -46,8 +46,10 @@ fn each_lint_case_reports_exactly_its_issues() {
         }
         let meta: RuleMeta = serde_json::from_value(meta).expect("metadata");
         let tests: Vec<TestCase> = serde_json::from_value(Value::Array(tests)).expect("cases");
-        let actual: Vec<Value> =
-            lint(&meta, &tests).into_iter().map(|i| serde_json::json!([i.code, i.field, i.message])).collect();
+        let actual: Vec<Value> = lint(&meta, &tests)
+            .into_iter()
+            .map(|i| serde_json::json!([i.code, i.field, i.message]))
+            .collect();
         if Value::Array(actual.clone()) != case["issues"] {
             failures.push(format!(
                 "{} ({}):\n  expected {}\n  actual   {}",

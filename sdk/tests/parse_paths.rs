@@ -28,7 +28,8 @@ fn fixtures() -> Vec<(String, Vec<u8>)> {
 #[test]
 fn the_fast_reader_reads_every_fixture_as_the_value_path_does() {
     for (name, text) in fixtures() {
-        let fast = manifest_from_slice(&text).unwrap_or_else(|| panic!("{name}: the fast reader declined a valid manifest"));
+        let fast = manifest_from_slice(&text)
+            .unwrap_or_else(|| panic!("{name}: the fast reader declined a valid manifest"));
         assert_eq!(Ok(fast), through_value(&text), "{name}");
     }
 }
@@ -37,18 +38,29 @@ fn the_fast_reader_reads_every_fixture_as_the_value_path_does() {
 fn what_the_fast_reader_declines_the_value_path_decides() {
     let cases: &[(&str, Option<&str>)] = &[
         // Valid, but a duplicated key: the value path keeps the last one.
-        (r#"{"manifest_version": 1, "host": {"arch": "x86_64"}, "host": {"arch": "aarch64"}}"#, None),
+        (
+            r#"{"manifest_version": 1, "host": {"arch": "x86_64"}, "host": {"arch": "aarch64"}}"#,
+            None,
+        ),
         (r#"{"manifest_version": 2}"#, Some("manifest_version: 2 is not supported")),
         (r#"{"manifest_version": "1"}"#, Some("manifest_version")),
         (r#"{"host": {}}"#, Some("manifest_version: missing")),
         (r#"[1, 2]"#, Some("a manifest is a JSON object")),
-        (r#"{"manifest_version": 1, "accelerators": [{"count": "two"}]}"#, Some("accelerators[0].count")),
+        (
+            r#"{"manifest_version": 1, "accelerators": [{"count": "two"}]}"#,
+            Some("accelerators[0].count"),
+        ),
         (r#"{"manifest_version": 1} trailing"#, Some("not valid JSON")),
     ];
     for (text, error) in cases {
-        assert!(manifest_from_slice(text.as_bytes()).is_none(), "{text}: the fast reader should decline");
+        assert!(
+            manifest_from_slice(text.as_bytes()).is_none(),
+            "{text}: the fast reader should decline"
+        );
         match (parse_manifest(text.as_bytes()), error) {
-            (Ok(m), None) => assert_eq!(m.host.and_then(|h| h.arch).as_deref(), Some("aarch64"), "{text}"),
+            (Ok(m), None) => {
+                assert_eq!(m.host.and_then(|h| h.arch).as_deref(), Some("aarch64"), "{text}")
+            }
             (Err(e), Some(want)) => assert!(e.message.contains(want), "{text}: {e}"),
             (got, want) => panic!("{text}: got {got:?}, wanted an error containing {want:?}"),
         }
@@ -78,10 +90,18 @@ fn the_fast_reader_reads_each_member_into_its_field_at_every_level() {
     let fast = manifest_from_slice(text).expect("accepted");
     assert_eq!(Ok(fast.clone()), through_value(text));
     let gpu = &fast.accelerators[0];
-    assert_eq!((gpu.compute_capability.as_deref(), gpu.count), (Some("8.6"), Some(2)), "a number read as text");
+    assert_eq!(
+        (gpu.compute_capability.as_deref(), gpu.count),
+        (Some("8.6"), Some(2)),
+        "a number read as text"
+    );
     let drivers = fast.drivers.as_ref().expect("drivers");
     assert_eq!(drivers.nvidia.as_deref(), Some("570.124"));
-    assert_eq!(drivers.extra["rocm"], serde_json::Value::Null, "an unknown member is kept, null included");
+    assert_eq!(
+        drivers.extra["rocm"],
+        serde_json::Value::Null,
+        "an unknown member is kept, null included"
+    );
     let host = fast.host.as_ref().expect("host");
     assert_eq!(host.os.as_ref().map(|os| os.extra["codename"].clone()), Some("noble".into()));
     assert_eq!(fast.build.as_ref().map(|b| b.tools["ninja"].clone()), Some(None));

@@ -7,7 +7,9 @@ use std::path::Path;
 #[test]
 fn checked_in_manifest_schema_is_current() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/manifest-v1.schema.json");
-    let generated = serde_json::to_string_pretty(&pitfall_sdk::model::manifest_schema()).expect("serialises") + "\n";
+    let generated = serde_json::to_string_pretty(&pitfall_sdk::model::manifest_schema())
+        .expect("serialises")
+        + "\n";
     if std::env::var_os("PITFALL_BLESS").is_some() {
         std::fs::write(&path, &generated).expect("schema written");
         return;
@@ -24,12 +26,33 @@ fn schema_names_every_contract_field() {
     let schema = pitfall_sdk::model::manifest_schema();
     let text = schema.to_string();
     for field in [
-        "manifest_version", "cpu_model", "memory_mib", "instance_type", "compute_capability",
-        "memory_bandwidth_gbps", "shared_memory_per_block_kib", "interconnect", "shm_size_mib", "ipc",
-        "ecosystem", "from_source", "torch_cuda_arch_list", "parameters_b", "head_dims",
-        "num_attention_heads", "tensor_parallel_size", "max_model_len", "gpu_memory_utilization",
-        "attention_backend", "quantization", "num_kv_heads", "pipeline_parallel_size", "max_num_seqs",
-        "disable_custom_all_reduce", "kv_cache_dtype", "verifies_output",
+        "manifest_version",
+        "cpu_model",
+        "memory_mib",
+        "instance_type",
+        "compute_capability",
+        "memory_bandwidth_gbps",
+        "shared_memory_per_block_kib",
+        "interconnect",
+        "shm_size_mib",
+        "ipc",
+        "ecosystem",
+        "from_source",
+        "torch_cuda_arch_list",
+        "parameters_b",
+        "head_dims",
+        "num_attention_heads",
+        "tensor_parallel_size",
+        "max_model_len",
+        "gpu_memory_utilization",
+        "attention_backend",
+        "quantization",
+        "num_kv_heads",
+        "pipeline_parallel_size",
+        "max_num_seqs",
+        "disable_custom_all_reduce",
+        "kv_cache_dtype",
+        "verifies_output",
     ] {
         assert!(text.contains(&format!("\"{field}\"")), "schema lacks {field}");
     }
@@ -42,7 +65,8 @@ fn shared_fixture_manifests_parse() {
     for entry in std::fs::read_dir(&dir).expect("fixtures beside the repo").flatten() {
         if entry.path().extension().is_some_and(|e| e == "json") {
             let bytes = std::fs::read(entry.path()).expect("readable");
-            pitfall_sdk::model::parse_manifest(&bytes).unwrap_or_else(|e| panic!("{}: {e}", entry.path().display()));
+            pitfall_sdk::model::parse_manifest(&bytes)
+                .unwrap_or_else(|e| panic!("{}: {e}", entry.path().display()));
             n += 1;
         }
     }

@@ -96,19 +96,27 @@ mod tests {
     use pitfall_sdk::model::report::{EvidenceSource, LazyFinding};
 
     fn answer() -> CheckResponse {
-        let finding: pitfall_sdk::model::report::Finding = serde_json::from_value(serde_json::json!({
-            "rule_id": "demo-rule", "rule_version": "1.0.0", "severity": "error",
-            "title": "t", "message": "m", "error_signatures": ["E \"quoted\""],
-            "evidence": [], "remedies": [], "references": []
-        }))
-        .unwrap_or_else(|e| panic!("finding: {e}"));
+        let finding: pitfall_sdk::model::report::Finding =
+            serde_json::from_value(serde_json::json!({
+                "rule_id": "demo-rule", "rule_version": "1.0.0", "severity": "error",
+                "title": "t", "message": "m", "error_signatures": ["E \"quoted\""],
+                "evidence": [], "remedies": [], "references": []
+            }))
+            .unwrap_or_else(|e| panic!("finding: {e}"));
         CheckResponse {
             // One as the sandbox gives it, one as the memo replays it.
             findings: vec![
                 finding.clone().into(),
-                LazyFinding::from_json(Severity::Error, "demo-rule".into(), LazyFinding::new(finding).json().clone()),
+                LazyFinding::from_json(
+                    Severity::Error,
+                    "demo-rule".into(),
+                    LazyFinding::new(finding).json().clone(),
+                ),
             ],
-            undetermined: vec![Undetermined { rule_id: "u".into(), missing: vec!["host.arch".into()] }],
+            undetermined: vec![Undetermined {
+                rule_id: "u".into(),
+                missing: vec!["host.arch".into()],
+            }],
             rule_errors: vec![RuleError { rule_id: "e".into(), error: "trap".into() }],
             ruleset_revision: "42".into(),
             stats: CheckStats { rules_total: 10, rules_evaluated: 3, elapsed_us: 999 },
@@ -125,7 +133,8 @@ mod tests {
         let original = answer();
         assert_eq!(original.findings[0].severity, Severity::Error);
         let serialized = SerializedAnswer::new(&original);
-        let back: CheckResponse = serde_json::from_str(&serialized.json(7)).unwrap_or_else(|e| panic!("json: {e}"));
+        let back: CheckResponse =
+            serde_json::from_str(&serialized.json(7)).unwrap_or_else(|e| panic!("json: {e}"));
         let mut expected = original.clone();
         expected.stats.elapsed_us = 7;
         assert_eq!(back, expected);
@@ -140,7 +149,8 @@ mod tests {
         empty.rule_errors.clear();
         empty.enriched.clear();
         let text = SerializedAnswer::new(&empty).json(1);
-        let back: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let back: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(back["stats"]["elapsed_us"], 1);
         assert!(back.get("enriched").is_none(), "empty enrichment is left out, as before");
     }

@@ -47,16 +47,22 @@ impl AppState {
     /// fresh key (in-process uses; a server signs with its configured key,
     /// see [`AppState::with_signer`]).
     pub fn new(registry: Arc<Registry>, limits: ServerLimits) -> AppState {
-        let signer = crate::signing::generate().unwrap_or_else(|_| pitfall_api::BundleSigner::from_seed(&[0; 32]));
+        let signer = crate::signing::generate()
+            .unwrap_or_else(|_| pitfall_api::BundleSigner::from_seed(&[0; 32]));
         AppState::with_signer(registry, limits, signer)
     }
 
     /// State over a registry, with these bounds, signing bundles with `signer`.
-    pub fn with_signer(registry: Arc<Registry>, limits: ServerLimits, signer: pitfall_api::BundleSigner) -> AppState {
+    pub fn with_signer(
+        registry: Arc<Registry>,
+        limits: ServerLimits,
+        signer: pitfall_api::BundleSigner,
+    ) -> AppState {
         let cache = ResultCache::new(limits.result_cache_entries, limits.result_cache_bytes);
         let bundles = Bundles::new(signer);
         let check_rate = RateLimiter::new(limits.rate_check_per_ip, limits.rate_check_per_token);
-        let publish_rate = RateLimiter::new(limits.rate_publish_per_ip, limits.rate_publish_per_token);
+        let publish_rate =
+            RateLimiter::new(limits.rate_publish_per_ip, limits.rate_publish_per_token);
         AppState {
             inner: Arc::new(Shared {
                 registry,
@@ -85,7 +91,11 @@ impl AppState {
     /// [`crate::runtime`]).
     pub async fn check_slot(&self) -> Result<tokio::sync::SemaphorePermit<'_>, AppError> {
         // Nothing closes the semaphore; if something ever did, say so.
-        self.inner.check_slots.acquire().await.map_err(|e| AppError::Internal(anyhow::anyhow!("evaluation slots: {e}")))
+        self.inner
+            .check_slots
+            .acquire()
+            .await
+            .map_err(|e| AppError::Internal(anyhow::anyhow!("evaluation slots: {e}")))
     }
 
     /// The check answer cache.
@@ -147,10 +157,15 @@ pub fn app(state: AppState) -> Router {
 /// handler that finishes only after it (found ready at the same wake-up,
 /// e.g. on a loaded machine) is answered 503 too: `tokio::time::timeout`
 /// polls the handler first and would let it through.
-async fn bound_and_measure(State(state): State<AppState>, request: Request, next: Next) -> Response {
+async fn bound_and_measure(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let start = Instant::now();
     let method = request.method().as_str().to_owned();
-    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str()).to_owned();
+    let route =
+        request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str()).to_owned();
     let response = match admit(&state, &method, &route, request).await {
         Ok(mut request) => {
             let deadline = RequestDeadline(Instant::now() + state.limits().request_timeout());
@@ -177,7 +192,12 @@ async fn bound_and_measure(State(state): State<AppState>, request: Request, next
 pub struct RequestDeadline(pub Instant);
 
 /// The rate limit and the bounded body read, before any handler runs.
-async fn admit(state: &AppState, method: &str, route: &str, request: Request) -> Result<Request, AppError> {
+async fn admit(
+    state: &AppState,
+    method: &str,
+    route: &str,
+    request: Request,
+) -> Result<Request, AppError> {
     // The web pages' check form and matrix evaluate too, once they have a
     // query; their empty forms are free.
     let asks = request.uri().query().is_some_and(|q| !q.is_empty());
@@ -191,12 +211,17 @@ async fn admit(state: &AppState, method: &str, route: &str, request: Request) ->
         let ip = crate::listen::peer(&request).map(|p| p.ip());
         let bearer = crate::auth::bearer_token(request.headers());
         // Rounded up: a client that waits what it was told is admitted.
-        limiter.admit(ip, bearer).map_err(|wait| AppError::RateLimited { retry_after_s: (wait.as_secs_f64().ceil() as u64).max(1) })?;
+        limiter.admit(ip, bearer).map_err(|wait| AppError::RateLimited {
+            retry_after_s: (wait.as_secs_f64().ceil() as u64).max(1),
+        })?;
     }
     let (parts, body) = request.into_parts();
-    let bytes = tokio::time::timeout(state.limits().body_timeout(), read_body(body, state.limits().max_body_bytes))
-        .await
-        .map_err(|_| AppError::BodyTimeout)??;
+    let bytes = tokio::time::timeout(
+        state.limits().body_timeout(),
+        read_body(body, state.limits().max_body_bytes),
+    )
+    .await
+    .map_err(|_| AppError::BodyTimeout)??;
     Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
@@ -210,7 +235,10 @@ pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, AppErro
         if too_large {
             AppError::TooLarge { limit }
         } else {
-            AppError::BadRequest { code: "unreadable_body", message: format!("the request body could not be read: {e}") }
+            AppError::BadRequest {
+                code: "unreadable_body",
+                message: format!("the request body could not be read: {e}"),
+            }
         }
     })
 }

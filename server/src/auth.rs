@@ -20,7 +20,9 @@ pub struct Caller(pub Option<Principal>);
 impl Caller {
     /// The account, or 401 for anonymous callers.
     pub fn signed_in(&self) -> Result<&Principal, AppError> {
-        self.0.as_ref().ok_or_else(|| AppError::Unauthorized("this needs a token: Authorization: Bearer <token>".into()))
+        self.0.as_ref().ok_or_else(|| {
+            AppError::Unauthorized("this needs a token: Authorization: Bearer <token>".into())
+        })
     }
 
     /// The account if its role is at least `role` (contributor < maintainer
@@ -30,7 +32,12 @@ impl Caller {
         if rank(principal.role) >= rank(role) {
             Ok(principal)
         } else {
-            Err(AppError::Forbidden(format!("this needs the {} role; {} is a {}", role.as_str(), principal.name, principal.role.as_str())))
+            Err(AppError::Forbidden(format!(
+                "this needs the {} role; {} is a {}",
+                role.as_str(),
+                principal.name,
+                principal.role.as_str()
+            )))
         }
     }
 
@@ -68,8 +75,9 @@ impl FromRequestParts<AppState> for Caller {
         if !parts.headers.contains_key(AUTHORIZATION) {
             return Ok(Caller(None));
         }
-        let token = bearer_token(&parts.headers)
-            .ok_or_else(|| AppError::Unauthorized("the Authorization header must be `Bearer <token>`".into()))?;
+        let token = bearer_token(&parts.headers).ok_or_else(|| {
+            AppError::Unauthorized("the Authorization header must be `Bearer <token>`".into())
+        })?;
         match state.registry().store().authenticate(token).await? {
             Some(principal) => Ok(Caller(Some(principal))),
             None => Err(AppError::Unauthorized("unknown or revoked token".into())),

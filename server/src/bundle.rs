@@ -35,7 +35,11 @@ pub struct Bundles {
 impl Bundles {
     /// Bundles signed by `signer`.
     pub fn new(signer: BundleSigner) -> Bundles {
-        Bundles { signer: Arc::new(signer), current: Mutex::new(None), building: tokio::sync::Mutex::new(()) }
+        Bundles {
+            signer: Arc::new(signer),
+            current: Mutex::new(None),
+            building: tokio::sync::Mutex::new(()),
+        }
     }
 
     /// The key clients pin.
@@ -67,13 +71,16 @@ impl Bundles {
                 .store()
                 .module(rule.id(), &rule.meta().version)
                 .await?
-                .ok_or_else(|| AppError::Internal(anyhow::anyhow!("served rule {} has no module", rule.id())))?;
+                .ok_or_else(|| {
+                    AppError::Internal(anyhow::anyhow!("served rule {} has no module", rule.id()))
+                })?;
             modules.push(bytes);
         }
         let signer = self.signer.clone();
         let revision = rules.revision().to_owned();
         let signed = tokio::task::spawn_blocking(move || {
-            let pairs: Vec<_> = rules.rules().iter().zip(&modules).map(|(r, m)| (r.meta(), m.as_slice())).collect();
+            let pairs: Vec<_> =
+                rules.rules().iter().zip(&modules).map(|(r, m)| (r.meta(), m.as_slice())).collect();
             signer.sign(&revision, &pairs)
         })
         .await

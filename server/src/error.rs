@@ -47,21 +47,45 @@ pub enum AppError {
 impl AppError {
     /// The status and the envelope's body. Internal details stay out.
     pub fn describe(&self) -> (StatusCode, ErrorBody) {
-        let body = |code: &str, message: String| ErrorBody { code: code.to_owned(), message, step: None, retry_after_s: None };
+        let body = |code: &str, message: String| ErrorBody {
+            code: code.to_owned(),
+            message,
+            step: None,
+            retry_after_s: None,
+        };
         match self {
-            AppError::BadRequest { code, message } => (StatusCode::BAD_REQUEST, body(code, message.clone())),
-            AppError::Unprocessable { code, message } => (StatusCode::UNPROCESSABLE_ENTITY, body(code, message.clone())),
-            AppError::TooLarge { limit } => {
-                (StatusCode::PAYLOAD_TOO_LARGE, body("body_too_large", format!("the request body exceeds {limit} bytes")))
+            AppError::BadRequest { code, message } => {
+                (StatusCode::BAD_REQUEST, body(code, message.clone()))
             }
-            AppError::TooLargeBody(message) => (StatusCode::PAYLOAD_TOO_LARGE, body("body_too_large", message.clone())),
-            AppError::Unauthorized(message) => (StatusCode::UNAUTHORIZED, body("unauthorized", message.clone())),
-            AppError::Forbidden(message) => (StatusCode::FORBIDDEN, body("forbidden", message.clone())),
-            AppError::NotFound(message) => (StatusCode::NOT_FOUND, body("not_found", message.clone())),
-            AppError::Conflict { code, message } => (StatusCode::CONFLICT, body(code, message.clone())),
+            AppError::Unprocessable { code, message } => {
+                (StatusCode::UNPROCESSABLE_ENTITY, body(code, message.clone()))
+            }
+            AppError::TooLarge { limit } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                body("body_too_large", format!("the request body exceeds {limit} bytes")),
+            ),
+            AppError::TooLargeBody(message) => {
+                (StatusCode::PAYLOAD_TOO_LARGE, body("body_too_large", message.clone()))
+            }
+            AppError::Unauthorized(message) => {
+                (StatusCode::UNAUTHORIZED, body("unauthorized", message.clone()))
+            }
+            AppError::Forbidden(message) => {
+                (StatusCode::FORBIDDEN, body("forbidden", message.clone()))
+            }
+            AppError::NotFound(message) => {
+                (StatusCode::NOT_FOUND, body("not_found", message.clone()))
+            }
+            AppError::Conflict { code, message } => {
+                (StatusCode::CONFLICT, body(code, message.clone()))
+            }
             AppError::Refused { step, message } => (
                 // A module over the size bound is a too-large body as well.
-                if *step == "size" { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::UNPROCESSABLE_ENTITY },
+                if *step == "size" {
+                    StatusCode::PAYLOAD_TOO_LARGE
+                } else {
+                    StatusCode::UNPROCESSABLE_ENTITY
+                },
                 ErrorBody {
                     code: "publish_refused".into(),
                     message: format!("{step}: {message}"),
@@ -75,13 +99,18 @@ impl AppError {
             ),
             AppError::BodyTimeout => (
                 StatusCode::REQUEST_TIMEOUT,
-                body("body_timeout", "the request body took longer to arrive than the server allows".into()),
+                body(
+                    "body_timeout",
+                    "the request body took longer to arrive than the server allows".into(),
+                ),
             ),
             AppError::RateLimited { retry_after_s } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 ErrorBody {
                     code: "rate_limited".into(),
-                    message: format!("too many requests from this token or address; try again in {retry_after_s} s"),
+                    message: format!(
+                        "too many requests from this token or address; try again in {retry_after_s} s"
+                    ),
                     step: None,
                     retry_after_s: Some(*retry_after_s),
                 },
@@ -92,11 +121,15 @@ impl AppError {
             ),
             AppError::StorageFull(_) => (
                 StatusCode::INSUFFICIENT_STORAGE,
-                body("storage_full", "the registry's storage is full; nothing was written. Try again later".into()),
+                body(
+                    "storage_full",
+                    "the registry's storage is full; nothing was written. Try again later".into(),
+                ),
             ),
-            AppError::Internal(_) => {
-                (StatusCode::INTERNAL_SERVER_ERROR, body("internal", "internal error; see the server log".into()))
-            }
+            AppError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                body("internal", "internal error; see the server log".into()),
+            ),
         }
     }
 }
@@ -131,11 +164,17 @@ impl From<crate::store::StoreError> for AppError {
         match e {
             StoreError::NotFound(what) => AppError::NotFound(what),
             StoreError::NotOwner { .. } => AppError::Forbidden(e.to_string()),
-            StoreError::Conflict(_) => AppError::Conflict { code: "conflict", message: e.to_string() },
-            StoreError::InvalidTransition { .. } => AppError::Conflict { code: "invalid_transition", message: e.to_string() },
+            StoreError::Conflict(_) => {
+                AppError::Conflict { code: "conflict", message: e.to_string() }
+            }
+            StoreError::InvalidTransition { .. } => {
+                AppError::Conflict { code: "invalid_transition", message: e.to_string() }
+            }
             StoreError::Invalid(message) => AppError::BadRequest { code: "invalid", message },
             StoreError::Corrupt(_) => AppError::Internal(e.into()),
-            StoreError::Database(ref db) if is_disk_full(db) => AppError::StorageFull(format!("{e:#}")),
+            StoreError::Database(ref db) if is_disk_full(db) => {
+                AppError::StorageFull(format!("{e:#}"))
+            }
             other => AppError::Unavailable(format!("{other:#}")),
         }
     }
@@ -143,7 +182,10 @@ impl From<crate::store::StoreError> for AppError {
 
 /// The envelope for routes that do not exist.
 pub(crate) async fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, Json(json!({ "error": { "code": "not_found", "message": "no such route" } })))
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({ "error": { "code": "not_found", "message": "no such route" } })),
+    )
         .into_response()
 }
 
@@ -162,7 +204,10 @@ pub(crate) async fn method_not_allowed() -> Response {
 /// such rather than as an outage.
 fn is_disk_full(e: &sqlx::Error) -> bool {
     match e {
-        sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("13" | "53100")) || db.message().contains("disk is full"),
+        sqlx::Error::Database(db) => {
+            matches!(db.code().as_deref(), Some("13" | "53100"))
+                || db.message().contains("disk is full")
+        }
         _ => false,
     }
 }

@@ -21,13 +21,20 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = AppError;
 
     async fn from_request(request: Request, state: &S) -> Result<ApiJson<T>, AppError> {
-        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| match rejection.status() {
-            StatusCode::PAYLOAD_TOO_LARGE => AppError::TooLargeBody(rejection.body_text()),
-            _ => AppError::BadRequest { code: "unreadable_body", message: rejection.body_text() },
-        })?;
-        json_object(&bytes)
-            .map(ApiJson)
-            .map_err(|e| AppError::BadRequest { code: "invalid_json", message: format!("the body is not the JSON expected: {e}") })
+        let bytes =
+            Bytes::from_request(request, state).await.map_err(|rejection| {
+                match rejection.status() {
+                    StatusCode::PAYLOAD_TOO_LARGE => AppError::TooLargeBody(rejection.body_text()),
+                    _ => AppError::BadRequest {
+                        code: "unreadable_body",
+                        message: rejection.body_text(),
+                    },
+                }
+            })?;
+        json_object(&bytes).map(ApiJson).map_err(|e| AppError::BadRequest {
+            code: "invalid_json",
+            message: format!("the body is not the JSON expected: {e}"),
+        })
     }
 }
 
@@ -77,12 +84,30 @@ mod tests {
 
     #[test]
     fn only_an_object_reads_as_a_struct() {
-        assert_eq!(json_object::<Reason>(b" \n\t{\"reason\": \"ok\"}"), Ok(Reason { reason: Some("ok".into()) }));
+        assert_eq!(
+            json_object::<Reason>(b" \n\t{\"reason\": \"ok\"}"),
+            Ok(Reason { reason: Some("ok".into()) })
+        );
         // serde's derive alone would read these as the struct's fields.
-        assert_eq!(json_object::<Reason>(b"[\"ok\"]"), Err("expected a JSON object, found an array".into()));
-        assert_eq!(json_object::<Reason>(b"  [null]"), Err("expected a JSON object, found an array".into()));
-        assert!(serde_json::from_slice::<Reason>(b"[\"ok\"]").is_ok(), "the derive's sequence form this guards against");
-        assert_eq!(json_object::<Reason>(b"\"ok\""), Err("expected a JSON object, found another value".into()));
-        assert!(json_object::<Reason>(b"").is_err_and(|e| e.contains("EOF")), "an empty body is serde's error, as before");
+        assert_eq!(
+            json_object::<Reason>(b"[\"ok\"]"),
+            Err("expected a JSON object, found an array".into())
+        );
+        assert_eq!(
+            json_object::<Reason>(b"  [null]"),
+            Err("expected a JSON object, found an array".into())
+        );
+        assert!(
+            serde_json::from_slice::<Reason>(b"[\"ok\"]").is_ok(),
+            "the derive's sequence form this guards against"
+        );
+        assert_eq!(
+            json_object::<Reason>(b"\"ok\""),
+            Err("expected a JSON object, found another value".into())
+        );
+        assert!(
+            json_object::<Reason>(b"").is_err_and(|e| e.contains("EOF")),
+            "an empty body is serde's error, as before"
+        );
     }
 }

@@ -64,7 +64,9 @@ fn main() -> std::process::ExitCode {
 
 async fn run() -> std::process::ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         // Colour only for people; log collectors get plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -73,14 +75,18 @@ async fn run() -> std::process::ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => pitfall_server::server::serve(cli.config).await,
         Command::Admin(Admin::CreateToken { name, role, label }) => match role.parse::<Role>() {
-            Ok(role) => pitfall_server::server::create_token(&cli.config, &name, role, &label).await.map(|token| {
-                // The secret goes to stdout alone, so scripts can capture it;
-                // it is stored hashed and never shown again.
-                println!("{token}");
-            }),
+            Ok(role) => pitfall_server::server::create_token(&cli.config, &name, role, &label)
+                .await
+                .map(|token| {
+                    // The secret goes to stdout alone, so scripts can capture it;
+                    // it is stored hashed and never shown again.
+                    println!("{token}");
+                }),
             Err(e) => Err(anyhow::anyhow!("--role: {e}")),
         },
-        Command::Admin(Admin::BundleKey) => pitfall_server::server::bundle_key(&cli.config).map(|key| println!("{key}")),
+        Command::Admin(Admin::BundleKey) => {
+            pitfall_server::server::bundle_key(&cli.config).map(|key| println!("{key}"))
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Upper bounds of the request latency histogram, in seconds.
-const LATENCY_BUCKETS: [f64; 12] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.5];
+const LATENCY_BUCKETS: [f64; 12] =
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.5];
 
 /// The server's metrics.
 #[derive(Debug, Default)]
@@ -50,21 +51,39 @@ impl Metrics {
 
     /// Records the outcome of a publish (`pending`, or the refusing step).
     pub fn record_publish(&self, outcome: &str) {
-        *self.publishes.lock().unwrap_or_else(|p| p.into_inner()).entry(outcome.to_owned()).or_default() += 1;
+        *self
+            .publishes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(outcome.to_owned())
+            .or_default() += 1;
     }
 
     /// The text exposition, with the gauges the caller knows.
-    pub fn render(&self, gauges: &[(&str, &str, f64)], counted_elsewhere: &[(&str, &str, u64)]) -> String {
+    pub fn render(
+        &self,
+        gauges: &[(&str, &str, f64)],
+        counted_elsewhere: &[(&str, &str, u64)],
+    ) -> String {
         let mut out = String::new();
         for (name, help, value) in gauges {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}");
         }
         let counters = [
             ("pitfall_checks_total", "Manifests checked.", &self.checks),
-            ("pitfall_check_cache_hits_total", "Checks answered from the result cache.", &self.check_cache_hits),
-            ("pitfall_rule_errors_total", "Rule errors reported in check answers.", &self.rule_errors),
+            (
+                "pitfall_check_cache_hits_total",
+                "Checks answered from the result cache.",
+                &self.check_cache_hits,
+            ),
+            (
+                "pitfall_rule_errors_total",
+                "Rule errors reported in check answers.",
+                &self.rule_errors,
+            ),
         ];
-        let counters = counters.iter().map(|(name, help, c)| (*name, *help, c.load(Ordering::Relaxed)));
+        let counters =
+            counters.iter().map(|(name, help, c)| (*name, *help, c.load(Ordering::Relaxed)));
         for (name, help, value) in counters.chain(counted_elsewhere.iter().copied()) {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}");
         }
@@ -80,11 +99,26 @@ impl Metrics {
         for ((method, route, status), stats) in requests.iter() {
             let labels = format!("method=\"{method}\",route=\"{route}\",status=\"{status}\"");
             for (bound, count) in LATENCY_BUCKETS.iter().zip(stats.buckets) {
-                let _ = writeln!(out, "pitfall_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {count}");
+                let _ = writeln!(
+                    out,
+                    "pitfall_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {count}"
+                );
             }
-            let _ = writeln!(out, "pitfall_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}", stats.count);
-            let _ = writeln!(out, "pitfall_http_request_duration_seconds_sum{{{labels}}} {}", stats.sum_seconds);
-            let _ = writeln!(out, "pitfall_http_request_duration_seconds_count{{{labels}}} {}", stats.count);
+            let _ = writeln!(
+                out,
+                "pitfall_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
+                stats.count
+            );
+            let _ = writeln!(
+                out,
+                "pitfall_http_request_duration_seconds_sum{{{labels}}} {}",
+                stats.sum_seconds
+            );
+            let _ = writeln!(
+                out,
+                "pitfall_http_request_duration_seconds_count{{{labels}}} {}",
+                stats.count
+            );
         }
         out
     }

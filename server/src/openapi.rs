@@ -147,7 +147,11 @@ pub fn document() -> Value {
         operation.insert("summary".into(), json!(op.summary));
         // Ids derived from method and path: stable, unique, and what
         // tools such as schemathesis filter operations by.
-        let operation_id = format!("{}{}", op.method.to_ascii_lowercase(), op.path.replace(['{', '}'], "").replace(['/', '.'], "_"));
+        let operation_id = format!(
+            "{}{}",
+            op.method.to_ascii_lowercase(),
+            op.path.replace(['{', '}'], "").replace(['/', '.'], "_")
+        );
         operation.insert("operationId".into(), json!(operation_id));
         let mut parameters: Vec<Value> = path_params(op.path)
             .map(|name| json!({ "name": name, "in": "path", "required": true, "schema": path_param_schema(op.path, name) }))
@@ -214,7 +218,11 @@ fn bound_integers(value: &mut Value) {
                 _ => None,
             };
             if let Some((min, max)) = bounds {
-                let number = |n: i128| u64::try_from(n).map(Value::from).unwrap_or_else(|_| Value::from(i64::try_from(n).unwrap_or(i64::MIN)));
+                let number = |n: i128| {
+                    u64::try_from(n)
+                        .map(Value::from)
+                        .unwrap_or_else(|_| Value::from(i64::try_from(n).unwrap_or(i64::MIN)))
+                };
                 map.entry("minimum").or_insert_with(|| number(min));
                 map.entry("maximum").or_insert_with(|| number(max));
             }
@@ -244,7 +252,8 @@ fn path_param_schema(path: &str, name: &str) -> Value {
 
 /// `{id}` and `{version}` in a path template.
 fn path_params(path: &str) -> impl Iterator<Item = &str> {
-    path.split('/').filter_map(|segment| segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+    path.split('/')
+        .filter_map(|segment| segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
 }
 
 /// A query type's fields as query parameters (all optional).
@@ -257,7 +266,8 @@ fn query_params(schema: Schema, generator: &SchemaGenerator) -> Vec<Value> {
         .and_then(|name| generator.definitions().get(name))
         .cloned()
         .unwrap_or_else(|| schema.to_value());
-    let properties = resolved.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+    let properties =
+        resolved.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
     properties
         .into_iter()
         .map(|(name, mut field)| {

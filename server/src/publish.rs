@@ -31,7 +31,8 @@ impl From<LoadError> for Refused {
         let step = e.step();
         // LoadError's text starts with its step already; keep the reason.
         let text = e.to_string();
-        let message = text.strip_prefix(step).and_then(|t| t.strip_prefix(": ")).unwrap_or(&text).to_owned();
+        let message =
+            text.strip_prefix(step).and_then(|t| t.strip_prefix(": ")).unwrap_or(&text).to_owned();
         Refused { step, message }
     }
 }
@@ -68,7 +69,12 @@ pub struct CaseReport {
 
 impl From<&CaseResult> for CaseReport {
     fn from(c: &CaseResult) -> CaseReport {
-        CaseReport { name: c.name.clone(), passed: c.passed, expected: c.expected.clone(), actual: c.actual.clone() }
+        CaseReport {
+            name: c.name.clone(),
+            passed: c.passed,
+            expected: c.expected.clone(),
+            actual: c.actual.clone(),
+        }
     }
 }
 
@@ -89,9 +95,9 @@ pub async fn assess(engine: &Engine, bytes: Arc<[u8]>) -> Result<Accepted, Refus
         return Err(LoadError::TooLarge { size: bytes.len(), limit }.into());
     }
     let engine = engine.clone();
-    tokio::task::spawn_blocking(move || assess_blocking(&engine, &bytes))
-        .await
-        .map_err(|e| Refused { step: "compile", message: format!("the pipeline task failed: {e}") })?
+    tokio::task::spawn_blocking(move || assess_blocking(&engine, &bytes)).await.map_err(|e| {
+        Refused { step: "compile", message: format!("the pipeline task failed: {e}") }
+    })?
 }
 
 /// The pipeline on the calling thread.
@@ -101,7 +107,9 @@ pub fn assess_blocking(engine: &Engine, bytes: &[u8]) -> Result<Accepted, Refuse
         Ok(rule) => Arc::new(rule),
         // The engine lints the metadata only; answer with the whole lint
         // (cases too), as `pitfall rule lint` prints it.
-        Err(e @ LoadError::Metadata(_)) => return Err(lint_refusal(bytes).unwrap_or_else(|| e.into())),
+        Err(e @ LoadError::Metadata(_)) => {
+            return Err(lint_refusal(bytes).unwrap_or_else(|| e.into()));
+        }
         Err(e) => return Err(e.into()),
     };
     // The module's metadata and cases are already parsed, in the rule.
@@ -112,12 +120,20 @@ pub fn assess_blocking(engine: &Engine, bytes: &[u8]) -> Result<Accepted, Refuse
     let start = Instant::now();
     let results = engine.run_tests(&rule);
     let tests_us = micros(start);
-    let failed: Vec<String> =
-        results.iter().filter(|c| !c.passed).map(|c| format!("{} (expected {}, got {})", c.name, c.expected, c.actual)).collect();
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| format!("{} (expected {}, got {})", c.name, c.expected, c.actual))
+        .collect();
     if !failed.is_empty() {
         return Err(Refused {
             step: "tests",
-            message: format!("{} of {} embedded cases failed: {}", failed.len(), results.len(), failed.join("; ")),
+            message: format!(
+                "{} of {} embedded cases failed: {}",
+                failed.len(),
+                results.len(),
+                failed.join("; ")
+            ),
         });
     }
     let report = PublishReport {

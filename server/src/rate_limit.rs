@@ -103,5 +103,6 @@ impl RateLimiter {
 
 /// A bucket's level now: refilled at `capacity / 60` a second, up to `capacity`.
 fn level(bucket: &Bucket, now: Instant, capacity: f64) -> f64 {
-    (bucket.level + now.saturating_duration_since(bucket.at).as_secs_f64() * capacity / 60.0).min(capacity)
+    (bucket.level + now.saturating_duration_since(bucket.at).as_secs_f64() * capacity / 60.0)
+        .min(capacity)
 }

@@ -88,7 +88,8 @@ impl Registry {
         // Read the revision first: if a write lands between the two reads,
         // the set is labelled older than its contents, and the next poll
         // sees the newer revision and reloads. The label never runs ahead.
-        let revision = self.store.revision().await.context("reading the ruleset revision")?.to_string();
+        let revision =
+            self.store.revision().await.context("reading the ruleset revision")?.to_string();
         if self.rules().revision() == revision {
             return Ok(false);
         }
@@ -160,7 +161,8 @@ impl Registry {
 
     /// Whether every served rule is compiled and linked (no warm-up running).
     pub fn is_warm(&self) -> bool {
-        self.warming.load(Ordering::SeqCst) == 0 && self.rules().rules().iter().all(|r| r.is_linked())
+        self.warming.load(Ordering::SeqCst) == 0
+            && self.rules().rules().iter().all(|r| r.is_linked())
     }
 
     /// Polls the store every `interval` until the process ends.
@@ -172,7 +174,10 @@ impl Registry {
             loop {
                 ticks.tick().await;
                 if let Err(e) = registry.refresh().await {
-                    tracing::warn!(error = format!("{e:#}"), "ruleset refresh failed; serving the last good set");
+                    tracing::warn!(
+                        error = format!("{e:#}"),
+                        "ruleset refresh failed; serving the last good set"
+                    );
                 }
             }
         })
@@ -186,7 +191,11 @@ impl Registry {
 /// Only the modules whose (id, version) the store lacks are assessed: id
 /// and version are read with `inspect` (no compile), so a restart with
 /// everything stored compiles and tests nothing.
-pub async fn seed_modules(store: &Store, engine: &Engine, modules: Vec<BundledModule>) -> anyhow::Result<usize> {
+pub async fn seed_modules(
+    store: &Store,
+    engine: &Engine,
+    modules: Vec<BundledModule>,
+) -> anyhow::Result<usize> {
     let plan = plan_seed(store, engine, modules).await?;
     seed_unstored(store, engine, plan.unstored).await
 }
@@ -210,15 +219,20 @@ pub struct SeedPlan {
 
 /// Reads the stored versions' digests once and tells which of `modules`
 /// the store lacks, and whether it held any version.
-pub async fn plan_seed(store: &Store, engine: &Engine, modules: Vec<BundledModule>) -> anyhow::Result<SeedPlan> {
+pub async fn plan_seed(
+    store: &Store,
+    engine: &Engine,
+    modules: Vec<BundledModule>,
+) -> anyhow::Result<SeedPlan> {
     let stored = store.version_digests().await.context("reading the stored versions")?;
     let store_was_empty = stored.is_empty();
     let limits = engine.limits().clone();
     let (unstored, rebuilt) = tokio::task::spawn_blocking(move || {
         let (mut unstored, mut rebuilt) = (Vec::new(), Vec::new());
         for m in modules {
-            let info = pitfall_engine::inspect::inspect(m.wasm, &limits)
-                .with_context(|| format!("bundled rule {} fails the publish pipeline", m.crate_name))?;
+            let info = pitfall_engine::inspect::inspect(m.wasm, &limits).with_context(|| {
+                format!("bundled rule {} fails the publish pipeline", m.crate_name)
+            })?;
             let version = (info.meta.id, info.meta.version);
             match stored.get(&version) {
                 None => unstored.push(m),
@@ -235,7 +249,11 @@ pub async fn plan_seed(store: &Store, engine: &Engine, modules: Vec<BundledModul
 
 /// Assesses `fresh` (modules the store lacks, from [`plan_seed`])
 /// through the publish pipeline and stores them approved.
-pub async fn seed_unstored(store: &Store, engine: &Engine, fresh: Vec<BundledModule>) -> anyhow::Result<usize> {
+pub async fn seed_unstored(
+    store: &Store,
+    engine: &Engine,
+    fresh: Vec<BundledModule>,
+) -> anyhow::Result<usize> {
     if fresh.is_empty() {
         return Ok(0);
     }
@@ -247,8 +265,9 @@ pub async fn seed_unstored(store: &Store, engine: &Engine, fresh: Vec<BundledMod
         fresh
             .into_par_iter()
             .map(|m| {
-                let accepted = publish::assess_blocking(&engine, m.wasm)
-                    .with_context(|| format!("bundled rule {} fails the publish pipeline", m.crate_name))?;
+                let accepted = publish::assess_blocking(&engine, m.wasm).with_context(|| {
+                    format!("bundled rule {} fails the publish pipeline", m.crate_name)
+                })?;
                 Ok(new_version(&accepted, m.wasm))
             })
             .collect::<anyhow::Result<Vec<_>>>()

@@ -130,7 +130,10 @@ mod tests {
             "message": "m".repeat(1000), "error_signatures": [], "evidence": [], "remedies": [], "references": []
         });
         Arc::new(SerializedAnswer::new(&CheckResponse {
-            findings: vec![serde_json::from_value(finding).unwrap_or_else(|e| panic!("{e}")); findings],
+            findings: vec![
+                serde_json::from_value(finding).unwrap_or_else(|e| panic!("{e}"));
+                findings
+            ],
             undetermined: vec![],
             rule_errors: vec![],
             ruleset_revision: revision.into(),
@@ -178,7 +181,8 @@ mod tests {
     #[test]
     fn stays_within_capacity_oldest_first() {
         let cache = ResultCache::new(2, 1 << 20);
-        let digests: Vec<_> = (0..3).map(|i| digest(&format!(r#"{{"manifest_version": 1, "i": {i}}}"#))).collect();
+        let digests: Vec<_> =
+            (0..3).map(|i| digest(&format!(r#"{{"manifest_version": 1, "i": {i}}}"#))).collect();
         for d in &digests {
             cache.put(*d, "1", answer("1", 0));
         }
@@ -192,7 +196,8 @@ mod tests {
         let one = answer("1", 20).weight();
         assert!(one > 20_000, "twenty findings of a KiB each: {one}");
         let cache = ResultCache::new(1000, 3 * one + one / 2);
-        let digests: Vec<_> = (0..5).map(|i| digest(&format!(r#"{{"manifest_version": 1, "i": {i}}}"#))).collect();
+        let digests: Vec<_> =
+            (0..5).map(|i| digest(&format!(r#"{{"manifest_version": 1, "i": {i}}}"#))).collect();
         for d in &digests {
             cache.put(*d, "1", answer("1", 20));
         }

@@ -35,7 +35,10 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     let plan = plan_seed(&store, &engine, pitfall_bundled_rules::MODULES.to_vec()).await?;
     if !plan.rebuilt.is_empty() {
         // Kept as stored: a rule's change must come with a higher version.
-        tracing::warn!(versions = plan.rebuilt.join(", "), "bundled versions differ from the stored ones in bytes; serving the stored ones");
+        tracing::warn!(
+            versions = plan.rebuilt.join(", "),
+            "bundled versions differ from the stored ones in bytes; serving the stored ones"
+        );
     }
     let unstored = plan.unstored;
     if unstored.is_empty() || plan.store_was_empty {
@@ -45,13 +48,19 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     }
     let registry = Arc::new(Registry::open(store, engine).await?);
     let seeding = Arc::clone(&registry);
-    tracing::info!(unstored = unstored.len(), "seeding the bundled rules the registry lacks, while serving");
+    tracing::info!(
+        unstored = unstored.len(),
+        "seeding the bundled rules the registry lacks, while serving"
+    );
     tokio::spawn(async move {
         match seed_unstored(seeding.store(), seeding.engine(), unstored).await {
             Ok(inserted) => {
                 tracing::info!(inserted, "bundled rules seeded");
                 if let Err(e) = seeding.refresh().await {
-                    tracing::warn!(error = format!("{e:#}"), "serving the seeded rules waits for the next poll");
+                    tracing::warn!(
+                        error = format!("{e:#}"),
+                        "serving the seeded rules waits for the next poll"
+                    );
                 }
             }
             // A bundled rule that fails the pipeline is this build's bug;
@@ -68,7 +77,9 @@ async fn connect(config: &Config) -> anyhow::Result<Store> {
     let backend = crate::store::Backend::from_url(&url).context("DATABASE_URL")?;
     // A SQLite URL is a path and names the file an operator must look at.
     let which = match backend {
-        crate::store::Backend::Sqlite => format!("the sqlite database {}", url.trim_start_matches("sqlite://")),
+        crate::store::Backend::Sqlite => {
+            format!("the sqlite database {}", url.trim_start_matches("sqlite://"))
+        }
         other => format!("the {} database", other.as_str()),
     };
     Store::connect(&url).await.with_context(|| format!("opening {which}"))
@@ -116,7 +127,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    let task = tokio::spawn(crate::listen::serve(listener, router, listen_limits, shutdown, Duration::from_secs(10)));
+    let task = tokio::spawn(crate::listen::serve(
+        listener,
+        router,
+        listen_limits,
+        shutdown,
+        Duration::from_secs(10),
+    ));
     Ok(Running { addr, public_key, task, _poller: poller })
 }
 
@@ -137,8 +154,14 @@ pub fn bundle_key(config: &Config) -> anyhow::Result<pitfall_api::PublicKey> {
 
 /// `admin create-token`: an account with `role` (created if missing) and a
 /// fresh token for it, printed once. This is how the first admin exists.
-pub async fn create_token(config: &Config, name: &str, role: Role, label: &str) -> anyhow::Result<String> {
-    crate::api::accounts::validate_account_name(name).map_err(|e| anyhow::anyhow!("{}", e.describe().1.message))?;
+pub async fn create_token(
+    config: &Config,
+    name: &str,
+    role: Role,
+    label: &str,
+) -> anyhow::Result<String> {
+    crate::api::accounts::validate_account_name(name)
+        .map_err(|e| anyhow::anyhow!("{}", e.describe().1.message))?;
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
     let store = connect(config).await?;

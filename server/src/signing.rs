@@ -37,39 +37,46 @@ pub fn load_or_create(config: &Config) -> anyhow::Result<BundleSigner> {
     match std::fs::read_to_string(&path) {
         Ok(pem) => read_pem(&path, &pem),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && may_create => create(&path),
-        Err(e) => Err(e).with_context(|| format!("reading the bundle signing key {}", path.display())),
+        Err(e) => {
+            Err(e).with_context(|| format!("reading the bundle signing key {}", path.display()))
+        }
     }
 }
 
 fn read_pem(path: &Path, pem: &str) -> anyhow::Result<BundleSigner> {
-    BundleSigner::from_pkcs8_pem(pem)
-        .map_err(|e| anyhow::anyhow!("{}: not an ed25519 private key in PKCS#8 PEM ({e})", path.display()))
+    BundleSigner::from_pkcs8_pem(pem).map_err(|e| {
+        anyhow::anyhow!("{}: not an ed25519 private key in PKCS#8 PEM ({e})", path.display())
+    })
 }
 
 /// Writes a new key, readable by its owner only. Two processes starting on
 /// one data dir at once agree: the second finds the first's file.
 fn create(path: &Path) -> anyhow::Result<BundleSigner> {
     let signer = generate()?;
-    let pem = signer.to_pkcs8_pem().map_err(|e| anyhow::anyhow!("encoding the new signing key: {e}"))?;
+    let pem =
+        signer.to_pkcs8_pem().map_err(|e| anyhow::anyhow!("encoding the new signing key: {e}"))?;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     match options.open(path) {
         Ok(mut file) => {
-            file.write_all(pem.as_bytes())
-                .and_then(|()| file.sync_all())
-                .with_context(|| format!("writing the new bundle signing key {}", path.display()))?;
+            file.write_all(pem.as_bytes()).and_then(|()| file.sync_all()).with_context(|| {
+                format!("writing the new bundle signing key {}", path.display())
+            })?;
             tracing::info!(path = %path.display(), public_key = %signer.public_key(), "generated a bundle signing key");
             Ok(signer)
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let pem = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let pem = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
             if pem.is_empty() {
                 bail!("{} is being written by another process; start again", path.display());
             }
             read_pem(path, &pem)
         }
-        Err(e) => Err(e).with_context(|| format!("creating the bundle signing key {}", path.display())),
+        Err(e) => {
+            Err(e).with_context(|| format!("creating the bundle signing key {}", path.display()))
+        }
     }
 }

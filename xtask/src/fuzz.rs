@@ -26,7 +26,8 @@ const MAX_LEN: &str = "16384";
 const RSS_LIMIT_MB: &str = "2048";
 
 pub(crate) fn fuzz(root: &Path, args: &[String]) -> anyhow::Result<()> {
-    let usage = "usage: cargo xtask fuzz <manifest|abi_output|metadata> [--seconds N] [--update-corpus]";
+    let usage =
+        "usage: cargo xtask fuzz <manifest|abi_output|metadata> [--seconds N] [--update-corpus]";
     let target = args.first().map(String::as_str).context(usage)?;
     if !TARGETS.contains(&target) {
         bail!("unknown fuzz target {target:?}; {usage}");
@@ -67,7 +68,9 @@ pub(crate) fn fuzz(root: &Path, args: &[String]) -> anyhow::Result<()> {
         .status()
         .context("running cargo fuzz")?;
     if !status.success() {
-        bail!("fuzz target {target} failed ({status}): the crashing input is under fuzz/artifacts/{target}/");
+        bail!(
+            "fuzz target {target} failed ({status}): the crashing input is under fuzz/artifacts/{target}/"
+        );
     }
     if update {
         minimise(&fuzz_dir, target, &work, &committed)?;
@@ -145,7 +148,8 @@ fn cargo_fuzz(fuzz_dir: &Path) -> Command {
 /// missing (unless `PITFALL_NO_INSTALL` is set).
 fn ensure_cargo_fuzz() -> anyhow::Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let present = Command::new(&cargo).args(["fuzz", "--version"]).output().is_ok_and(|o| o.status.success());
+    let present =
+        Command::new(&cargo).args(["fuzz", "--version"]).output().is_ok_and(|o| o.status.success());
     if present {
         return Ok(());
     }
@@ -168,8 +172,10 @@ fn ensure_cargo_fuzz() -> anyhow::Result<()> {
 fn seed(root: &Path, target: &str, dir: &Path) -> anyhow::Result<usize> {
     let mut seeds: Vec<Vec<u8>> = Vec::new();
     for rule in rule_dirs(root)? {
-        let meta = std::fs::read(rule.join("rule.json")).with_context(|| rule.display().to_string())?;
-        let tests = std::fs::read(rule.join("tests.json")).with_context(|| rule.display().to_string())?;
+        let meta =
+            std::fs::read(rule.join("rule.json")).with_context(|| rule.display().to_string())?;
+        let tests =
+            std::fs::read(rule.join("tests.json")).with_context(|| rule.display().to_string())?;
         match target {
             "metadata" => {
                 // An odd first byte makes the stand-in rule match, an even one clear.
@@ -178,7 +184,8 @@ fn seed(root: &Path, target: &str, dir: &Path) -> anyhow::Result<usize> {
                 }
             }
             "manifest" => {
-                let cases: serde_json::Value = serde_json::from_slice(&tests).context("tests.json")?;
+                let cases: serde_json::Value =
+                    serde_json::from_slice(&tests).context("tests.json")?;
                 for case in cases.as_array().into_iter().flatten() {
                     if let Some(m) = case.get("manifest") {
                         seeds.push(serde_json::to_vec(m)?);

@@ -32,7 +32,9 @@ fn main() -> anyhow::Result<()> {
         Some("schema") => schema(&root),
         Some("soak") => soak(&root, &args[1..]),
         Some("fuzz") => fuzz::fuzz(&root, &args[1..]),
-        _ => bail!("usage: cargo xtask <setup|build-rules|test|schema|soak [--seconds N]|fuzz TARGET [--seconds N]>"),
+        _ => bail!(
+            "usage: cargo xtask <setup|build-rules|test|schema|soak [--seconds N]|fuzz TARGET [--seconds N]>"
+        ),
     }
 }
 
@@ -70,14 +72,26 @@ fn ensure_schemathesis(install: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     if !install {
-        bail!("the API conformance test needs schemathesis=={SCHEMATHESIS_VERSION} in {}; PITFALL_NO_INSTALL is set", venv.display());
+        bail!(
+            "the API conformance test needs schemathesis=={SCHEMATHESIS_VERSION} in {}; PITFALL_NO_INSTALL is set",
+            venv.display()
+        );
     }
-    let make_venv = || Command::new("python3").arg("-m").arg("venv").arg(&venv).status().is_ok_and(|s| s.success());
+    let make_venv = || {
+        Command::new("python3").arg("-m").arg("venv").arg(&venv).status().is_ok_and(|s| s.success())
+    };
     // Debian splits venv (ensurepip) out of python3: install it when the
     // first try fails.
     if !make_venv() {
-        let apt = |args: &[&str]| Command::new("apt-get").args(args).env("DEBIAN_FRONTEND", "noninteractive").status().is_ok_and(|s| s.success());
-        let installed = apt(&["install", "-y", "-q", "python3-venv"]) || (apt(&["update", "-q"]) && apt(&["install", "-y", "-q", "python3-venv"]));
+        let apt = |args: &[&str]| {
+            Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let installed = apt(&["install", "-y", "-q", "python3-venv"])
+            || (apt(&["update", "-q"]) && apt(&["install", "-y", "-q", "python3-venv"]));
         if !installed || !make_venv() {
             bail!("python3 -m venv {} failed (needs python3 and python3-venv)", venv.display());
         }
@@ -111,7 +125,12 @@ const C_BINARIES: &[&str] = &["/usr/bin/clang", "/usr/bin/wasm-ld"];
 
 /// Installs Debian `packages` with apt-get (as root) when any of `files`
 /// is missing; with `install` false, names the packages instead.
-fn ensure_packages(purpose: &str, packages: &[&str], files: &[&str], install: bool) -> anyhow::Result<()> {
+fn ensure_packages(
+    purpose: &str,
+    packages: &[&str],
+    files: &[&str],
+    install: bool,
+) -> anyhow::Result<()> {
     let present = || files.iter().all(|b| Path::new(b).exists());
     if present() {
         eprintln!("xtask: {purpose}: {} present", packages.join(", "));
@@ -156,10 +175,9 @@ fn rule_packages(root: &Path) -> anyhow::Result<Vec<String>> {
             continue;
         }
         let text = std::fs::read_to_string(&manifest)?;
-        if let Some(name) = text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("name").map(str::trim).and_then(|r| r.strip_prefix('=')))
-        {
+        if let Some(name) = text.lines().find_map(|l| {
+            l.trim().strip_prefix("name").map(str::trim).and_then(|r| r.strip_prefix('='))
+        }) {
             names.push(name.trim().trim_matches('"').to_owned());
         }
     }
@@ -221,7 +239,9 @@ fn schema(root: &Path) -> anyhow::Result<()> {
 fn soak(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let seconds = match args {
         [] => 600,
-        [flag, n] if flag == "--seconds" => n.parse::<u64>().context("--seconds takes a whole number")?,
+        [flag, n] if flag == "--seconds" => {
+            n.parse::<u64>().context("--seconds takes a whole number")?
+        }
         _ => bail!("usage: cargo xtask soak [--seconds N]"),
     };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

@@ -38,7 +38,10 @@ pub(crate) fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
 
 /// Lints, builds and inspects; prints what it found. `None` when the lint
 /// refused the rule (the issues are printed).
-pub(crate) fn build_checked(path: &Path, out_dir: Option<&Path>) -> anyhow::Result<Option<PathBuf>> {
+pub(crate) fn build_checked(
+    path: &Path,
+    out_dir: Option<&Path>,
+) -> anyhow::Result<Option<PathBuf>> {
     let source = Source::of(path)?;
     let (meta, cases) = source.embedded()?;
     let issues = lint::lint(&meta, &cases);
@@ -53,7 +56,12 @@ pub(crate) fn build_checked(path: &Path, out_dir: Option<&Path>) -> anyhow::Resu
     let info = pitfall_engine::inspect::inspect(&bytes, &limits)
         .with_context(|| format!("{}: the registry would refuse this module", module.display()))?;
     if info.meta.id != meta.id {
-        bail!("{}: the module says it is rule {:?}, its metadata {:?}", module.display(), info.meta.id, meta.id);
+        bail!(
+            "{}: the module says it is rule {:?}, its metadata {:?}",
+            module.display(),
+            info.meta.id,
+            meta.id
+        );
     }
     outln!(
         "{} {}: {} bytes (limit {}), ABI {}, imports and exports as the engine requires",
@@ -72,7 +80,8 @@ pub(crate) fn build_module(source: &Source, out_dir: Option<&Path>) -> anyhow::R
         Source::Crate(dir) => build_crate(dir, out_dir),
         Source::C(file) => {
             let out = beside(file, out_dir).join(module_name(file));
-            pitfall_wasm_build::build_c(file, &out).with_context(|| format!("building {}", file.display()))
+            pitfall_wasm_build::build_c(file, &out)
+                .with_context(|| format!("building {}", file.display()))
         }
         Source::Wat(file) => {
             let wasm = wat_to_wasm(file)?;
@@ -93,7 +102,8 @@ fn module_name(file: &Path) -> String {
 /// `out_dir`, else `target/` in the source's folder; absolute, so the
 /// path printed is one a script can use from anywhere.
 fn beside(file: &Path, out_dir: Option<&Path>) -> PathBuf {
-    let dir = out_dir.map_or_else(|| file.parent().unwrap_or(Path::new(".")).join("target"), Path::to_path_buf);
+    let dir = out_dir
+        .map_or_else(|| file.parent().unwrap_or(Path::new(".")).join("target"), Path::to_path_buf);
     std::path::absolute(&dir).unwrap_or(dir)
 }
 
@@ -140,8 +150,10 @@ fn workspace_root(manifest_path: &Path) -> PathBuf {
 
 /// `[package] name` of a Cargo.toml.
 pub(crate) fn package_name(manifest_path: &Path) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(manifest_path).with_context(|| format!("reading {}", manifest_path.display()))?;
-    let doc: toml::Table = toml::from_str(&text).with_context(|| format!("{}: not TOML", manifest_path.display()))?;
+    let text = std::fs::read_to_string(manifest_path)
+        .with_context(|| format!("reading {}", manifest_path.display()))?;
+    let doc: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{}: not TOML", manifest_path.display()))?;
     doc.get("package")
         .and_then(|p| p.get("name"))
         .and_then(|n| n.as_str())

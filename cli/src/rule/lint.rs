@@ -17,7 +17,12 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     print_issues(&issues);
-    eprintln!("{} {}: {} lint issue(s); the registry would refuse it", meta.id, meta.version, issues.len());
+    eprintln!(
+        "{} {}: {} lint issue(s); the registry would refuse it",
+        meta.id,
+        meta.version,
+        issues.len()
+    );
     Ok(ExitCode::from(2))
 }
 

@@ -42,10 +42,15 @@ const FILES: &[(&str, &str)] = &[
 
 pub(crate) fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
     if !id_is_valid(&args.name) {
-        bail!("{:?} is not a rule id: use 3 to 64 lowercase letters, digits and inner dashes", args.name);
+        bail!(
+            "{:?} is not a rule id: use 3 to 64 lowercase letters, digits and inner dashes",
+            args.name
+        );
     }
     let sdk = args.sdk.clone().unwrap_or_else(|| PathBuf::from(BUILT_SDK));
-    let sdk = sdk.canonicalize().with_context(|| format!("the SDK folder {} (give --sdk PATH or PITFALL_SDK)", sdk.display()))?;
+    let sdk = sdk.canonicalize().with_context(|| {
+        format!("the SDK folder {} (give --sdk PATH or PITFALL_SDK)", sdk.display())
+    })?;
     if !sdk.join("Cargo.toml").is_file() || !sdk.join("src/lib.rs").is_file() {
         bail!("{}: not the pitfall-sdk folder (give --sdk PATH or PITFALL_SDK)", sdk.display());
     }
@@ -67,7 +72,8 @@ pub(crate) fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
     // dependency versions the SDK is built and tested with (cargo drops
     // the entries it does not need).
     if let Some(lock) = sdk.parent().map(|root| root.join("Cargo.lock")).filter(|l| l.is_file()) {
-        std::fs::copy(&lock, dir.join("Cargo.lock")).with_context(|| format!("copying {}", lock.display()))?;
+        std::fs::copy(&lock, dir.join("Cargo.lock"))
+            .with_context(|| format!("copying {}", lock.display()))?;
     }
     outln!("created rule crate rule-{} in {} (SDK: {})", args.name, dir.display(), sdk.display());
     outln!("next: cd {} && pitfall rule test && pitfall rule build", dir.display());
@@ -76,7 +82,8 @@ pub(crate) fn run(args: &NewArgs) -> anyhow::Result<ExitCode> {
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
     }
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }

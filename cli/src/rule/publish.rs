@@ -53,12 +53,17 @@ impl Registry {
     fn client(&self) -> anyhow::Result<(Client, String)> {
         let config = UserConfig::load()?;
         let Some(server) = self.server.clone().or(config.server) else {
-            bail!("no registry: give --server URL, or set PITFALL_SERVER or `server` in the config file");
+            bail!(
+                "no registry: give --server URL, or set PITFALL_SERVER or `server` in the config file"
+            );
         };
         let Some(token) = self.token.clone().or(config.token) else {
             bail!("no token: give --token, or set PITFALL_TOKEN or `token` in the config file");
         };
-        let client = Client::builder(&server).token(token).build().with_context(|| format!("the registry {server}"))?;
+        let client = Client::builder(&server)
+            .token(token)
+            .build()
+            .with_context(|| format!("the registry {server}"))?;
         Ok((client, server.trim_end_matches('/').to_owned()))
     }
 }
@@ -89,12 +94,19 @@ pub(crate) fn run(args: &PublishArgs) -> anyhow::Result<ExitCode> {
     let tests = report.get("tests").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let passed = tests.iter().filter(|t| t.get("passed") == Some(&Value::Bool(true))).count();
     outln!("published {} {} to {server}", detail.rule_id, detail.version);
-    outln!("  validation  passed: ABI {}, {} bytes, sha256 {}", number("abi_version"), number("module_bytes"), detail.sha256);
+    outln!(
+        "  validation  passed: ABI {}, {} bytes, sha256 {}",
+        number("abi_version"),
+        number("module_bytes"),
+        detail.sha256
+    );
     outln!("  compile     passed in {} µs", number("load_us"));
     outln!("  tests       {passed} of {} cases passed in {} µs", tests.len(), number("tests_us"));
     outln!(
         "  state       {} (a maintainer approves it: pitfall rule approve {} {}; the page below is public from then on)",
-        detail.state, detail.rule_id, detail.version
+        detail.state,
+        detail.rule_id,
+        detail.version
     );
     outln!("url: {server}/rules/{}", detail.rule_id);
     Ok(ExitCode::SUCCESS)
@@ -102,7 +114,8 @@ pub(crate) fn run(args: &PublishArgs) -> anyhow::Result<ExitCode> {
 
 pub(crate) fn approve(args: &ApproveArgs) -> anyhow::Result<ExitCode> {
     let (client, server) = args.registry.client()?;
-    let detail = client.approve(&args.id, &args.version, args.reason.as_deref()).context("approving")?;
+    let detail =
+        client.approve(&args.id, &args.version, args.reason.as_deref()).context("approving")?;
     outln!("{} {}: {}", detail.rule_id, detail.version, detail.state);
     outln!("url: {server}/rules/{}", detail.rule_id);
     Ok(ExitCode::SUCCESS)

@@ -24,12 +24,16 @@ impl Source {
     /// Sorts `path` by what it is; an error names what was expected.
     pub(crate) fn of(path: &Path) -> anyhow::Result<Source> {
         // Absolute: cargo and clang run in other folders than ours.
-        let path = &std::path::absolute(path).with_context(|| format!("{}: not a usable path", path.display()))?;
+        let path = &std::path::absolute(path)
+            .with_context(|| format!("{}: not a usable path", path.display()))?;
         if path.is_dir() {
             if path.join("Cargo.toml").is_file() {
                 return Ok(Source::Crate(path.to_path_buf()));
             }
-            bail!("{}: not a rule crate (no Cargo.toml); give a crate folder or a .c, .wat or .wasm file", path.display());
+            bail!(
+                "{}: not a rule crate (no Cargo.toml); give a crate folder or a .c, .wat or .wasm file",
+                path.display()
+            );
         }
         if !path.is_file() {
             bail!("{}: no such file or folder", path.display());
@@ -38,7 +42,10 @@ impl Source {
             Some("c") => Ok(Source::C(path.to_path_buf())),
             Some("wat") => Ok(Source::Wat(path.to_path_buf())),
             Some("wasm") => Ok(Source::Wasm(path.to_path_buf())),
-            _ => bail!("{}: expected a rule crate folder, or a .c, .wat or .wasm file", path.display()),
+            _ => bail!(
+                "{}: expected a rule crate folder, or a .c, .wat or .wasm file",
+                path.display()
+            ),
         }
     }
 
@@ -53,7 +60,8 @@ impl Source {
                 pitfall_engine::inspect::embedded(&wasm).with_context(|| file.display().to_string())
             }
             Source::Wasm(file) => {
-                let wasm = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+                let wasm =
+                    std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
                 pitfall_engine::inspect::embedded(&wasm).with_context(|| file.display().to_string())
             }
         }
@@ -62,7 +70,9 @@ impl Source {
 
 /// Assembles a `.wat` file (custom sections from `(@custom ...)`).
 pub(crate) fn wat_to_wasm(file: &Path) -> anyhow::Result<Vec<u8>> {
-    wat::parse_file(file).map_err(|e| anyhow::anyhow!("{e}")).with_context(|| format!("assembling {}", file.display()))
+    wat::parse_file(file)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| format!("assembling {}", file.display()))
 }
 
 fn read_json_pair(dir: &Path) -> anyhow::Result<(RuleMeta, Vec<TestCase>)> {
@@ -72,7 +82,8 @@ fn read_json_pair(dir: &Path) -> anyhow::Result<(RuleMeta, Vec<TestCase>)> {
     };
     let meta: RuleMeta = serde_json::from_slice(&read("rule.json")?)
         .with_context(|| format!("{}: not a rule's metadata", dir.join("rule.json").display()))?;
-    let cases: Vec<TestCase> = serde_json::from_slice(&read("tests.json")?)
-        .with_context(|| format!("{}: not a list of test cases", dir.join("tests.json").display()))?;
+    let cases: Vec<TestCase> = serde_json::from_slice(&read("tests.json")?).with_context(|| {
+        format!("{}: not a list of test cases", dir.join("tests.json").display())
+    })?;
     Ok((meta, cases))
 }

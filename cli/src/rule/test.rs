@@ -40,7 +40,9 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
     let module = build_module(&source, None)?;
     let bytes = std::fs::read(&module).with_context(|| format!("reading {}", module.display()))?;
     let engine = crate::rules::engine()?;
-    let rule = engine.load(&bytes).with_context(|| format!("{}: refused by the engine", module.display()))?;
+    let rule = engine
+        .load(&bytes)
+        .with_context(|| format!("{}: refused by the engine", module.display()))?;
     let results = engine.run_tests(&rule);
     let report = failure_report(rule.id(), &results);
     if !report.is_empty() {
@@ -49,6 +51,11 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
         eprintln!("wasm: {failed} of {} cases failed in the engine", results.len());
         return Ok(ExitCode::from(2));
     }
-    outln!("wasm: {} of {} cases passed in the engine ({})", results.len(), results.len(), module.display());
+    outln!(
+        "wasm: {} of {} cases passed in the engine ({})",
+        results.len(),
+        results.len(),
+        module.display()
+    );
     Ok(ExitCode::SUCCESS)
 }

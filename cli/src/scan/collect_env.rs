@@ -79,7 +79,8 @@ pub(crate) fn parse(text: &str) -> anyhow::Result<CollectEnv> {
         if let Some(archs) = line.trim().strip_prefix("CUDA Archs:") {
             let archs = archs.split(';').next().unwrap_or_default().trim();
             if !absent(archs) {
-                out.cuda_archs = archs.split([' ', ',']).filter(|a| !a.is_empty()).map(str::to_owned).collect();
+                out.cuda_archs =
+                    archs.split([' ', ',']).filter(|a| !a.is_empty()).map(str::to_owned).collect();
             }
             continue;
         }
@@ -95,11 +96,16 @@ pub(crate) fn parse(text: &str) -> anyhow::Result<CollectEnv> {
                 }
             }
             "Architecture" if !absent(value) => out.arch = Some(canonical_arch(value)),
-            "Python version" => out.python_version = value.split_whitespace().next().filter(|v| !absent(v)).map(str::to_owned),
+            "Python version" => {
+                out.python_version =
+                    value.split_whitespace().next().filter(|v| !absent(v)).map(str::to_owned)
+            }
             "Python platform" => out.kernel = kernel_from_platform(value),
             "CUDA runtime version" if !absent(value) => out.nvcc = Some(value.to_owned()),
             "Nvidia driver version" if !absent(value) => out.driver = Some(value.to_owned()),
-            "Model name" if !absent(value) && out.cpu_model.is_none() => out.cpu_model = Some(value.to_owned()),
+            "Model name" if !absent(value) && out.cpu_model.is_none() => {
+                out.cpu_model = Some(value.to_owned())
+            }
             "vLLM Version" if !absent(value) => {
                 out.vllm_version = value.split_whitespace().next().map(str::to_owned);
             }
@@ -117,7 +123,10 @@ pub(crate) fn parse(text: &str) -> anyhow::Result<CollectEnv> {
             }
             "GPU Topology" => {
                 let mut matrix = String::new();
-                while i < lines.len() && !lines[i].trim().is_empty() && !lines[i].trim_start().starts_with("Legend") {
+                while i < lines.len()
+                    && !lines[i].trim().is_empty()
+                    && !lines[i].trim_start().starts_with("Legend")
+                {
                     matrix.push_str(lines[i]);
                     matrix.push('\n');
                     i += 1;
@@ -129,7 +138,9 @@ pub(crate) fn parse(text: &str) -> anyhow::Result<CollectEnv> {
         recognised = true;
     }
     if !recognised {
-        bail!("no `PyTorch version:`, `OS:` or `vLLM Version:` line: not the output of collect_env");
+        bail!(
+            "no `PyTorch version:`, `OS:` or `vLLM Version:` line: not the output of collect_env"
+        );
     }
     Ok(out)
 }
@@ -215,7 +226,8 @@ NCCL_CUMEM_ENABLE=0\nVLLM_WORKER_MULTIPROC_METHOD=spawn\n";
         assert_eq!(env.gpus[1], "NVIDIA H100 80GB HBM3");
         assert_eq!(env.vllm_version.as_deref(), Some("0.9.0.1"));
         assert_eq!(env.cuda_archs, vec!["8.0".to_owned(), "9.0+PTX".to_owned()]);
-        let topo = super::super::topo::parse(env.topology.as_deref().expect("matrix")).expect("topo");
+        let topo =
+            super::super::topo::parse(env.topology.as_deref().expect("matrix")).expect("topo");
         assert_eq!(topo.nvlink_pairs, vec![(0, 1)]);
         assert_eq!(env.packages[1].ecosystem.as_deref(), Some("pypi"));
         assert_eq!(env.packages[2].ecosystem.as_deref(), Some("conda"));

@@ -128,7 +128,9 @@ pub(crate) fn run(args: &ScanArgs) -> anyhow::Result<ExitCode> {
         ScanFormat::Text => summary::render(&scan.manifest, &scan.notes),
     };
     match &args.output {
-        Some(path) => std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?,
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
+        }
         None => out!("{text}"),
     }
     Ok(ExitCode::SUCCESS)

@@ -5,7 +5,11 @@
 /// Marks: `/.dockerenv` (Docker), `/run/.containerenv` (Podman), or the
 /// cgroup path of PID 1 naming a runtime (`/proc/1/cgroup`; on cgroup v2 a
 /// container often shows only `0::/`, so the files are checked first).
-pub(crate) fn detect(dockerenv: bool, containerenv: bool, cgroup: Option<&str>) -> Option<&'static str> {
+pub(crate) fn detect(
+    dockerenv: bool,
+    containerenv: bool,
+    cgroup: Option<&str>,
+) -> Option<&'static str> {
     if dockerenv {
         return Some("docker");
     }
@@ -13,10 +17,18 @@ pub(crate) fn detect(dockerenv: bool, containerenv: bool, cgroup: Option<&str>) 
         return Some("podman");
     }
     let cgroup = cgroup?;
-    [("kubepods", "kubernetes"), ("docker", "docker"), ("libpod", "podman"), ("containerd", "containerd"), ("lxc", "lxc")]
-        .iter()
-        .find(|(mark, _)| cgroup.lines().any(|l| l.rsplit(':').next().is_some_and(|path| path.contains(mark))))
-        .map(|(_, runtime)| *runtime)
+    [
+        ("kubepods", "kubernetes"),
+        ("docker", "docker"),
+        ("libpod", "podman"),
+        ("containerd", "containerd"),
+        ("lxc", "lxc"),
+    ]
+    .iter()
+    .find(|(mark, _)| {
+        cgroup.lines().any(|l| l.rsplit(':').next().is_some_and(|path| path.contains(mark)))
+    })
+    .map(|(_, runtime)| *runtime)
 }
 
 /// A filesystem's size in MiB from its `statvfs` block count and size.
@@ -32,8 +44,14 @@ mod tests {
     fn marks() {
         assert_eq!(detect(true, false, None), Some("docker"));
         assert_eq!(detect(false, true, None), Some("podman"));
-        assert_eq!(detect(false, false, Some("12:pids:/kubepods/besteffort/pod1/abc\n0::/\n")), Some("kubernetes"));
-        assert_eq!(detect(false, false, Some("0::/system.slice/docker-abc.scope\n")), Some("docker"));
+        assert_eq!(
+            detect(false, false, Some("12:pids:/kubepods/besteffort/pod1/abc\n0::/\n")),
+            Some("kubernetes")
+        );
+        assert_eq!(
+            detect(false, false, Some("0::/system.slice/docker-abc.scope\n")),
+            Some("docker")
+        );
         assert_eq!(detect(false, false, Some("0::/init.scope\n")), None);
         assert_eq!(detect(false, false, None), None);
     }

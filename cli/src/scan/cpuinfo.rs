@@ -32,13 +32,16 @@ pub(crate) fn parse(text: &str) -> anyhow::Result<CpuInfo> {
     let field = |name: &str| {
         text.lines().find_map(|line| {
             let (key, value) = line.split_once(':')?;
-            (key.trim().eq_ignore_ascii_case(name) && !value.trim().is_empty()).then(|| value.trim().to_owned())
+            (key.trim().eq_ignore_ascii_case(name) && !value.trim().is_empty())
+                .then(|| value.trim().to_owned())
         })
     };
     if field("processor").is_none() && field("model name").is_none() {
         bail!("no `processor` line: not the text of /proc/cpuinfo");
     }
-    let hex = |name: &str| field(name).and_then(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok());
+    let hex = |name: &str| {
+        field(name).and_then(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+    };
     let arm = hex("CPU implementer").map(|implementer| (implementer, hex("CPU part")));
     let model = field("model name").or_else(|| {
         let (implementer, part) = arm?;

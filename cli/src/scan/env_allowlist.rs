@@ -10,7 +10,17 @@ use std::collections::BTreeMap;
 use super::privacy::Identifiers;
 
 /// Prefixes of the stack's own variables.
-const PREFIXES: &[&str] = &["VLLM_", "CUDA_", "TORCH_", "TORCHINDUCTOR_", "PYTORCH_", "NCCL_", "NVIDIA_", "TRITON_", "SGLANG_"];
+const PREFIXES: &[&str] = &[
+    "VLLM_",
+    "CUDA_",
+    "TORCH_",
+    "TORCHINDUCTOR_",
+    "PYTORCH_",
+    "NCCL_",
+    "NVIDIA_",
+    "TRITON_",
+    "SGLANG_",
+];
 
 /// Single variables outside those prefixes that change behaviour.
 const NAMES: &[&str] = &[
@@ -25,23 +35,31 @@ const NAMES: &[&str] = &[
 
 /// Name parts that mark a secret, even under an allowed prefix
 /// (`VLLM_API_KEY`, `HF_TOKEN`).
-const SECRET_PARTS: &[&str] = &["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION"];
+const SECRET_PARTS: &[&str] =
+    &["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION"];
 
 /// Name words that mark an identifier of a machine, a network or a person
 /// (`VLLM_HOST_IP`, `VLLM_DP_MASTER_IP`, `NCCL_SOCKET_ADDR`).
-const IDENTIFIER_WORDS: &[&str] = &["IP", "IPS", "HOST", "HOSTNAME", "ADDR", "ADDRESS", "URL", "URI", "ENDPOINT", "USER", "USERNAME", "EMAIL", "MAC"];
+const IDENTIFIER_WORDS: &[&str] = &[
+    "IP", "IPS", "HOST", "HOSTNAME", "ADDR", "ADDRESS", "URL", "URI", "ENDPOINT", "USER",
+    "USERNAME", "EMAIL", "MAC",
+];
 
 /// Whether a variable of this name may appear in a manifest at all.
 pub(crate) fn name_allowed(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    let listed = NAMES.contains(&upper.as_str()) || PREFIXES.iter().any(|p| upper.starts_with(p) && upper.len() > p.len());
+    let listed = NAMES.contains(&upper.as_str())
+        || PREFIXES.iter().any(|p| upper.starts_with(p) && upper.len() > p.len());
     let secret = SECRET_PARTS.iter().any(|part| upper.contains(part));
     let identifier = upper.split('_').any(|word| IDENTIFIER_WORDS.contains(&word));
     listed && !secret && !identifier
 }
 
 /// The variables of `vars` a manifest may carry.
-pub(crate) fn filter<'a>(vars: impl IntoIterator<Item = (&'a str, &'a str)>, ids: &Identifiers) -> BTreeMap<String, String> {
+pub(crate) fn filter<'a>(
+    vars: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ids: &Identifiers,
+) -> BTreeMap<String, String> {
     vars.into_iter()
         .filter(|(name, value)| name_allowed(name) && !super::privacy::has_identifier(value, ids))
         .map(|(name, value)| (name.to_owned(), value.to_owned()))
@@ -54,13 +72,37 @@ mod tests {
 
     #[test]
     fn allowed_and_refused_names() {
-        for name in ["VLLM_ATTENTION_BACKEND", "CUDA_VISIBLE_DEVICES", "NCCL_P2P_DISABLE", "PYTORCH_CUDA_ALLOC_CONF", "TORCH_CUDA_ARCH_LIST", "HF_HUB_OFFLINE", "OMP_NUM_THREADS"] {
+        for name in [
+            "VLLM_ATTENTION_BACKEND",
+            "CUDA_VISIBLE_DEVICES",
+            "NCCL_P2P_DISABLE",
+            "PYTORCH_CUDA_ALLOC_CONF",
+            "TORCH_CUDA_ARCH_LIST",
+            "HF_HUB_OFFLINE",
+            "OMP_NUM_THREADS",
+        ] {
             assert!(name_allowed(name), "{name}");
         }
         for name in [
-            "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "VLLM_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "NCCL_IB_PASSWORD",
-            "VLLM_AUTH_HEADER", "CUDA_CREDENTIALS", "VLLM_HOST_IP", "VLLM_DP_MASTER_IP", "NCCL_COMM_ADDR", "VLLM_BASE_URL",
-            "PATH", "HOME", "USER", "HOSTNAME", "LD_LIBRARY_PATH", "SSH_AUTH_SOCK", "VLLM_",
+            "HF_TOKEN",
+            "HUGGING_FACE_HUB_TOKEN",
+            "VLLM_API_KEY",
+            "OPENAI_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "NCCL_IB_PASSWORD",
+            "VLLM_AUTH_HEADER",
+            "CUDA_CREDENTIALS",
+            "VLLM_HOST_IP",
+            "VLLM_DP_MASTER_IP",
+            "NCCL_COMM_ADDR",
+            "VLLM_BASE_URL",
+            "PATH",
+            "HOME",
+            "USER",
+            "HOSTNAME",
+            "LD_LIBRARY_PATH",
+            "SSH_AUTH_SOCK",
+            "VLLM_",
         ] {
             assert!(!name_allowed(name), "{name}");
         }
@@ -79,6 +121,9 @@ mod tests {
             ("HF_TOKEN", "hf_abc"),
         ];
         let kept = filter(vars, &ids);
-        assert_eq!(kept.keys().map(String::as_str).collect::<Vec<_>>(), vec!["NCCL_SOCKET_IFNAME", "VLLM_ATTENTION_BACKEND"]);
+        assert_eq!(
+            kept.keys().map(String::as_str).collect::<Vec<_>>(),
+            vec!["NCCL_SOCKET_IFNAME", "VLLM_ATTENTION_BACKEND"]
+        );
     }
 }

@@ -49,10 +49,15 @@ pub(crate) fn parse_mib(value: &str) -> Option<u64> {
 /// the XML's GPUs, when both lists describe the same devices.
 pub(crate) fn merge(mut xml: NvidiaSmi, csv: &NvidiaSmi) -> NvidiaSmi {
     let same_devices = xml.gpus.len() == csv.gpus.len()
-        && xml.gpus.iter().zip(&csv.gpus).all(|(a, b)| a.name.is_none() || b.name.is_none() || a.name == b.name);
+        && xml
+            .gpus
+            .iter()
+            .zip(&csv.gpus)
+            .all(|(a, b)| a.name.is_none() || b.name.is_none() || a.name == b.name);
     if same_devices {
         for (gpu, other) in xml.gpus.iter_mut().zip(&csv.gpus) {
-            gpu.compute_capability = gpu.compute_capability.take().or_else(|| other.compute_capability.clone());
+            gpu.compute_capability =
+                gpu.compute_capability.take().or_else(|| other.compute_capability.clone());
             gpu.memory_mib = gpu.memory_mib.or(other.memory_mib);
             gpu.name = gpu.name.take().or_else(|| other.name.clone());
         }
@@ -78,7 +83,9 @@ pub(crate) fn accelerators(gpus: &[Gpu], topology: Option<&Topology>) -> Vec<Acc
             .compute_capability
             .as_deref()
             .map(|cc| canonical_compute_capability(cc).unwrap_or_else(|| cc.to_owned()));
-        let found = groups.iter_mut().find(|(a, _)| a.model == model && a.memory_mib == gpu.memory_mib && a.compute_capability == cc);
+        let found = groups.iter_mut().find(|(a, _)| {
+            a.model == model && a.memory_mib == gpu.memory_mib && a.compute_capability == cc
+        });
         match found {
             Some((_, members)) => members.push(index),
             None => groups.push((
@@ -97,9 +104,8 @@ pub(crate) fn accelerators(gpus: &[Gpu], topology: Option<&Topology>) -> Vec<Acc
         .into_iter()
         .map(|(mut accelerator, members)| {
             accelerator.count = u32::try_from(members.len()).ok();
-            accelerator.interconnect = topology.map(|t| {
-                if t.nvlink_within(&members) { "nvlink" } else { "pcie" }.to_owned()
-            });
+            accelerator.interconnect = topology
+                .map(|t| if t.nvlink_within(&members) { "nvlink" } else { "pcie" }.to_owned());
             accelerator
         })
         .collect()
@@ -154,14 +160,20 @@ mod tests {
         let xml = NvidiaSmi {
             driver: Some("580.159.04".into()),
             cuda: Some("13.0".into()),
-            gpus: vec![Gpu { name: Some("NVIDIA H200".into()), memory_mib: Some(143_771), compute_capability: None }],
+            gpus: vec![Gpu {
+                name: Some("NVIDIA H200".into()),
+                memory_mib: Some(143_771),
+                compute_capability: None,
+            }],
         };
-        let csv = NvidiaSmi { gpus: vec![gpu("NVIDIA H200", 143_771, "9.0")], ..NvidiaSmi::default() };
+        let csv =
+            NvidiaSmi { gpus: vec![gpu("NVIDIA H200", 143_771, "9.0")], ..NvidiaSmi::default() };
         let merged = merge(xml.clone(), &csv);
         assert_eq!(merged.gpus[0].compute_capability.as_deref(), Some("9.0"));
         assert_eq!(merged.cuda.as_deref(), Some("13.0"));
         // A CSV about other devices is not mixed in.
-        let other = NvidiaSmi { gpus: vec![gpu("NVIDIA L4", 23_034, "8.9")], ..NvidiaSmi::default() };
+        let other =
+            NvidiaSmi { gpus: vec![gpu("NVIDIA L4", 23_034, "8.9")], ..NvidiaSmi::default() };
         assert_eq!(merge(xml.clone(), &other).gpus, xml.gpus);
     }
 }

@@ -20,9 +20,19 @@ const PYTHON_TIMEOUT: Duration = Duration::from_secs(60);
 pub(crate) fn collect(python: Option<&Path>) -> Sources {
     let mut sources = Sources {
         nvidia_xml: run_text("nvidia-smi", &["-q", "-x"], TOOL_TIMEOUT),
-        nvidia_csv: run_text("nvidia-smi", &[&format!("--query-gpu={}", nvidia_csv::QUERY), "--format=csv"], TOOL_TIMEOUT)
-            // Drivers before 510 have no `compute_cap` field.
-            .or_else(|| run_text("nvidia-smi", &["--query-gpu=index,name,memory.total,driver_version", "--format=csv"], TOOL_TIMEOUT)),
+        nvidia_csv: run_text(
+            "nvidia-smi",
+            &[&format!("--query-gpu={}", nvidia_csv::QUERY), "--format=csv"],
+            TOOL_TIMEOUT,
+        )
+        // Drivers before 510 have no `compute_cap` field.
+        .or_else(|| {
+            run_text(
+                "nvidia-smi",
+                &["--query-gpu=index,name,memory.total,driver_version", "--format=csv"],
+                TOOL_TIMEOUT,
+            )
+        }),
         nvidia_topo: run_text("nvidia-smi", &["topo", "-m"], TOOL_TIMEOUT),
         cpuinfo: file("/proc/cpuinfo"),
         meminfo: file("/proc/meminfo"),
@@ -32,25 +42,35 @@ pub(crate) fn collect(python: Option<&Path>) -> Sources {
 
     // os-release, uname -a and nvcc --version, as one text like the captures' os.txt.
     let mut os = String::new();
-    for text in [file("/etc/os-release").or_else(|| file("/usr/lib/os-release")), run_text("uname", &["-a"], TOOL_TIMEOUT), nvcc()]
-        .into_iter()
-        .flatten()
+    for text in [
+        file("/etc/os-release").or_else(|| file("/usr/lib/os-release")),
+        run_text("uname", &["-a"], TOOL_TIMEOUT),
+        nvcc(),
+    ]
+    .into_iter()
+    .flatten()
     {
         os.push_str(&text.body);
         os.push('\n');
     }
-    sources.os = (!os.trim().is_empty()).then(|| Text { origin: "os-release, uname -a, nvcc --version".to_owned(), body: os });
+    sources.os = (!os.trim().is_empty())
+        .then(|| Text { origin: "os-release, uname -a, nvcc --version".to_owned(), body: os });
 
     let python = python.map(Path::to_path_buf).unwrap_or_else(default_python);
     let py = python.to_string_lossy().into_owned();
-    sources.pip_list = run_text(&py, &["-m", "pip", "list", "--format=json", "--disable-pip-version-check"], PYTHON_TIMEOUT)
-        .or_else(|| run_text(&py, &["-c", super::pip::METADATA_SCRIPT], PYTHON_TIMEOUT));
+    sources.pip_list = run_text(
+        &py,
+        &["-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
+        PYTHON_TIMEOUT,
+    )
+    .or_else(|| run_text(&py, &["-c", super::pip::METADATA_SCRIPT], PYTHON_TIMEOUT));
     sources.python_version = run(&py, &["--version"], TOOL_TIMEOUT)
         .and_then(|out| out.split_whitespace().nth(1).map(str::to_owned));
     sources.torch_version = run(&py, &["-c", TORCH_VERSION_SCRIPT], PYTHON_TIMEOUT)
         .map(|out| out.trim().to_owned())
         .filter(|v| !v.is_empty());
-    sources.rustc = run("rustc", &["--version"], TOOL_TIMEOUT).and_then(|out| out.split_whitespace().nth(1).map(str::to_owned));
+    sources.rustc = run("rustc", &["--version"], TOOL_TIMEOUT)
+        .and_then(|out| out.split_whitespace().nth(1).map(str::to_owned));
 
     sources.env = std::env::vars().collect();
 
@@ -103,7 +123,9 @@ fn nvcc() -> Option<Text> {
         }
     }
     candidates.push(PathBuf::from("/usr/local/cuda/bin/nvcc"));
-    candidates.iter().find_map(|nvcc| run_text(&nvcc.to_string_lossy(), &["--version"], TOOL_TIMEOUT))
+    candidates
+        .iter()
+        .find_map(|nvcc| run_text(&nvcc.to_string_lossy(), &["--version"], TOOL_TIMEOUT))
 }
 
 /// `/dev/shm`'s size in MiB.
@@ -143,7 +165,9 @@ fn run(program: &str, args: &[&str], timeout: Duration) -> Option<String> {
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() < timeout => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) if started.elapsed() < timeout => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();

@@ -12,7 +12,9 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use pitfall_sdk::model::Manifest;
-use pitfall_sdk::model::manifest::{Build, Container, Drivers, Host, MANIFEST_VERSION, Package, Workload};
+use pitfall_sdk::model::manifest::{
+    Build, Container, Drivers, Host, MANIFEST_VERSION, Package, Workload,
+};
 
 mod collect_env;
 pub(crate) mod command;
@@ -38,7 +40,10 @@ use privacy::Identifiers;
 /// The capture files `--from-dir` reads, and the command each one holds.
 pub(crate) const CAPTURE_FILES: &[(&str, &str)] = &[
     ("nvidia-smi-q.xml", "nvidia-smi -q -x"),
-    ("nvidia-smi-query.csv", "nvidia-smi --query-gpu=index,name,compute_cap,memory.total,driver_version --format=csv"),
+    (
+        "nvidia-smi-query.csv",
+        "nvidia-smi --query-gpu=index,name,compute_cap,memory.total,driver_version --format=csv",
+    ),
     ("nvidia-smi-topo.txt", "nvidia-smi topo -m"),
     ("os.txt", "cat /etc/os-release; uname -a; nvcc --version"),
     ("cpuinfo.txt", "cat /proc/cpuinfo"),
@@ -108,23 +113,35 @@ pub(crate) enum OnBadSource {
 }
 
 /// Builds the manifest from `sources` and the workload the user described.
-pub(crate) fn build(sources: &Sources, workload: Option<Workload>, on_bad: OnBadSource) -> anyhow::Result<Scan> {
+pub(crate) fn build(
+    sources: &Sources,
+    workload: Option<Workload>,
+    on_bad: OnBadSource,
+) -> anyhow::Result<Scan> {
     let mut notes = Vec::new();
     let mut read = Reader { on_bad, notes: &mut notes };
-    let xml = read.parse(&sources.nvidia_xml, "the XML of `nvidia-smi -q -x`", nvidia_xml::parse)?;
-    let csv = read.parse(&sources.nvidia_csv, "the CSV of `nvidia-smi --query-gpu`", nvidia_csv::parse)?;
-    let topology = read.parse(&sources.nvidia_topo, "the matrix of `nvidia-smi topo -m`", topo::parse)?;
+    let xml =
+        read.parse(&sources.nvidia_xml, "the XML of `nvidia-smi -q -x`", nvidia_xml::parse)?;
+    let csv =
+        read.parse(&sources.nvidia_csv, "the CSV of `nvidia-smi --query-gpu`", nvidia_csv::parse)?;
+    let topology =
+        read.parse(&sources.nvidia_topo, "the matrix of `nvidia-smi topo -m`", topo::parse)?;
     let cpu = read.parse(&sources.cpuinfo, "/proc/cpuinfo", cpuinfo::parse)?;
     let pips = read.parse(&sources.pip_list, "the JSON of `pip list --format=json`", pip::parse)?;
-    let collected = read.parse(&sources.collect_env, "the output of collect_env", collect_env::parse)?;
+    let collected =
+        read.parse(&sources.collect_env, "the output of collect_env", collect_env::parse)?;
     let os_text = sources.os.as_ref().map(|t| t.body.as_str()).unwrap_or_default();
-    let (os, uname, nvcc) = (os_release::parse(os_text), uname::parse(os_text), nvcc::version(os_text));
+    let (os, uname, nvcc) =
+        (os_release::parse(os_text), uname::parse(os_text), nvcc::version(os_text));
     if let Some(text) = &sources.os
         && os.is_none()
         && uname.is_none()
         && nvcc.is_none()
     {
-        let problem = format!("{}: no os-release keys, `uname -a` line or `nvcc --version` output", text.origin);
+        let problem = format!(
+            "{}: no os-release keys, `uname -a` line or `nvcc --version` output",
+            text.origin
+        );
         match on_bad {
             OnBadSource::Fail => bail!(problem),
             OnBadSource::Note => read.notes.push(problem),
@@ -147,14 +164,21 @@ pub(crate) fn build(sources: &Sources, workload: Option<Workload>, on_bad: OnBad
     let (gpus, driver, cuda) = match smi {
         Some(smi) => (smi.gpus, smi.driver, smi.cuda),
         None => (
-            ce.gpus.iter().map(|name| gpu::Gpu { name: Some(name.clone()), ..gpu::Gpu::default() }).collect(),
+            ce.gpus
+                .iter()
+                .map(|name| gpu::Gpu { name: Some(name.clone()), ..gpu::Gpu::default() })
+                .collect(),
             None,
             None,
         ),
     };
     let accelerators = gpu::accelerators(&gpus, topology.as_ref());
     let driver = driver.or_else(|| ce.driver.clone());
-    let drivers = (driver.is_some() || cuda.is_some()).then(|| Drivers { nvidia: driver, cuda, ..Drivers::default() });
+    let drivers = (driver.is_some() || cuda.is_some()).then(|| Drivers {
+        nvidia: driver,
+        cuda,
+        ..Drivers::default()
+    });
 
     let cpu = cpu.unwrap_or_default();
     let host = Host {
@@ -173,7 +197,11 @@ pub(crate) fn build(sources: &Sources, workload: Option<Workload>, on_bad: OnBad
     };
     add_versions(&mut packages, sources, &ce);
 
-    let mut build = Build { from_source: editable, torch_cuda_arch_list: ce.cuda_archs.clone(), ..Build::default() };
+    let mut build = Build {
+        from_source: editable,
+        torch_cuda_arch_list: ce.cuda_archs.clone(),
+        ..Build::default()
+    };
     let nvcc = nvcc.or_else(|| ce.nvcc.clone());
     if nvcc.is_some() || sources.tools_probed {
         build.tools.insert("nvcc".to_owned(), nvcc);
@@ -186,7 +214,8 @@ pub(crate) fn build(sources: &Sources, workload: Option<Workload>, on_bad: OnBad
     let env = sources.env.iter().chain(&ce.env).map(|(n, v)| (n.as_str(), v.as_str()));
     let env = env_allowlist::filter(env, &ids);
 
-    let container = sources.container.map(|(_, shm)| Container { shm_size_mib: shm, ..Container::default() });
+    let container =
+        sources.container.map(|(_, shm)| Container { shm_size_mib: shm, ..Container::default() });
 
     let manifest = Manifest {
         manifest_version: MANIFEST_VERSION,
@@ -210,11 +239,18 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn parse<T>(&mut self, text: &Option<Text>, what: &str, parser: impl Fn(&str) -> anyhow::Result<T>) -> anyhow::Result<Option<T>> {
+    fn parse<T>(
+        &mut self,
+        text: &Option<Text>,
+        what: &str,
+        parser: impl Fn(&str) -> anyhow::Result<T>,
+    ) -> anyhow::Result<Option<T>> {
         let Some(text) = text else { return Ok(None) };
         match parser(&text.body) {
             Ok(value) => Ok(Some(value)),
-            Err(e) if self.on_bad == OnBadSource::Fail => Err(e.context(format!("{}: not {what}", text.origin))),
+            Err(e) if self.on_bad == OnBadSource::Fail => {
+                Err(e.context(format!("{}: not {what}", text.origin)))
+            }
             Err(e) => {
                 self.notes.push(format!("{}: not {what} ({e:#}); skipped", text.origin));
                 Ok(None)
@@ -227,7 +263,9 @@ impl Reader<'_> {
 /// rules read), torch's local tag (`+cu130`, which pip drops for PyPI wheels
 /// but `torch.__version__` keeps), and vLLM's version from collect_env.
 fn add_versions(packages: &mut Vec<Package>, sources: &Sources, ce: &collect_env::CollectEnv) {
-    let find = |packages: &mut Vec<Package>, name: &str| packages.iter().position(|p| p.name.eq_ignore_ascii_case(name));
+    let find = |packages: &mut Vec<Package>, name: &str| {
+        packages.iter().position(|p| p.name.eq_ignore_ascii_case(name))
+    };
     if let Some(full) = sources.torch_version.as_deref().or(ce.torch_version.as_deref()) {
         match find(packages, "torch") {
             // Same release, more detail: take the tagged spelling.
@@ -248,13 +286,18 @@ fn add_versions(packages: &mut Vec<Package>, sources: &Sources, ce: &collect_env
     if let Some(python) = sources.python_version.as_deref().or(ce.python_version.as_deref())
         && find(packages, "python").is_none()
     {
-        packages.push(Package { name: "python".to_owned(), version: Some(python.to_owned()), ..Package::default() });
+        packages.push(Package {
+            name: "python".to_owned(),
+            version: Some(python.to_owned()),
+            ..Package::default()
+        });
     }
 }
 
 /// The sources in a folder of captures (file names as in [`CAPTURE_FILES`]).
 pub(crate) fn from_dir(dir: &Path) -> anyhow::Result<Sources> {
-    let listing = std::fs::read_dir(dir).with_context(|| format!("reading the folder {}", dir.display()))?;
+    let listing =
+        std::fs::read_dir(dir).with_context(|| format!("reading the folder {}", dir.display()))?;
     drop(listing);
     let read = |name: &str| -> anyhow::Result<Option<Text>> {
         let path = dir.join(name);
@@ -262,7 +305,8 @@ pub(crate) fn from_dir(dir: &Path) -> anyhow::Result<Sources> {
             return Ok(None);
         }
         let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let body = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))?;
+        let body = String::from_utf8(bytes)
+            .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))?;
         Ok(Some(Text { origin: path.display().to_string(), body }))
     };
     let sources = Sources {
@@ -276,12 +320,25 @@ pub(crate) fn from_dir(dir: &Path) -> anyhow::Result<Sources> {
         collect_env: read("collect_env.txt")?,
         ..Sources::default()
     };
-    let any = [&sources.nvidia_xml, &sources.nvidia_csv, &sources.nvidia_topo, &sources.os, &sources.cpuinfo, &sources.meminfo, &sources.pip_list, &sources.collect_env]
-        .iter()
-        .any(|t| t.is_some());
+    let any = [
+        &sources.nvidia_xml,
+        &sources.nvidia_csv,
+        &sources.nvidia_topo,
+        &sources.os,
+        &sources.cpuinfo,
+        &sources.meminfo,
+        &sources.pip_list,
+        &sources.collect_env,
+    ]
+    .iter()
+    .any(|t| t.is_some());
     if !any {
         let names: Vec<&str> = CAPTURE_FILES.iter().map(|(name, _)| *name).collect();
-        bail!("{}: none of the capture files is there (expected some of {})", dir.display(), names.join(", "));
+        bail!(
+            "{}: none of the capture files is there (expected some of {})",
+            dir.display(),
+            names.join(", ")
+        );
     }
     Ok(sources)
 }
@@ -289,6 +346,10 @@ pub(crate) fn from_dir(dir: &Path) -> anyhow::Result<Sources> {
 /// The sources in a collect_env paste.
 pub(crate) fn from_collect_env(path: &Path) -> anyhow::Result<Sources> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let body = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))?;
-    Ok(Sources { collect_env: Some(Text { origin: path.display().to_string(), body }), ..Sources::default() })
+    let body = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))?;
+    Ok(Sources {
+        collect_env: Some(Text { origin: path.display().to_string(), body }),
+        ..Sources::default()
+    })
 }

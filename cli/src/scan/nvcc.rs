@@ -15,7 +15,10 @@ mod tests {
     fn nvcc_output() {
         let text = "nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\nBuilt on Wed_Aug_20_01:58:59_PM_PDT_2025\nCuda compilation tools, release 13.0, V13.0.88\nBuild cuda_13.0.r13.0/compiler.36424714_0\n";
         assert_eq!(super::version(text).as_deref(), Some("13.0.88"));
-        assert_eq!(super::version("Cuda compilation tools, release 12.8\n").as_deref(), Some("12.8"));
+        assert_eq!(
+            super::version("Cuda compilation tools, release 12.8\n").as_deref(),
+            Some("12.8")
+        );
         assert_eq!(super::version("ID=ubuntu"), None);
     }
 }

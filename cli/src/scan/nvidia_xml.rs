@@ -12,11 +12,10 @@ use super::gpu::{Gpu, NvidiaSmi};
 pub(crate) fn parse(xml: &str) -> anyhow::Result<NvidiaSmi> {
     // The document starts with a DOCTYPE naming nvidia-smi's DTD; roxmltree
     // refuses DTDs unless asked, and never fetches the external one.
-    let options = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..roxmltree::ParsingOptions::default()
-    };
-    let doc = roxmltree::Document::parse_with_options(xml, options).context("not well-formed XML")?;
+    let options =
+        roxmltree::ParsingOptions { allow_dtd: true, ..roxmltree::ParsingOptions::default() };
+    let doc =
+        roxmltree::Document::parse_with_options(xml, options).context("not well-formed XML")?;
     let root = doc.root_element();
     if root.tag_name().name() != "nvidia_smi_log" {
         bail!("the root element is <{}>, not <nvidia_smi_log>", root.tag_name().name());
@@ -42,11 +41,7 @@ pub(crate) fn parse(xml: &str) -> anyhow::Result<NvidiaSmi> {
             compute_capability: None,
         })
         .collect();
-    Ok(NvidiaSmi {
-        driver: text(root, "driver_version"),
-        cuda: text(root, "cuda_version"),
-        gpus,
-    })
+    Ok(NvidiaSmi { driver: text(root, "driver_version"), cuda: text(root, "cuda_version"), gpus })
 }
 
 /// nvidia-smi's ways of saying "no value".

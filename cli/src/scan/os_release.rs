@@ -13,7 +13,11 @@ pub(crate) fn parse(text: &str) -> Option<Os> {
             (!unquoted.is_empty()).then(|| unquoted.to_owned())
         })
     };
-    let os = Os { id: value("ID").map(|id| id.to_lowercase()), version: value("VERSION_ID"), ..Os::default() };
+    let os = Os {
+        id: value("ID").map(|id| id.to_lowercase()),
+        version: value("VERSION_ID"),
+        ..Os::default()
+    };
     (os.id.is_some() || os.version.is_some()).then_some(os)
 }
 
@@ -59,11 +63,22 @@ mod tests {
 
     #[test]
     fn pretty_names() {
-        let os = |s| from_pretty_name(s).map(|o| (o.id.unwrap_or_default(), o.version.unwrap_or_default()));
+        let os = |s| {
+            from_pretty_name(s).map(|o| (o.id.unwrap_or_default(), o.version.unwrap_or_default()))
+        };
         assert_eq!(os("Ubuntu 24.04.3 LTS (x86_64)"), Some(("ubuntu".into(), "24.04".into())));
-        assert_eq!(os("Debian GNU/Linux 12 (bookworm) (aarch64)"), Some(("debian".into(), "12".into())));
-        assert_eq!(os("Amazon Linux 2023.6.20250107 (aarch64)"), Some(("amzn".into(), "2023".into())));
-        assert_eq!(os("Rocky Linux 9.4 (Blue Onyx) (x86_64)"), Some(("rocky".into(), "9.4".into())));
+        assert_eq!(
+            os("Debian GNU/Linux 12 (bookworm) (aarch64)"),
+            Some(("debian".into(), "12".into()))
+        );
+        assert_eq!(
+            os("Amazon Linux 2023.6.20250107 (aarch64)"),
+            Some(("amzn".into(), "2023".into()))
+        );
+        assert_eq!(
+            os("Rocky Linux 9.4 (Blue Onyx) (x86_64)"),
+            Some(("rocky".into(), "9.4".into()))
+        );
         assert_eq!(os("Could not collect"), None);
     }
 }

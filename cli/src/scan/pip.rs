@@ -26,8 +26,8 @@ pub(crate) struct PipList {
 
 /// Parses the JSON array pip prints.
 pub(crate) fn parse(json: &str) -> anyhow::Result<PipList> {
-    let entries: Vec<Entry> =
-        serde_json::from_str(json.trim()).context("expected pip's JSON: [{\"name\": ..., \"version\": ...}, ...]")?;
+    let entries: Vec<Entry> = serde_json::from_str(json.trim())
+        .context("expected pip's JSON: [{\"name\": ..., \"version\": ...}, ...]")?;
     let mut list = PipList::default();
     for entry in entries {
         if entry.editable_project_location.is_some() {

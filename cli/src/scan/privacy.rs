@@ -21,7 +21,8 @@ pub(crate) struct Identifiers {
 impl Identifiers {
     /// Identifiers from `words`; empty ones are ignored.
     pub(crate) fn new(words: impl IntoIterator<Item = String>) -> Identifiers {
-        let mut words: Vec<String> = words.into_iter().map(|w| w.trim().to_owned()).filter(|w| !w.is_empty()).collect();
+        let mut words: Vec<String> =
+            words.into_iter().map(|w| w.trim().to_owned()).filter(|w| !w.is_empty()).collect();
         words.sort();
         words.dedup();
         Identifiers { words }
@@ -107,21 +108,29 @@ fn is_uuid_like(token: &str) -> bool {
     let body = token.strip_prefix("GPU-").or_else(|| token.strip_prefix("MIG-")).unwrap_or(token);
     let groups: Vec<&str> = body.split('-').collect();
     let uuid = groups.len() == 5
-        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()));
-    uuid || (body.len() != token.len() && body.len() >= 8 && body.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'))
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()));
+    uuid || (body.len() != token.len()
+        && body.len() >= 8
+        && body.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'))
 }
 
 /// `aa:bb:cc:dd:ee:ff`.
 fn is_mac(token: &str) -> bool {
     let groups: Vec<&str> = token.split([':', '-']).collect();
-    groups.len() == 6 && groups.iter().all(|g| g.len() == 2 && g.bytes().all(|b| b.is_ascii_hexdigit()))
+    groups.len() == 6
+        && groups.iter().all(|g| g.len() == 2 && g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// `00000000:00:06.0` (nvidia-smi) or `0000:3b:00.0` (lspci).
 fn is_pci_bus_id(token: &str) -> bool {
     let Some((head, function)) = token.rsplit_once('.') else { return false };
     let parts: Vec<&str> = head.split(':').collect();
-    let hex = |s: &str, lens: &[usize]| lens.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let hex = |s: &str, lens: &[usize]| {
+        lens.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+    };
     function.len() == 1
         && function.bytes().all(|b| b.is_ascii_digit())
         && match parts.as_slice() {
@@ -142,7 +151,10 @@ fn is_ipv6(token: &str) -> bool {
 fn has_ipv4(token: &str) -> bool {
     token.split(|c: char| !(c.is_ascii_digit() || c == '.')).any(|part| {
         let octets: Vec<&str> = part.split('.').collect();
-        octets.len() == 4 && octets.iter().all(|o| !o.is_empty() && o.len() <= 3 && o.parse::<u16>().is_ok_and(|n| n <= 255))
+        octets.len() == 4
+            && octets
+                .iter()
+                .all(|o| !o.is_empty() && o.len() <= 3 && o.parse::<u16>().is_ok_and(|n| n <= 255))
     })
 }
 
@@ -151,7 +163,8 @@ fn home_paths(text: &str) -> String {
     let mut out = text.to_owned();
     for prefix in ["/home/", "/Users/"] {
         while let Some(at) = out.find(prefix) {
-            let name_end = out[at + prefix.len()..].find('/').map_or(out.len(), |n| at + prefix.len() + n);
+            let name_end =
+                out[at + prefix.len()..].find('/').map_or(out.len(), |n| at + prefix.len() + n);
             out.replace_range(at..name_end, "~");
         }
     }
@@ -176,7 +189,8 @@ pub(crate) fn scrub(manifest: Manifest, ids: &Identifiers) -> Manifest {
 fn walk(value: &mut Value, path: &mut Vec<String>, ids: &Identifiers) {
     match value {
         Value::String(s) => {
-            let versions = matches!(path.first().map(String::as_str), Some("packages" | "drivers" | "build"));
+            let versions =
+                matches!(path.first().map(String::as_str), Some("packages" | "drivers" | "build"));
             let clean = redact(s, ids, !versions);
             if clean != *s {
                 *s = clean;

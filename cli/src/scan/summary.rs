@@ -10,7 +10,9 @@ pub(crate) fn render(manifest: &Manifest, notes: &[String]) -> String {
     let mut out = String::new();
     let or_unknown = |v: Option<&str>| v.unwrap_or("?").to_owned();
     if let Some(host) = &manifest.host {
-        let os = host.os.as_ref().map(|os| format!("{} {}", or_unknown(os.id.as_deref()), or_unknown(os.version.as_deref())));
+        let os = host.os.as_ref().map(|os| {
+            format!("{} {}", or_unknown(os.id.as_deref()), or_unknown(os.version.as_deref()))
+        });
         let mut parts = vec![or_unknown(host.arch.as_deref())];
         parts.extend(host.cpu_model.clone());
         parts.extend(host.memory_mib.map(|m| format!("{m} MiB")));
@@ -56,7 +58,11 @@ pub(crate) fn render(manifest: &Manifest, notes: &[String]) -> String {
         let _ = writeln!(out, "Packages:   {} ({})", manifest.packages.len(), shown.join(", "));
     }
     if let Some(b) = &manifest.build {
-        let tools: Vec<String> = b.tools.iter().map(|(k, v)| format!("{k} {}", v.as_deref().unwrap_or("absent"))).collect();
+        let tools: Vec<String> = b
+            .tools
+            .iter()
+            .map(|(k, v)| format!("{k} {}", v.as_deref().unwrap_or("absent")))
+            .collect();
         if !tools.is_empty() {
             let _ = writeln!(out, "Tools:      {}", tools.join(", "));
         }

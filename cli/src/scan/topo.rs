@@ -22,11 +22,14 @@ impl Topology {
 /// `vllm collect-env`, NIC columns and the legend are all fine).
 pub(crate) fn parse(text: &str) -> anyhow::Result<Topology> {
     let lines: Vec<String> = text.lines().map(strip_escapes).collect();
-    let Some(header_at) = lines.iter().position(|l| l.split_whitespace().next().is_some_and(is_device)) else {
+    let Some(header_at) =
+        lines.iter().position(|l| l.split_whitespace().next().is_some_and(is_device))
+    else {
         bail!("no matrix header (a line starting with GPU0)");
     };
     // Device columns (GPU0, GPU1, NIC0, ...) come first; `CPU Affinity` etc. follow.
-    let columns: Vec<&str> = lines[header_at].split_whitespace().take_while(|c| is_device(c)).collect();
+    let columns: Vec<&str> =
+        lines[header_at].split_whitespace().take_while(|c| is_device(c)).collect();
     let gpu_index = |name: &str| name.strip_prefix("GPU").and_then(|n| n.parse::<usize>().ok());
     let gpus = columns.iter().filter(|c| gpu_index(c).is_some()).count();
     let mut nvlink_pairs = Vec::new();
@@ -37,7 +40,9 @@ pub(crate) fn parse(text: &str) -> anyhow::Result<Topology> {
         };
         for (column, cell) in columns.iter().zip(&cells[1..]) {
             let Some(col) = gpu_index(column) else { continue };
-            let nvlink = cell.strip_prefix("NV").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            let nvlink = cell
+                .strip_prefix("NV")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
             if nvlink && row != col {
                 let pair = (row.min(col), row.max(col));
                 if !nvlink_pairs.contains(&pair) {
@@ -51,7 +56,9 @@ pub(crate) fn parse(text: &str) -> anyhow::Result<Topology> {
 }
 
 fn is_device(cell: &str) -> bool {
-    ["GPU", "NIC"].iter().any(|p| cell.strip_prefix(p).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
+    ["GPU", "NIC"].iter().any(|p| {
+        cell.strip_prefix(p).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// Drops ANSI escape sequences (`ESC [ ... letter`): the header is underlined.

@@ -14,7 +14,8 @@ pub(crate) struct Uname {
     pub(crate) hostname: Option<String>,
 }
 
-const ARCHES: &[&str] = &["x86_64", "aarch64", "arm64", "ppc64le", "s390x", "riscv64", "armv7l", "i686", "amd64"];
+const ARCHES: &[&str] =
+    &["x86_64", "aarch64", "arm64", "ppc64le", "s390x", "riscv64", "armv7l", "i686", "amd64"];
 
 /// Finds the `uname -a` line (`Linux <host> <release> #...`) in `text` and
 /// parses it; `None` when there is none.

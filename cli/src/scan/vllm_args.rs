@@ -61,21 +61,28 @@ pub(crate) fn parse(command_line: &str) -> anyhow::Result<VllmCommand> {
         };
         if SWITCHES.contains(&name.as_str()) {
             if name == "disable-custom-all-reduce" {
-                w.disable_custom_all_reduce = Some(inline.map_or(Ok(true), |v| parse_bool(&name, &v))?);
+                w.disable_custom_all_reduce =
+                    Some(inline.map_or(Ok(true), |v| parse_bool(&name, &v))?);
             }
             continue;
         }
         let mut value = || -> anyhow::Result<String> {
             match &inline {
                 Some(v) => Ok(v.clone()),
-                None => words.next_if(|w| !w.starts_with('-') || w.parse::<f64>().is_ok()).with_context(|| format!("--{name} needs a value")),
+                None => words
+                    .next_if(|w| !w.starts_with('-') || w.parse::<f64>().is_ok())
+                    .with_context(|| format!("--{name} needs a value")),
             }
         };
         match name.as_str() {
             "model" => w.model = Some(value()?),
             "dtype" => w.dtype = Some(value()?),
-            "tensor-parallel-size" | "tp" => w.tensor_parallel_size = Some(number(&name, &value()?)?),
-            "pipeline-parallel-size" | "pp" => w.pipeline_parallel_size = Some(number(&name, &value()?)?),
+            "tensor-parallel-size" | "tp" => {
+                w.tensor_parallel_size = Some(number(&name, &value()?)?)
+            }
+            "pipeline-parallel-size" | "pp" => {
+                w.pipeline_parallel_size = Some(number(&name, &value()?)?)
+            }
             "max-model-len" => w.max_model_len = Some(context_length(&name, &value()?)?),
             "max-num-seqs" => w.max_num_seqs = Some(number(&name, &value()?)?),
             "gpu-memory-utilization" => w.gpu_memory_utilization = Some(number(&name, &value()?)?),
@@ -230,8 +237,11 @@ mod tests {
     #[test]
     fn shell_words() {
         assert_eq!(
-            split_words(r#"a 'b c' "d \"e\" $f" g\ h i\
-j"#).expect("splits"),
+            split_words(
+                r#"a 'b c' "d \"e\" $f" g\ h i\
+j"#
+            )
+            .expect("splits"),
             vec!["a", "b c", "d \"e\" $f", "g h", "ij"]
         );
         assert_eq!(split_words("''").expect("splits"), vec![""]);

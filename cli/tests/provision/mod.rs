@@ -49,7 +49,8 @@ fn registry() -> &'static Registry {
         ])
         .expect("config");
         let runtime = tokio::runtime::Runtime::new().expect("runtime");
-        let running = runtime.block_on(pitfall_server::server::start(config)).expect("the registry starts");
+        let running =
+            runtime.block_on(pitfall_server::server::start(config)).expect("the registry starts");
         Registry {
             url: format!("http://{}", running.addr),
             key: running.public_key.to_string(),
@@ -120,11 +121,20 @@ fn an_offline_check_with_the_pulled_bundle_finds_what_the_server_finds_for_g5g()
     let g5g = fixture("g5g-gemma4-vllm0271.json");
     let online = home.run(&["check", &g5g, "--server", &registry.url, "--format", "json"]);
     let offline = home.run(&["check", &g5g, "--format", "json"]);
-    assert_eq!((online.status.code(), offline.status.code()), (Some(1), Some(1)), "{}", text(&offline.stderr));
+    assert_eq!(
+        (online.status.code(), offline.status.code()),
+        (Some(1), Some(1)),
+        "{}",
+        text(&offline.stderr)
+    );
     let (online, offline) = (timeless(json(&online)), timeless(json(&offline)));
     assert_eq!(offline["stats"]["rules_total"], pitfall_bundled_rules::MODULES.len());
     assert_eq!(offline, online, "the pulled bundle and the server disagree");
-    assert_ne!(offline["ruleset_revision"], pitfall_bundled_rules::REVISION, "the bundle's revision, not the binary's");
+    assert_ne!(
+        offline["ruleset_revision"],
+        pitfall_bundled_rules::REVISION,
+        "the bundle's revision, not the binary's"
+    );
 
     let show = home.run(&["bundle", "show"]);
     assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
@@ -205,11 +215,19 @@ fn a_bad_bundle_from_a_server_keeps_the_previous_one() {
     let registry = registry();
     let (home, good) = home_with_a_pulled_bundle();
 
-    let out = home.run(&["bundle", "pull", "--server", &serve_once(flipped(&good, good.len() / 2))]);
+    let out =
+        home.run(&["bundle", "pull", "--server", &serve_once(flipped(&good, good.len() / 2))]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
     let err = text(&out.stderr);
-    assert!(err.contains("refused the bundle") && err.contains("keeping the previous bundle (revision"), "{err}");
-    assert_eq!(std::fs::read(home.bundle()).expect("still there"), good, "the previous bundle was replaced");
+    assert!(
+        err.contains("refused the bundle") && err.contains("keeping the previous bundle (revision"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(home.bundle()).expect("still there"),
+        good,
+        "the previous bundle was replaced"
+    );
 
     // The real server, but the client pins another key: refused, kept.
     let out = home.run(&[
@@ -268,7 +286,12 @@ fn fleets_are_checked_online_and_offline_alike_with_fail_on_quiet_and_progress()
     let mut online_args = args.clone();
     online_args.extend(["--server", &registry.url]);
     let online = home.run(&online_args);
-    assert_eq!((offline.status.code(), online.status.code()), (Some(1), Some(1)), "{}", text(&online.stderr));
+    assert_eq!(
+        (offline.status.code(), online.status.code()),
+        (Some(1), Some(1)),
+        "{}",
+        text(&online.stderr)
+    );
     let answers = |out: &Output| -> Vec<Value> {
         json(out)["results"].as_array().expect("results").iter().cloned().map(timeless).collect()
     };
@@ -297,7 +320,11 @@ fn fleets_are_checked_online_and_offline_alike_with_fail_on_quiet_and_progress()
     // warning-only rule fails only at warning.
     let healthy = fixture("h100x8-llama70b-healthy.json");
     for fail_on in ["error", "warning"] {
-        assert_eq!(home.run(&["check", &healthy, "--fail-on", fail_on, "-q"]).status.code(), Some(0), "{fail_on}");
+        assert_eq!(
+            home.run(&["check", &healthy, "--fail-on", fail_on, "-q"]).status.code(),
+            Some(0),
+            "{fail_on}"
+        );
     }
     let warning_rule = pitfall_bundled_rules::MODULES
         .iter()
@@ -307,10 +334,23 @@ fn fleets_are_checked_online_and_offline_alike_with_fail_on_quiet_and_progress()
     std::fs::write(&wasm, warning_rule.wasm).expect("written");
     let g5g = fixture("g5g-gemma4-vllm0271.json");
     let at = |fail_on: &str| {
-        home.run(&["check", &g5g, "--rules", &wasm.display().to_string(), "--fail-on", fail_on, "--quiet"])
+        home.run(&[
+            "check",
+            &g5g,
+            "--rules",
+            &wasm.display().to_string(),
+            "--fail-on",
+            fail_on,
+            "--quiet",
+        ])
     };
     let (at_error, at_warning) = (at("error"), at("warning"));
-    assert_eq!((at_error.status.code(), at_warning.status.code()), (Some(0), Some(1)), "{}", text(&at_warning.stderr));
+    assert_eq!(
+        (at_error.status.code(), at_warning.status.code()),
+        (Some(0), Some(1)),
+        "{}",
+        text(&at_warning.stderr)
+    );
     assert!(at_error.stdout.is_empty() && at_warning.stdout.is_empty(), "--quiet prints nothing");
 
     // Text, quiet and progress for a batch.
@@ -319,7 +359,10 @@ fn fleets_are_checked_online_and_offline_alike_with_fail_on_quiet_and_progress()
     let out = home.run(&text_args);
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("3 manifests: 2 fail at --fail-on error, 0 could not be checked"), "{stdout}");
+    assert!(
+        stdout.contains("3 manifests: 2 fail at --fail-on error, 0 could not be checked"),
+        "{stdout}"
+    );
     assert!(text(&out.stderr).contains("checked 3/3 manifests"), "{}", text(&out.stderr));
     text_args.push("--quiet");
     let out = home.run(&text_args);

@@ -29,14 +29,20 @@ fn reads_checks_publish_review_and_the_bundle_round_trip() {
     assert!(!ids(&answer).contains(&PUBLISHED_ID));
     assert_eq!(answer.ruleset_revision, health.ruleset_revision);
 
-    let bad = anonymous.check_json(br#"{"manifest_version": 1, "accelerators": 3}"#).expect_err("invalid");
+    let bad = anonymous
+        .check_json(br#"{"manifest_version": 1, "accelerators": 3}"#)
+        .expect_err("invalid");
     assert_eq!((bad.status(), bad.code()), (Some(400), Some("invalid_manifest")), "{bad}");
     assert!(bad.message().contains("accelerators"), "{bad}");
 
     // Publish: refused with its step, unauthorised without a token, then
     // accepted as pending.
     let refused = alice.publish(b"\0asm not really").expect_err("refused");
-    assert_eq!((refused.code(), refused.step()), (Some("publish_refused"), Some("validation")), "{refused}");
+    assert_eq!(
+        (refused.code(), refused.step()),
+        (Some("publish_refused"), Some("validation")),
+        "{refused}"
+    );
     let anonymous_publish = anonymous.publish(bundled(PUBLISHED_CRATE)).expect_err("needs a token");
     assert_eq!(anonymous_publish.status(), Some(401));
     let pending = alice.publish(bundled(PUBLISHED_CRATE)).expect("published");
@@ -44,39 +50,55 @@ fn reads_checks_publish_review_and_the_bundle_round_trip() {
     assert!(pending.report.is_object(), "the pipeline's report: {}", pending.report);
     assert_eq!(alice.whoami().expect("whoami").name, "alice");
 
-    let forbidden = alice.approve(PUBLISHED_ID, &pending.version, None).expect_err("contributors do not approve");
+    let forbidden = alice
+        .approve(PUBLISHED_ID, &pending.version, None)
+        .expect_err("contributors do not approve");
     assert_eq!(forbidden.status(), Some(403));
     let queue = mia.review_queue().expect("queue");
     assert_eq!(queue.iter().map(|v| v.rule_id.as_str()).collect::<Vec<_>>(), vec![PUBLISHED_ID]);
-    let approved = mia.approve(PUBLISHED_ID, &pending.version, Some("sources check out")).expect("approved");
+    let approved =
+        mia.approve(PUBLISHED_ID, &pending.version, Some("sources check out")).expect("approved");
     assert_eq!(approved.state, "approved");
     assert_eq!(approved.review_reason.as_deref(), Some("sources check out"));
     assert!(ids(&anonymous.check(&g5g).expect("check")).contains(&PUBLISHED_ID));
 
     // Reads.
-    let found =
-        anonymous.search(&SearchQuery { q: Some("bfloat16".into()), ..SearchQuery::default() }).expect("search");
+    let found = anonymous
+        .search(&SearchQuery { q: Some("bfloat16".into()), ..SearchQuery::default() })
+        .expect("search");
     assert!(found.items.iter().any(|r| r.id == PUBLISHED_ID), "{found:?}");
     let rule = anonymous.rule(PUBLISHED_ID).expect("rule");
     assert_eq!(rule.served_version.as_deref(), Some(pending.version.as_str()));
-    assert_eq!(anonymous.version(PUBLISHED_ID, &pending.version).expect("version").sha256, pending.sha256);
-    assert_eq!(anonymous.module(PUBLISHED_ID, &pending.version).expect("module"), bundled(PUBLISHED_CRATE));
+    assert_eq!(
+        anonymous.version(PUBLISHED_ID, &pending.version).expect("version").sha256,
+        pending.sha256
+    );
+    assert_eq!(
+        anonymous.module(PUBLISHED_ID, &pending.version).expect("module"),
+        bundled(PUBLISHED_CRATE)
+    );
     assert_eq!(anonymous.rule("no-such-rule").expect_err("missing").status(), Some(404));
 
     // The bundle: all three served rules, signed by the server's key; a
     // conditional fetch with its tag costs a 304.
-    let BundleFetch::Fetched { bytes, etag: Some(etag) } = anonymous.bundle(None).expect("bundle") else {
+    let BundleFetch::Fetched { bytes, etag: Some(etag) } = anonymous.bundle(None).expect("bundle")
+    else {
         panic!("a bundle with an entity tag")
     };
     let key: PublicKey = live.running.public_key;
     let bundle = Bundle::verify(&bytes, &key).expect("verifies with the server's key");
     assert_eq!(bundle.index.rules.len(), 3);
     assert_eq!(bundle.etag(), etag);
-    assert_eq!(anonymous.bundle(Some(&etag)).expect("conditional"), BundleFetch::NotModified { etag: etag.clone() });
+    assert_eq!(
+        anonymous.bundle(Some(&etag)).expect("conditional"),
+        BundleFetch::NotModified { etag: etag.clone() }
+    );
 
     // A yank moves the revision: the old tag no longer matches.
     mia.yank(PUBLISHED_ID, &pending.version, Some("superseded")).expect("yanked");
-    let BundleFetch::Fetched { bytes, .. } = anonymous.bundle(Some(&etag)).expect("bundle") else { panic!("changed") };
+    let BundleFetch::Fetched { bytes, .. } = anonymous.bundle(Some(&etag)).expect("bundle") else {
+        panic!("changed")
+    };
     assert_eq!(Bundle::verify(&bytes, &key).expect("verifies").index.rules.len(), 2);
 }
 
@@ -86,13 +108,15 @@ fn fleets_are_split_into_batches_the_server_accepts_and_answered_in_order() {
     let client = Client::new(&live.url).expect("client");
     let g5g = parse_manifest(&fixture("g5g-gemma4-vllm0271.json")).expect("manifest");
     let healthy = parse_manifest(&fixture("h100x8-llama70b-healthy.json")).expect("manifest");
-    let fleet: Vec<_> = (0..5).map(|i| if i % 2 == 0 { g5g.clone() } else { healthy.clone() }).collect();
+    let fleet: Vec<_> =
+        (0..5).map(|i| if i % 2 == 0 { g5g.clone() } else { healthy.clone() }).collect();
 
     let over = client.check_batch(&fleet).expect_err("over the server's max batch");
     assert_eq!(over.code(), Some("batch_too_large"), "{over}");
 
     let mut seen = Vec::new();
-    let results = client.check_all(&fleet, |p: Progress| seen.push((p.done, p.total))).expect("batches");
+    let results =
+        client.check_all(&fleet, |p: Progress| seen.push((p.done, p.total))).expect("batches");
     assert_eq!(seen, vec![(2, 5), (4, 5), (5, 5)]);
     assert_eq!(results.len(), 5);
     for (i, item) in results.iter().enumerate() {

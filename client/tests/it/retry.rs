@@ -27,7 +27,12 @@ fn client(url: &str, retry: RetryPolicy) -> Client {
 
 #[test]
 fn reads_retry_5xx_and_429_with_growing_backoff_until_an_answer() {
-    let server = Scripted::start(vec![busy(503, None), busy(502, None), busy(429, None), answer(200, HEALTH)]);
+    let server = Scripted::start(vec![
+        busy(503, None),
+        busy(502, None),
+        busy(429, None),
+        answer(200, HEALTH),
+    ]);
     let health = client(&server.url, quick(4)).health().expect("answered on the fourth try");
     assert_eq!(health.ruleset_revision, "3");
     let seen = server.finish();
@@ -75,7 +80,10 @@ fn client_errors_are_not_retried() {
         r#"{"error":{"code":"not_found","message":"no rule x"}}"#.into(),
     )]);
     let err = client(&server.url, quick(3)).rule("x").expect_err("404");
-    assert_eq!((err.status(), err.code(), err.message()), (Some(404), Some("not_found"), "no rule x".to_owned()));
+    assert_eq!(
+        (err.status(), err.code(), err.message()),
+        (Some(404), Some("not_found"), "no rule x".to_owned())
+    );
     assert_eq!(server.finish().len(), 1);
 }
 
@@ -96,7 +104,8 @@ fn a_publish_is_not_retried_after_a_5xx_or_a_lost_answer() {
 #[test]
 fn a_publish_is_retried_after_429_which_did_nothing() {
     let server = Scripted::start(vec![busy(429, Some("0")), answer(201, VERSION)]);
-    let version = client(&server.url, quick(3)).publish(b"\0asm").expect("published on the second try");
+    let version =
+        client(&server.url, quick(3)).publish(b"\0asm").expect("published on the second try");
     assert_eq!(version.state, "pending");
     assert_eq!(server.finish().len(), 2);
 }
@@ -118,17 +127,31 @@ fn a_stalled_server_times_out_within_the_bound() {
         .expect("client");
     let start = Instant::now();
     let err = client.health().expect_err("times out");
-    assert!(matches!(err, Error::Transport { kind: TransportKind::Timeout, attempts: 1, .. }), "{err}");
+    assert!(
+        matches!(err, Error::Transport { kind: TransportKind::Timeout, attempts: 1, .. }),
+        "{err}"
+    );
     assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
     server.finish();
 }
 
 #[test]
 fn nothing_listening_is_a_connect_error_retried_even_for_a_publish() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
     let url = format!("http://127.0.0.1:{port}");
     let start = Instant::now();
     let err = client(&url, quick(2)).publish(b"\0asm").expect_err("nothing there");
-    assert!(matches!(err, Error::Transport { kind: TransportKind::Connect, attempts: 3, .. }), "{err}");
-    assert!(start.elapsed() >= Duration::from_millis(20 + 40), "two backoffs were waited: {:?}", start.elapsed());
+    assert!(
+        matches!(err, Error::Transport { kind: TransportKind::Connect, attempts: 3, .. }),
+        "{err}"
+    );
+    assert!(
+        start.elapsed() >= Duration::from_millis(20 + 40),
+        "two backoffs were waited: {:?}",
+        start.elapsed()
+    );
 }

@@ -26,7 +26,11 @@ pub fn answer(status: u16, body: &str) -> Step {
 /// An error answer in the envelope, with a `Retry-After`.
 pub fn busy(status: u16, retry_after: Option<&str>) -> Step {
     let headers = retry_after.map(|r| vec![("retry-after", r.to_owned())]).unwrap_or_default();
-    Step::Answer(status, headers, format!(r#"{{"error":{{"code":"busy","message":"status {status}"}}}}"#))
+    Step::Answer(
+        status,
+        headers,
+        format!(r#"{{"error":{{"code":"busy","message":"status {status}"}}}}"#),
+    )
 }
 
 /// A request as the server saw it.
@@ -55,15 +59,22 @@ impl Scripted {
                 let Ok((mut stream, _)) = listener.accept() else { return };
                 let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
                 let Some((method, path)) = read_request(&mut stream) else { continue };
-                record.lock().unwrap_or_else(|p| p.into_inner()).push(Seen { method, path, at: Instant::now() });
+                record.lock().unwrap_or_else(|p| p.into_inner()).push(Seen {
+                    method,
+                    path,
+                    at: Instant::now(),
+                });
                 match step {
                     Step::Answer(status, headers, body) => {
-                        let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+                        let extra: String =
+                            headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
                         let head = format!(
                             "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n",
                             body.len()
                         );
-                        let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes()));
+                        let _ = stream
+                            .write_all(head.as_bytes())
+                            .and_then(|()| stream.write_all(body.as_bytes()));
                     }
                     Step::Close => {}
                     Step::Stall(time) => std::thread::sleep(time),

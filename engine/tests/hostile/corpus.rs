@@ -71,30 +71,42 @@ pub fn load_corpus(dir: &Path) -> Vec<HostileModule> {
 pub fn load_module(path: &Path) -> HostileModule {
     let name = path.file_stem().and_then(|s| s.to_str()).expect("a UTF-8 file name").to_owned();
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let header = |key: &str| text.lines().find_map(|l| l.strip_prefix(&format!(";; {key}: ")).map(str::trim));
-    let fate = parse_fate(header("expect").unwrap_or_else(|| panic!("{name}: no `;; expect:` line")))
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let threat = header("threat").unwrap_or_else(|| panic!("{name}: no `;; threat:` line")).to_owned();
+    let header = |key: &str| {
+        text.lines().find_map(|l| l.strip_prefix(&format!(";; {key}: ")).map(str::trim))
+    };
+    let fate =
+        parse_fate(header("expect").unwrap_or_else(|| panic!("{name}: no `;; expect:` line")))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let threat =
+        header("threat").unwrap_or_else(|| panic!("{name}: no `;; threat:` line")).to_owned();
     let id = format!("hostile-{name}");
 
     let body = expand_repeats(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut sections = String::new();
     match header("abi") {
         Some("none") => {}
-        abi => sections.push_str(&format!("(@custom \"pitfall.abi\" \"{}\")", wat_string(abi.unwrap_or("1")))),
+        abi => sections
+            .push_str(&format!("(@custom \"pitfall.abi\" \"{}\")", wat_string(abi.unwrap_or("1")))),
     }
     match (header("meta"), header("meta-patch")) {
         (Some("none"), _) => {}
-        (Some(raw), _) => sections.push_str(&format!("(@custom \"pitfall.meta\" \"{}\")", wat_string(raw))),
+        (Some(raw), _) => {
+            sections.push_str(&format!("(@custom \"pitfall.meta\" \"{}\")", wat_string(raw)))
+        }
         (None, patch) => {
-            let patch = patch.map(|p| serde_json::from_str(p).unwrap_or_else(|e| panic!("{name}: meta-patch: {e}")));
+            let patch = patch.map(|p| {
+                serde_json::from_str(p).unwrap_or_else(|e| panic!("{name}: meta-patch: {e}"))
+            });
             let meta = default_meta(&id, patch);
             sections.push_str(&format!("(@custom \"pitfall.meta\" \"{}\")", wat_string(&meta)));
         }
     }
     match header("tests") {
         Some("none") => {}
-        tests => sections.push_str(&format!("(@custom \"pitfall.tests\" \"{}\")", wat_string(tests.unwrap_or("[]")))),
+        tests => sections.push_str(&format!(
+            "(@custom \"pitfall.tests\" \"{}\")",
+            wat_string(tests.unwrap_or("[]"))
+        )),
     }
     let end = body.rfind(')').unwrap_or_else(|| panic!("{name}: no module"));
     let full = format!("{}{sections}{}", &body[..end], &body[end..]);
@@ -117,7 +129,9 @@ fn parse_fate(line: &str) -> Result<Fate, String> {
             Ok(Fate::Contained { errors: rest.split('|').map(|s| s.trim().to_owned()).collect() })
         }
         "clean" => Ok(Fate::Clean),
-        _ => Err(format!("bad expect line {line:?}: refused STEP REASON | contained ERROR[|ERROR] | clean")),
+        _ => Err(format!(
+            "bad expect line {line:?}: refused STEP REASON | contained ERROR[|ERROR] | clean"
+        )),
     }
 }
 

@@ -67,10 +67,7 @@ fn arch_list_covers(m: &Manifest, cc: ComputeCapability) -> bool {
         return true;
     }
     let list = m.torch_cuda_arch_list();
-    list.is_empty()
-        || list
-            .iter()
-            .any(|a| a.major == cc.major && a.minor <= cc.minor)
+    list.is_empty() || list.iter().any(|a| a.major == cc.major && a.minor <= cc.minor)
 }
 
 fn describe(m: &Manifest, name: &str, origin: Origin, cc_text: &str, out: &mut String) {

@@ -55,10 +55,7 @@ fn arch_list_covers(m: &Manifest, cc: ComputeCapability) -> bool {
         return true;
     }
     let list = m.torch_cuda_arch_list();
-    list.is_empty()
-        || list
-            .iter()
-            .any(|a| a.major == cc.major && a.minor <= cc.minor)
+    list.is_empty() || list.iter().any(|a| a.major == cc.major && a.minor <= cc.minor)
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
@@ -105,11 +102,7 @@ fn evaluate(m: &Manifest) -> Outcome {
                 Stack::Pytorch => "PyTorch",
             },
         )
-        .remedy(if with_vllm {
-            REMEDY_REBUILD_TORCH_AND_VLLM
-        } else {
-            REMEDY_REBUILD_TORCH
-        })
+        .remedy(if with_vllm { REMEDY_REBUILD_TORCH_AND_VLLM } else { REMEDY_REBUILD_TORCH })
 }
 
 pitfall_sdk::export_rule!(evaluate);

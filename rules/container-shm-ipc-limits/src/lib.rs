@@ -32,9 +32,8 @@ fn evaluate(m: &Manifest) -> Outcome {
     if shm_mib >= MIN_SHM_MIB {
         return Outcome::clear();
     }
-    let mut outcome = Outcome::matched()
-        .evidence("container.image")
-        .evidence("container.shm_size_mib");
+    let mut outcome =
+        Outcome::matched().evidence("container.image").evidence("container.shm_size_mib");
     if ipc.is_some() {
         outcome = outcome.evidence("container.ipc");
     }

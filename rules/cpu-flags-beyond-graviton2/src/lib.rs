@@ -27,9 +27,8 @@ const FLAG_VARS: &[&str] = &[
 ];
 
 /// Extensions Neoverse N1 lacks (prefix match: `sve2-aes` is SVE).
-const MISSING_EXTENSIONS: &[&str] = &[
-    "sve", "sme", "bf16", "i8mm", "f32mm", "f64mm", "memtag", "ls64", "mops", "fcma", "jscvt",
-];
+const MISSING_EXTENSIONS: &[&str] =
+    &["sve", "sme", "bf16", "i8mm", "f32mm", "f64mm", "memtag", "ls64", "mops", "fcma", "jscvt"];
 
 /// Cores newer than Neoverse N1 (GCC/Clang/Rust names).
 const NEWER_CORES: &[&str] = &[
@@ -69,9 +68,7 @@ const X86_ARCHES: &[&str] = &[
 ];
 
 /// x86-only `-m` options (prefix match).
-const X86_OPTIONS: &[&str] = &[
-    "-mavx", "-msse", "-mfma", "-mf16c", "-mbmi", "-mpopcnt", "-mlzcnt",
-];
+const X86_OPTIONS: &[&str] = &["-mavx", "-msse", "-mfma", "-mf16c", "-mbmi", "-mpopcnt", "-mlzcnt"];
 
 /// Why a flag is a problem.
 enum Problem {
@@ -82,10 +79,7 @@ enum Problem {
 }
 
 fn missing_extension(ext: &str) -> Option<&'static str> {
-    MISSING_EXTENSIONS
-        .iter()
-        .copied()
-        .find(|m| ext.starts_with(m))
+    MISSING_EXTENSIONS.iter().copied().find(|m| ext.starts_with(m))
 }
 
 /// `armv8.N-a` with N >= 3, or `armv9*`.
@@ -96,21 +90,17 @@ fn beyond_armv82(base: &str) -> bool {
     let Some(rest) = base.strip_prefix("armv8.") else {
         return false;
     };
-    let digits: &str = rest
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .unwrap_or("");
+    let digits: &str = rest.split(|c: char| !c.is_ascii_digit()).next().unwrap_or("");
     digits.parse::<u32>().is_ok_and(|n| n >= 3)
 }
 
 fn check_extensions<'a>(mut exts: impl Iterator<Item = &'a str>) -> Option<Problem> {
-    exts.find_map(|e| missing_extension(e.trim_start_matches('+')))
-        .map(|ext| {
-            let mut why = String::from("enables ");
-            why.push_str(ext);
-            why.push_str(" instructions, which Neoverse N1 lacks");
-            Problem::BeyondN1(why)
-        })
+    exts.find_map(|e| missing_extension(e.trim_start_matches('+'))).map(|ext| {
+        let mut why = String::from("enables ");
+        why.push_str(ext);
+        why.push_str(" instructions, which Neoverse N1 lacks");
+        Problem::BeyondN1(why)
+    })
 }
 
 fn check_march(value: &str) -> Option<Problem> {
@@ -176,9 +166,7 @@ fn scan(value: &str) -> Option<(String, Problem)> {
         if X86_OPTIONS.iter().any(|x| token.starts_with(x)) {
             return Some((
                 String::from(token),
-                Problem::X86(String::from(
-                    "is an x86 option, which aarch64 compilers reject",
-                )),
+                Problem::X86(String::from("is an x86 option, which aarch64 compilers reject")),
             ));
         }
     }
@@ -227,9 +215,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     };
     match is_neoverse_n1(m) {
         Some(true) => {
-            let cpu = m
-                .cpu_model()
-                .unwrap_or_else(|| String::from("Graviton2 (Neoverse N1)"));
+            let cpu = m.cpu_model().unwrap_or_else(|| String::from("Graviton2 (Neoverse N1)"));
             report(m, var, &flag, &why, &cpu)
         }
         Some(false) => Outcome::clear(),
@@ -238,19 +224,14 @@ fn evaluate(m: &Manifest) -> Outcome {
 }
 
 fn report(m: &Manifest, var: &str, flag: &str, why: &str, cpu: &str) -> Outcome {
-    let mut outcome = Outcome::matched()
-        .evidence("host.arch")
-        .evidence(Path::new("env").key(var).as_str());
+    let mut outcome =
+        Outcome::matched().evidence("host.arch").evidence(Path::new("env").key(var).as_str());
     if m.cpu_model().is_some() {
         outcome = outcome.evidence("host.cpu_model");
     } else if m.has("host.cloud.instance_type") {
         outcome = outcome.evidence("host.cloud.instance_type");
     }
-    outcome
-        .param("var", var)
-        .param("flag", flag)
-        .param("why", why)
-        .param("cpu", cpu)
+    outcome.param("var", var).param("flag", flag).param("why", why).param("cpu", cpu)
 }
 
 pitfall_sdk::export_rule!(evaluate);

@@ -32,7 +32,6 @@ fn cuda_text(major: u64, minor: u64) -> String {
     s
 }
 
-
 /// The most demanding CUDA version the stack needs: `drivers.cuda`, or the
 /// CUDA runtime bundled in a `+cuXYZ` PyTorch wheel, whichever is newer.
 pub(crate) fn required_cuda(m: &Manifest) -> Option<Cuda> {
@@ -57,11 +56,7 @@ pub(crate) fn required_cuda(m: &Manifest) -> Option<Cuda> {
         })
     });
     match (from_drivers, from_torch) {
-        (Some(a), Some(b)) => Some(if (b.major, b.minor) > (a.major, a.minor) {
-            b
-        } else {
-            a
-        }),
+        (Some(a), Some(b)) => Some(if (b.major, b.minor) > (a.major, a.minor) { b } else { a }),
         (a, b) => a.or(b),
     }
 }
@@ -108,9 +103,7 @@ pub(crate) fn newest_compat(m: &Manifest) -> Option<Compat> {
             name.push('-');
             push_u64(&mut name, minor);
             if m.package(&name).is_some()
-                && best
-                    .as_ref()
-                    .is_none_or(|b| (major, minor) > (b.major, b.minor))
+                && best.as_ref().is_none_or(|b| (major, minor) > (b.major, b.minor))
             {
                 best = Some(Compat { major, minor, name });
             }
@@ -119,9 +112,7 @@ pub(crate) fn newest_compat(m: &Manifest) -> Option<Compat> {
     if let Some(p) = m.package("cuda-compat") {
         let parsed = p.version_text().and_then(|t| Dotted::parse(&t).ok());
         if let Some(v) = parsed.filter(|v| (11..=13).contains(&v.major()))
-            && best
-                .as_ref()
-                .is_none_or(|b| (v.major(), v.minor()) > (b.major, b.minor))
+            && best.as_ref().is_none_or(|b| (v.major(), v.minor()) > (b.major, b.minor))
         {
             best = Some(Compat {
                 major: v.major(),

@@ -19,10 +19,7 @@ use pitfall_sdk::prelude::*;
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
-    if !m
-        .accelerators()
-        .any(|a| a.vendor().as_deref() == Some("nvidia"))
-    {
+    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia")) {
         return Outcome::clear();
     }
     let Some(driver) = m.nvidia_driver() else {

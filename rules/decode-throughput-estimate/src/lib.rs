@@ -26,15 +26,8 @@ const FOUR_BIT: &[&str] = &[
     "modelopt_fp4",
 ];
 /// vLLM quantization methods with 8-bit weights.
-const EIGHT_BIT: &[&str] = &[
-    "fp8",
-    "int8",
-    "w8a8",
-    "fbgemm_fp8",
-    "ptpc_fp8",
-    "experts_int8",
-    "modelopt",
-];
+const EIGHT_BIT: &[&str] =
+    &["fp8", "int8", "w8a8", "fbgemm_fp8", "ptpc_fp8", "experts_int8", "modelopt"];
 
 /// Bytes read per parameter and what decides it, or `None` when unknown.
 fn bytes_per_param(m: &Manifest) -> Option<(f64, String)> {

@@ -24,10 +24,7 @@ const VLLM_BEFORE_V0_REMOVED: &str = "<0.11.0";
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
-    if !m
-        .accelerators()
-        .any(|a| a.vendor().as_deref() == Some("nvidia"))
-    {
+    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia")) {
         return Outcome::clear();
     }
     let Some(selection) = Selection::of(m) else {
@@ -37,11 +34,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         return Outcome::clear();
     }
     let head_dims = m.workload().head_dims();
-    let Some((index, head_dim)) = head_dims
-        .iter()
-        .copied()
-        .enumerate()
-        .max_by_key(|&(_, d)| d)
+    let Some((index, head_dim)) = head_dims.iter().copied().enumerate().max_by_key(|&(_, d)| d)
     else {
         return Outcome::needs("workload.head_dims");
     };
@@ -69,8 +62,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     if let Some(vllm) = &vllm {
         outcome = outcome.evidence(vllm.version_path().as_str());
     }
-    outcome
-        .param_int("head_dim", i64::from(head_dim))
+    outcome.param_int("head_dim", i64::from(head_dim))
 }
 
 pitfall_sdk::export_rule!(evaluate);

@@ -23,10 +23,7 @@ const VLLM_V0_ON_TURING: &str = "<0.10.2";
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
-    if !m
-        .accelerators()
-        .any(|a| a.vendor().as_deref() == Some("nvidia"))
-    {
+    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia")) {
         return Outcome::clear();
     }
     let Some(selection) = Selection::of(m) else {
@@ -58,9 +55,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     if let Some(vllm) = &vllm {
         outcome = outcome.evidence(vllm.version_path().as_str());
     }
-    outcome
-        .param("gpu", &gpu_name)
-        .param("cc", cc.write_to(&mut cc_buf))
+    outcome.param("gpu", &gpu_name).param("cc", cc.write_to(&mut cc_buf))
 }
 
 pitfall_sdk::export_rule!(evaluate);

@@ -54,10 +54,7 @@ fn cc_problem(cc: ComputeCapability, via_vllm: bool) -> Option<&'static str> {
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
-    if !m
-        .accelerators()
-        .any(|a| a.vendor().as_deref() == Some("nvidia"))
-    {
+    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia")) {
         return Outcome::clear();
     }
     let package = m.package(FA3_PACKAGE);
@@ -65,10 +62,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     let vllm = m.package("vllm");
     // The variable matters only to vLLM, and only when its FlashAttention
     // backend is the one in use (forced, or chosen automatically).
-    let backend_set = m
-        .workload()
-        .attention_backend()
-        .or_else(|| m.env("VLLM_ATTENTION_BACKEND"));
+    let backend_set = m.workload().attention_backend().or_else(|| m.env("VLLM_ATTENTION_BACKEND"));
     let vllm_uses_fa = backend_set.as_deref().is_none_or(is_flash_attn);
     let via_env = env_fa3 && vllm.is_some() && vllm_uses_fa;
     if package.is_none() && !via_env {
@@ -116,9 +110,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         outcome = outcome.evidence(package.version_path().as_str());
     }
     if let Some(problem) = cc_problem(cc, false) {
-        return outcome
-            .param("reason", problem)
-            .remedy(REMEDY_REMOVE_PACKAGE);
+        return outcome.param("reason", problem).remedy(REMEDY_REMOVE_PACKAGE);
     }
     if cc.major == 9
         && let (Some(cuda), Ok(min)) = (m.cuda(), Dotted::parse("12.3"))

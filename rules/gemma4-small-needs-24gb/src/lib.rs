@@ -35,9 +35,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some(variant) = variant(&w) else {
         return Outcome::clear();
     };
-    if w.quantization()
-        .is_some_and(|q| !q.is_empty() && q != "none")
-    {
+    if w.quantization().is_some_and(|q| !q.is_empty() && q != "none") {
         return Outcome::clear();
     }
     if w.model_mentions(&QUANTIZED_MARKERS) == Some(true) {

@@ -34,7 +34,8 @@ fn evaluate(m: &Manifest) -> Outcome {
         return Outcome::clear();
     }
     let transformers = m.package("transformers");
-    let Some(breaking) = transformers.as_ref().and_then(|p| p.version_in(BREAKING_TRANSFORMERS)) else {
+    let Some(breaking) = transformers.as_ref().and_then(|p| p.version_in(BREAKING_TRANSFORMERS))
+    else {
         return Outcome::needs("packages.transformers.version");
     };
     if !breaking {

@@ -39,11 +39,9 @@ fn evaluate(m: &Manifest) -> Outcome {
     }
     let endpoint = m.text("health_check.endpoint");
     let verifies = m.boolean("health_check.verifies_output");
-    let non_generating = endpoint.as_deref().is_some_and(|e| {
-        NON_GENERATING
-            .iter()
-            .any(|p| endpoint_path(e).eq_ignore_ascii_case(p))
-    });
+    let non_generating = endpoint
+        .as_deref()
+        .is_some_and(|e| NON_GENERATING.iter().any(|p| endpoint_path(e).eq_ignore_ascii_case(p)));
     let reason = if non_generating {
         "that endpoint answers without running the model"
     } else {
@@ -61,10 +59,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         outcome = outcome.evidence("health_check.verifies_output");
     }
     outcome
-        .param(
-            "endpoint",
-            endpoint.as_deref().unwrap_or("an unnamed endpoint"),
-        )
+        .param("endpoint", endpoint.as_deref().unwrap_or("an unnamed endpoint"))
         .param("reason", reason)
 }
 

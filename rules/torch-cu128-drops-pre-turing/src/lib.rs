@@ -56,10 +56,7 @@ fn build_of(v: &Version) -> Build {
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
-    if !m
-        .accelerators()
-        .any(|a| a.vendor().as_deref() == Some("nvidia"))
-    {
+    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia")) {
         return Outcome::clear();
     }
     let Some(torch) = m.package("torch") else {

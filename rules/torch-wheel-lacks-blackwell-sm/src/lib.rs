@@ -41,10 +41,7 @@ fn lacks_blackwell(v: &Version) -> Option<bool> {
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
-    if !m
-        .accelerators()
-        .any(|a| a.vendor().as_deref() == Some("nvidia"))
-    {
+    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia")) {
         return Outcome::clear();
     }
     let Some(torch) = m.package("torch") else {
@@ -53,11 +50,9 @@ fn evaluate(m: &Manifest) -> Outcome {
     if m.built_from_source("torch") {
         return Outcome::clear();
     }
-    let gpu = m.nvidia_gpus().find_map(|g| {
-        g.compute_capability()
-            .filter(|cc| is_blackwell(*cc))
-            .map(|cc| (g, cc))
-    });
+    let gpu = m
+        .nvidia_gpus()
+        .find_map(|g| g.compute_capability().filter(|cc| is_blackwell(*cc)).map(|cc| (g, cc)));
     let unknown_gpu = m.nvidia_gpus().find(|g| g.compute_capability().is_none());
     if gpu.is_none() && unknown_gpu.is_none() {
         return Outcome::clear();

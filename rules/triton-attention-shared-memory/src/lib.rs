@@ -25,16 +25,10 @@ fn evaluate(m: &Manifest) -> Outcome {
     // 1. Which attention backend: explicit, or the one vLLM falls back to.
     let (backend, backend_path) = match (w.attention_backend(), m.env("VLLM_ATTENTION_BACKEND")) {
         (Some(b), _) => (Some(b), "workload.attention_backend"),
-        (None, Some(b)) => (
-            Some(b.trim().to_ascii_uppercase()),
-            "env.VLLM_ATTENTION_BACKEND",
-        ),
+        (None, Some(b)) => (Some(b.trim().to_ascii_uppercase()), "env.VLLM_ATTENTION_BACKEND"),
         (None, None) => (None, ""),
     };
-    if backend
-        .as_deref()
-        .is_some_and(|b| !b.starts_with("TRITON_ATTN"))
-    {
+    if backend.as_deref().is_some_and(|b| !b.starts_with("TRITON_ATTN")) {
         return Outcome::clear();
     }
     // 2. The largest head size.
@@ -43,9 +37,8 @@ fn evaluate(m: &Manifest) -> Outcome {
     if from_model {
         // The model id is asked about (`text_contains`), never read: the
         // registry answers every id of another family from one evaluation.
-        if let Some((_, known)) = KNOWN_HEAD_DIMS
-            .iter()
-            .find(|(family, _)| w.model_mentions(&[family]) == Some(true))
+        if let Some((_, known)) =
+            KNOWN_HEAD_DIMS.iter().find(|(family, _)| w.model_mentions(&[family]) == Some(true))
         {
             dims.extend_from_slice(known);
         }
@@ -72,11 +65,7 @@ fn evaluate(m: &Manifest) -> Outcome {
             Some(gpu) => {
                 let outcome =
                     Outcome::needs(gpu.field_path("shared_memory_per_block_kib").as_str());
-                if max_dim.is_none() {
-                    outcome.missing("workload.head_dims")
-                } else {
-                    outcome
-                }
+                if max_dim.is_none() { outcome.missing("workload.head_dims") } else { outcome }
             }
             None => Outcome::clear(),
         };
@@ -97,11 +86,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
     let mut outcome = Outcome::matched()
         .evidence(gpu.field_path("shared_memory_per_block_kib").as_str())
-        .evidence(if from_model {
-            "workload.model"
-        } else {
-            "workload.head_dims"
-        });
+        .evidence(if from_model { "workload.model" } else { "workload.head_dims" });
     if backend.is_some() {
         outcome = outcome.evidence(backend_path);
     }

@@ -10,9 +10,7 @@ const AWQ_MIN: ComputeCapability = ComputeCapability::new(7, 5);
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
-    if !m
-        .accelerators()
-        .any(|a| a.vendor().as_deref() == Some("nvidia"))
+    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia"))
         || m.package("vllm").is_none()
     {
         return Outcome::clear();

@@ -45,9 +45,7 @@ fn min_capability(v: &Version) -> &'static str {
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
-    if !m
-        .accelerators()
-        .any(|a| a.vendor().as_deref() == Some("nvidia"))
+    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia"))
         || m.package("vllm").is_none()
     {
         return Outcome::clear();

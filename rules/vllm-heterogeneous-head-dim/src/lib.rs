@@ -21,9 +21,8 @@ fn evaluate(m: &Manifest) -> Outcome {
     let from_model = dims.is_empty();
     if from_model {
         let lower = model.as_deref().unwrap_or("").to_ascii_lowercase();
-        if let Some((_, known)) = KNOWN_HETEROGENEOUS
-            .iter()
-            .find(|(family, _)| lower.contains(family))
+        if let Some((_, known)) =
+            KNOWN_HETEROGENEOUS.iter().find(|(family, _)| lower.contains(family))
         {
             dims.extend_from_slice(known);
         }
@@ -37,11 +36,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     let version_path = vllm.version_path();
     let Some(version_text) = vllm.version_text() else {
         let outcome = Outcome::needs(version_path.as_str());
-        return if geometry_known {
-            outcome
-        } else {
-            outcome.missing("workload.head_dims")
-        };
+        return if geometry_known { outcome } else { outcome.missing("workload.head_dims") };
     };
     // A version that is not PEP 440 (a branch name) cannot be placed; do not guess.
     if pep440_lt(&version_text, FIXED_IN) != Some(true) {
@@ -59,11 +54,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     }
     Outcome::matched()
         .evidence(version_path.as_str())
-        .evidence(if from_model {
-            "workload.model"
-        } else {
-            "workload.head_dims"
-        })
+        .evidence(if from_model { "workload.model" } else { "workload.head_dims" })
         .param("model", model.as_deref().unwrap_or("The model"))
         .param("head_dims", &dims_text)
         .param("version", &version_text)

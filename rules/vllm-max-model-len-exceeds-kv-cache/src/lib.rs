@@ -47,14 +47,13 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some(mem_mib) = smallest else {
         return Outcome::clear();
     };
-    let util = w
-        .gpu_memory_utilization()
-        .filter(|u| *u > 0.0 && *u <= 1.0)
-        .unwrap_or(DEFAULT_UTILIZATION);
+    let util =
+        w.gpu_memory_utilization().filter(|u| *u > 0.0 && *u <= 1.0).unwrap_or(DEFAULT_UTILIZATION);
     let tp = w.tensor_parallel_size().unwrap_or(1).max(1);
     let pp = w.pipeline_parallel_size().unwrap_or(1).max(1);
     let dtype = w.dtype();
-    let weights_gb = params_b * pitfall_sdk::view::weight_precision(w.quantization().as_deref(), dtype.as_deref()).0;
+    let weights_gb = params_b
+        * pitfall_sdk::view::weight_precision(w.quantization().as_deref(), dtype.as_deref()).0;
     let per_gpu_weights_gb = weights_gb / f64::from(tp.saturating_mul(pp));
     let free_gb = mem_mib * util * MIB / GB - per_gpu_weights_gb;
     if free_gb <= 0.0 {
@@ -82,11 +81,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     let element = kv_bytes(w.kv_cache_dtype().as_deref(), dtype.as_deref());
     // KV heads split over TP ranks; with more ranks than heads each rank
     // keeps one (replicated) head. Layers split over pipeline stages.
-    let heads_per_gpu = if kv_heads >= tp {
-        f64::from(kv_heads) / f64::from(tp)
-    } else {
-        1.0
-    };
+    let heads_per_gpu = if kv_heads >= tp { f64::from(kv_heads) / f64::from(tp) } else { 1.0 };
     let per_token = 2.0 * (layers / f64::from(pp)) * heads_per_gpu * f64::from(head_dim) * element;
     let tokens = free_gb * GB / per_token;
     if max_len <= tokens {

@@ -42,9 +42,8 @@ fn evaluate(m: &Manifest) -> Outcome {
         return Outcome::clear();
     }
     // A build for another device (`VLLM_TARGET_DEVICE=cpu`, `rocm`, ...) needs no nvcc.
-    let cuda_target = m
-        .env("VLLM_TARGET_DEVICE")
-        .is_none_or(|d| d.trim().eq_ignore_ascii_case("cuda"));
+    let cuda_target =
+        m.env("VLLM_TARGET_DEVICE").is_none_or(|d| d.trim().eq_ignore_ascii_case("cuda"));
     // An older vLLM builds without Rust; an unknown version may be the main branch, which needs it.
     let version = m.package_version("vllm");
     let rust_needed = match version.as_deref() {
@@ -92,15 +91,13 @@ fn evaluate(m: &Manifest) -> Outcome {
         what.push(' ');
         what.push_str(v);
     }
-    outcome
-        .param("vllm", &what)
-        .param("tools", &tools)
-        .param("failure", &failure)
-        .remedy(match (nvcc_absent, rustc_absent) {
+    outcome.param("vllm", &what).param("tools", &tools).param("failure", &failure).remedy(
+        match (nvcc_absent, rustc_absent) {
             (true, true) => REMEDY_BOTH,
             (true, false) => REMEDY_NVCC,
             _ => REMEDY_RUST,
-        })
+        },
+    )
 }
 
 pitfall_sdk::export_rule!(evaluate);

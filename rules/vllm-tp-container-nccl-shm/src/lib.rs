@@ -27,21 +27,16 @@ fn evaluate(m: &Manifest) -> Outcome {
         return Outcome::clear();
     }
     if ipc.is_none() && shm.is_none() {
-        return Outcome::undetermined()
-            .missing("container.ipc")
-            .missing("container.shm_size_mib");
+        return Outcome::undetermined().missing("container.ipc").missing("container.shm_size_mib");
     }
-    let mut outcome = Outcome::matched()
-        .evidence("workload.tensor_parallel_size")
-        .param_int("tp", i64::from(tp));
+    let mut outcome =
+        Outcome::matched().evidence("workload.tensor_parallel_size").param_int("tp", i64::from(tp));
     outcome = match &ipc {
         Some(mode) => outcome.evidence("container.ipc").param("ipc", mode),
         None => outcome.param("ipc", "unreported"),
     };
     match shm {
-        Some(mib) => outcome
-            .evidence("container.shm_size_mib")
-            .param_int("shm", mib as i64),
+        Some(mib) => outcome.evidence("container.shm_size_mib").param_int("shm", mib as i64),
         // IPC mode known, /dev/shm size not: Docker's default.
         None => outcome.param_int("shm", DOCKER_DEFAULT_SHM_MIB),
     }

@@ -9,11 +9,7 @@ use pitfall_sdk::prelude::*;
 /// when there are at least as many heads as ranks, else replicates each
 /// head over `tp / kv` ranks.
 fn kv_fits(kv: u32, tp: u32) -> bool {
-    if tp >= kv {
-        tp.is_multiple_of(kv)
-    } else {
-        kv.is_multiple_of(tp)
-    }
+    if tp >= kv { tp.is_multiple_of(kv) } else { kv.is_multiple_of(tp) }
 }
 
 fn fits(heads: u32, kv: Option<u32>, tp: u32) -> bool {

@@ -42,16 +42,15 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some((gpu, mem_mib)) = smallest else {
         return Outcome::clear();
     };
-    let util = w
-        .gpu_memory_utilization()
-        .filter(|u| *u > 0.0 && *u <= 1.0)
-        .unwrap_or(DEFAULT_UTILIZATION);
+    let util =
+        w.gpu_memory_utilization().filter(|u| *u > 0.0 && *u <= 1.0).unwrap_or(DEFAULT_UTILIZATION);
     let tp = w.tensor_parallel_size().unwrap_or(1).max(1);
     let pp = w.pipeline_parallel_size().unwrap_or(1).max(1);
     let shards = tp.saturating_mul(pp);
     let quantization = w.quantization();
     let dtype = w.dtype();
-    let (bytes, label) = pitfall_sdk::view::weight_precision(quantization.as_deref(), dtype.as_deref());
+    let (bytes, label) =
+        pitfall_sdk::view::weight_precision(quantization.as_deref(), dtype.as_deref());
 
     let weights_gb = params_b * bytes;
     let per_gpu_gb = weights_gb / f64::from(shards);
@@ -79,11 +78,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         .param_decimal(
             "params_b",
             params_b,
-            if params_b == f64::from(params_b as u32) {
-                0
-            } else {
-                1
-            },
+            if params_b == f64::from(params_b as u32) { 0 } else { 1 },
         )
         .param("precision", label)
         .param("weights_gb", &pitfall_sdk::text::fixed(weights_gb, 1))

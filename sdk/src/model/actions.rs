@@ -9,7 +9,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::manifest::{Accelerator, Build, Container, Drivers, HealthCheck, Manifest, Package, Workload};
+use super::manifest::{
+    Accelerator, Build, Container, Drivers, HealthCheck, Manifest, Package, Workload,
+};
 use super::normalize::package_key;
 use crate::version::{Dotted, Version};
 
@@ -128,20 +130,34 @@ impl std::fmt::Display for Action {
             Action::ChangeImage { image } => write!(f, "use image {image}"),
             Action::UpgradeDriver { to } => write!(f, "upgrade the NVIDIA driver to >= {to}"),
             Action::ChangeCuda { version } => write!(f, "use CUDA {version}"),
-            Action::BuildFromSource { package, torch_cuda_arch_list } if torch_cuda_arch_list.is_empty() => {
+            Action::BuildFromSource { package, torch_cuda_arch_list }
+                if torch_cuda_arch_list.is_empty() =>
+            {
                 write!(f, "build {package} from source")
             }
             Action::BuildFromSource { package, torch_cuda_arch_list } => {
-                write!(f, "build {package} from source with TORCH_CUDA_ARCH_LIST=\"{}\"", torch_cuda_arch_list.join(";"))
+                write!(
+                    f,
+                    "build {package} from source with TORCH_CUDA_ARCH_LIST=\"{}\"",
+                    torch_cuda_arch_list.join(";")
+                )
             }
             Action::InstallTool { tool, version: Some(v) } => write!(f, "install {tool} {v}"),
             Action::InstallTool { tool, version: None } => write!(f, "install {tool}"),
             Action::SetWorkload { field, value } => write!(f, "set workload.{field} = {value}"),
-            Action::ChangeAccelerator { model, count: Some(n) } => write!(f, "switch to {n}x {model}"),
-            Action::ChangeAccelerator { model, count: None } => write!(f, "switch the accelerator to {model}"),
+            Action::ChangeAccelerator { model, count: Some(n) } => {
+                write!(f, "switch to {n}x {model}")
+            }
+            Action::ChangeAccelerator { model, count: None } => {
+                write!(f, "switch the accelerator to {model}")
+            }
             Action::ChangeHealthCheck { endpoint, verifies_output } => {
                 write!(f, "probe {endpoint}")?;
-                if *verifies_output { f.write_str(" and verify the generated text") } else { Ok(()) }
+                if *verifies_output {
+                    f.write_str(" and verify the generated text")
+                } else {
+                    Ok(())
+                }
             }
         }
     }
@@ -213,7 +229,9 @@ pub fn apply(manifest: &mut Manifest, action: &Action) -> Result<(), ApplyError>
         Action::UnsetEnv { name } => {
             manifest.env.remove(name);
         }
-        Action::AddFlag { tool, flag, value } => apply_flag(manifest, tool, flag, value.as_deref())?,
+        Action::AddFlag { tool, flag, value } => {
+            apply_flag(manifest, tool, flag, value.as_deref())?
+        }
         Action::ChangeImage { image } => {
             manifest.container.get_or_insert_with(Container::default).image = Some(image.clone());
         }
@@ -242,7 +260,9 @@ pub fn apply(manifest: &mut Manifest, action: &Action) -> Result<(), ApplyError>
         }
         Action::InstallTool { tool, version } => {
             let build = manifest.build.get_or_insert_with(Build::default);
-            build.tools.insert(tool.clone(), Some(version.clone().unwrap_or_else(|| "installed".into())));
+            build
+                .tools
+                .insert(tool.clone(), Some(version.clone().unwrap_or_else(|| "installed".into())));
         }
         Action::SetWorkload { field, value } => set_workload(manifest, field, value)?,
         Action::ChangeAccelerator { model, count } => {
@@ -285,7 +305,12 @@ fn package_entry<'m>(manifest: &'m mut Manifest, name: &str) -> &'m mut Package 
 }
 
 /// The flags of `vllm serve` and `docker run` that the manifest expresses.
-fn apply_flag(manifest: &mut Manifest, tool: &str, flag: &str, value: Option<&str>) -> Result<(), ApplyError> {
+fn apply_flag(
+    manifest: &mut Manifest,
+    tool: &str,
+    flag: &str,
+    value: Option<&str>,
+) -> Result<(), ApplyError> {
     let flag_name = flag.trim_start_matches('-');
     let (flag_name, inline) = match flag_name.split_once('=') {
         Some((f, v)) => (f, Some(v)),
@@ -300,24 +325,41 @@ fn apply_flag(manifest: &mut Manifest, tool: &str, flag: &str, value: Option<&st
         })
     }
     match (tool, flag_name) {
-        ("vllm", "dtype") => set_workload(manifest, "dtype", &Value::String(need(flag, value)?.to_owned())),
-        ("vllm", "tensor-parallel-size" | "tp") => set_workload(manifest, "tensor_parallel_size", &number(flag, need(flag, value)?)?),
+        ("vllm", "dtype") => {
+            set_workload(manifest, "dtype", &Value::String(need(flag, value)?.to_owned()))
+        }
+        ("vllm", "tensor-parallel-size" | "tp") => {
+            set_workload(manifest, "tensor_parallel_size", &number(flag, need(flag, value)?)?)
+        }
         ("vllm", "pipeline-parallel-size" | "pp") => {
             set_workload(manifest, "pipeline_parallel_size", &number(flag, need(flag, value)?)?)
         }
-        ("vllm", "max-model-len") => set_workload(manifest, "max_model_len", &number(flag, need(flag, value)?)?),
-        ("vllm", "max-num-seqs") => set_workload(manifest, "max_num_seqs", &number(flag, need(flag, value)?)?),
+        ("vllm", "max-model-len") => {
+            set_workload(manifest, "max_model_len", &number(flag, need(flag, value)?)?)
+        }
+        ("vllm", "max-num-seqs") => {
+            set_workload(manifest, "max_num_seqs", &number(flag, need(flag, value)?)?)
+        }
         ("vllm", "gpu-memory-utilization") => {
             set_workload(manifest, "gpu_memory_utilization", &number(flag, need(flag, value)?)?)
         }
-        ("vllm", "quantization" | "q") => set_workload(manifest, "quantization", &Value::String(need(flag, value)?.to_owned())),
-        ("vllm", "kv-cache-dtype") => set_workload(manifest, "kv_cache_dtype", &Value::String(need(flag, value)?.to_owned())),
-        ("vllm", "attention-backend") => {
-            set_workload(manifest, "attention_backend", &Value::String(need(flag, value)?.to_owned()))
+        ("vllm", "quantization" | "q") => {
+            set_workload(manifest, "quantization", &Value::String(need(flag, value)?.to_owned()))
         }
-        ("vllm", "disable-custom-all-reduce") => set_workload(manifest, "disable_custom_all_reduce", &Value::Bool(true)),
+        ("vllm", "kv-cache-dtype") => {
+            set_workload(manifest, "kv_cache_dtype", &Value::String(need(flag, value)?.to_owned()))
+        }
+        ("vllm", "attention-backend") => set_workload(
+            manifest,
+            "attention_backend",
+            &Value::String(need(flag, value)?.to_owned()),
+        ),
+        ("vllm", "disable-custom-all-reduce") => {
+            set_workload(manifest, "disable_custom_all_reduce", &Value::Bool(true))
+        }
         ("docker", "ipc") => {
-            manifest.container.get_or_insert_with(Container::default).ipc = Some(need(flag, value)?.to_owned());
+            manifest.container.get_or_insert_with(Container::default).ipc =
+                Some(need(flag, value)?.to_owned());
             Ok(())
         }
         ("docker", "shm-size") => {
@@ -335,13 +377,13 @@ fn apply_flag(manifest: &mut Manifest, tool: &str, flag: &str, value: Option<&st
 }
 
 fn number(flag: &str, text: &str) -> Result<Value, ApplyError> {
-    serde_json::from_str::<serde_json::Number>(text.trim())
-        .map(Value::Number)
-        .map_err(|_| ApplyError::BadFlagValue {
+    serde_json::from_str::<serde_json::Number>(text.trim()).map(Value::Number).map_err(|_| {
+        ApplyError::BadFlagValue {
             flag: flag.to_owned(),
             value: text.to_owned(),
             reason: "expected a number".into(),
-        })
+        }
+    })
 }
 
 /// Docker's `--shm-size` syntax: a number with an optional b/k/m/g unit.
@@ -371,9 +413,8 @@ fn set_workload(manifest: &mut Manifest, field: &str, value: &Value) -> Result<(
         return Err(ApplyError::UnknownWorkloadField(field.to_owned()));
     }
     obj.insert(field.to_owned(), value.clone());
-    *workload = serde_json::from_value(Value::Object(obj)).map_err(|e| ApplyError::BadWorkloadValue {
-        field: field.to_owned(),
-        reason: e.to_string(),
+    *workload = serde_json::from_value(Value::Object(obj)).map_err(|e| {
+        ApplyError::BadWorkloadValue { field: field.to_owned(), reason: e.to_string() }
     })?;
     Ok(())
 }
@@ -408,10 +449,13 @@ mod tests {
 
     #[test]
     fn upgrade_package_raises_but_never_lowers() {
-        let mut m = manifest(r#"{"manifest_version":1,"packages":[{"name":"vLLM","version":"0.27.1"}]}"#);
-        apply(&mut m, &Action::UpgradePackage { package: "vllm".into(), to: "0.27.2rc0".into() }).expect("applies");
+        let mut m =
+            manifest(r#"{"manifest_version":1,"packages":[{"name":"vLLM","version":"0.27.1"}]}"#);
+        apply(&mut m, &Action::UpgradePackage { package: "vllm".into(), to: "0.27.2rc0".into() })
+            .expect("applies");
         assert_eq!(m.packages[0].version.as_deref(), Some("0.27.2rc0"));
-        apply(&mut m, &Action::UpgradePackage { package: "vllm".into(), to: "0.10.2".into() }).expect("applies");
+        apply(&mut m, &Action::UpgradePackage { package: "vllm".into(), to: "0.10.2".into() })
+            .expect("applies");
         assert_eq!(m.packages[0].version.as_deref(), Some("0.27.2rc0"));
     }
 
@@ -446,9 +490,13 @@ mod tests {
     #[test]
     fn unknown_flags_and_fields_are_refused() {
         let mut m = manifest(r#"{"manifest_version":1}"#);
-        let unknown = Action::AddFlag { tool: "vllm".into(), flag: "--frobnicate".into(), value: None };
+        let unknown =
+            Action::AddFlag { tool: "vllm".into(), flag: "--frobnicate".into(), value: None };
         assert!(matches!(apply(&mut m, &unknown), Err(ApplyError::UnknownFlag { .. })));
-        let bad = Action::SetWorkload { field: "tensor_parallel_size".into(), value: Value::String("two".into()) };
+        let bad = Action::SetWorkload {
+            field: "tensor_parallel_size".into(),
+            value: Value::String("two".into()),
+        };
         assert!(matches!(apply(&mut m, &bad), Err(ApplyError::BadWorkloadValue { .. })));
         let no_field = Action::SetWorkload { field: "colour".into(), value: Value::Null };
         assert!(matches!(apply(&mut m, &no_field), Err(ApplyError::UnknownWorkloadField(_))));

@@ -7,8 +7,8 @@ use std::fmt;
 use serde_json::Value;
 
 use super::meta::{Expect, TestCase};
-use super::selector::Selector;
 use super::report::LazyFinding;
+use super::selector::Selector;
 use super::{Manifest, Prepared, actions, manifest_from_value};
 
 /// What one evaluation of a rule gave.
@@ -29,7 +29,9 @@ impl fmt::Display for Evaluation {
         match self {
             Evaluation::Clear => f.write_str("clear"),
             Evaluation::Matched(finding) => write!(f, "matched: {}", finding.message),
-            Evaluation::Undetermined(missing) => write!(f, "undetermined, missing {}", missing.join(", ")),
+            Evaluation::Undetermined(missing) => {
+                write!(f, "undetermined, missing {}", missing.join(", "))
+            }
             Evaluation::Failed(error) => write!(f, "failed: {error}"),
         }
     }
@@ -68,7 +70,9 @@ pub fn run_cases(
             results.extend(probe_selectors(selectors, case, manifest, evaluate));
         }
     }
-    for (kind, label) in [(Expect::Matched, "matched"), (Expect::Clear, "clear"), (Expect::Fixed, "fixed")] {
+    for (kind, label) in
+        [(Expect::Matched, "matched"), (Expect::Clear, "clear"), (Expect::Fixed, "fixed")]
+    {
         if !cases.iter().any(|c| c.expect == kind) {
             results.push(CaseResult {
                 name: format!("coverage: a `{label}` case"),
@@ -109,7 +113,9 @@ fn run_case(
             };
             match repaired(original, case.remedy.unwrap_or(0), evaluate) {
                 Ok(m) => (m, Expect::Clear),
-                Err(reason) => return fail("a manifest repaired by the remedy".into(), reason, original),
+                Err(reason) => {
+                    return fail("a manifest repaired by the remedy".into(), reason, original);
+                }
             }
         }
         other => match &case.manifest {
@@ -133,7 +139,9 @@ fn run_case(
         (Expect::Clear, Evaluation::Clear) => (true, "clear".to_owned()),
         (Expect::Clear, _) => (false, "clear".to_owned()),
         (Expect::Matched, Evaluation::Matched(f)) => match &case.message_contains {
-            Some(text) => (f.message.contains(text.as_str()), format!("matched, message containing {text:?}")),
+            Some(text) => {
+                (f.message.contains(text.as_str()), format!("matched, message containing {text:?}"))
+            }
             None => (true, "matched".to_owned()),
         },
         (Expect::Matched, _) => (false, "matched".to_owned()),
@@ -141,11 +149,17 @@ fn run_case(
             case.missing.iter().all(|p| missing.contains(p)),
             format!("undetermined, missing {}", case.missing.join(", ")),
         ),
-        (Expect::Undetermined, _) => (false, format!("undetermined, missing {}", case.missing.join(", "))),
+        (Expect::Undetermined, _) => {
+            (false, format!("undetermined, missing {}", case.missing.join(", ")))
+        }
         (Expect::Fixed, _) => unreachable!("fixed cases are checked as clear"),
     };
     let expected_text = if case.expect == Expect::Fixed {
-        format!("clear after remedy {} of case {:?}", case.remedy.unwrap_or(0), case.from.as_deref().unwrap_or(""))
+        format!(
+            "clear after remedy {} of case {:?}",
+            case.remedy.unwrap_or(0),
+            case.from.as_deref().unwrap_or("")
+        )
     } else {
         expected_text
     };
@@ -206,13 +220,17 @@ fn exclusions(selector: &Selector, manifest: &Value) -> Vec<(String, Value)> {
         }
         (what, variant)
     };
-    let each = |root: &mut serde_json::Map<String, Value>, list: &str, f: &dyn Fn(&mut serde_json::Map<String, Value>)| {
+    let each = |root: &mut serde_json::Map<String, Value>,
+                list: &str,
+                f: &dyn Fn(&mut serde_json::Map<String, Value>)| {
         if let Some(Value::Array(items)) = root.get_mut(list) {
             items.iter_mut().filter_map(Value::as_object_mut).for_each(f);
         }
     };
     let is_named = |p: &serde_json::Map<String, Value>, name: &str| {
-        p.get("name").and_then(Value::as_str).is_some_and(|n| super::normalize::package_key(n) == name)
+        p.get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| super::normalize::package_key(n) == name)
     };
     match selector {
         Selector::Package { name, versions } => {
@@ -256,7 +274,8 @@ fn exclusions(selector: &Selector, manifest: &Value) -> Vec<(String, Value)> {
             }
         })],
         Selector::Engine(_) => vec![edit("workload.engine probe-engine".into(), &|root| {
-            let workload = root.entry("workload").or_insert_with(|| Value::Object(Default::default()));
+            let workload =
+                root.entry("workload").or_insert_with(|| Value::Object(Default::default()));
             if let Some(workload) = workload.as_object_mut() {
                 workload.insert("engine".into(), "probe-engine".into());
             }
@@ -280,15 +299,15 @@ fn repaired(
         Evaluation::Matched(f) => f,
         other => return Err(format!("case `from` did not match: {other}")),
     };
-    let remedy = finding
-        .remedies
-        .get(index)
-        .ok_or_else(|| format!("remedy {index} does not exist ({} offered)", finding.remedies.len()))?;
+    let remedy = finding.remedies.get(index).ok_or_else(|| {
+        format!("remedy {index} does not exist ({} offered)", finding.remedies.len())
+    })?;
     if remedy.actions.is_empty() {
         return Err(format!("remedy {index} ({:?}) has no actions to apply", remedy.summary));
     }
     let mut fixed = manifest;
-    actions::apply_all(&mut fixed, &remedy.actions).map_err(|e| format!("applying remedy {index}: {e}"))?;
+    actions::apply_all(&mut fixed, &remedy.actions)
+        .map_err(|e| format!("applying remedy {index}: {e}"))?;
     serde_json::to_value(&fixed).map_err(|e| e.to_string())
 }
 

@@ -100,7 +100,9 @@ impl Stored {
 fn field_of(value: &Value, source: Source) -> Field<'_> {
     let (kind, text, number, len) = match value {
         Value::Null => (FieldKind::Null, None, None, 0),
-        Value::Bool(b) => (FieldKind::Bool, Some(Cow::Borrowed(if *b { "true" } else { "false" })), None, 0),
+        Value::Bool(b) => {
+            (FieldKind::Bool, Some(Cow::Borrowed(if *b { "true" } else { "false" })), None, 0)
+        }
         Value::Number(n) => (FieldKind::Number, Some(Cow::Owned(n.to_string())), n.as_f64(), 0),
         Value::String(s) => (FieldKind::String, Some(Cow::Borrowed(s.as_str())), None, 0),
         Value::Array(a) => (FieldKind::Array, None, None, a.len()),
@@ -173,7 +175,13 @@ impl FieldMap {
         if !map.manifest.packages.is_empty() {
             map.packages = PackageTable::new(&map.manifest.packages);
             let source = map.source("packages");
-            let field = Stored { kind: FieldKind::Object, text: None, number: None, len: map.packages.len(), source };
+            let field = Stored {
+                kind: FieldKind::Object,
+                text: None,
+                number: None,
+                len: map.packages.len(),
+                source,
+            };
             map.fields.insert(b"packages".as_slice().into(), field);
         }
 
@@ -199,7 +207,12 @@ impl FieldMap {
         if path == "packages" {
             return Some(self.packages_object.get_or_init(|| {
                 let packages = &self.manifest.packages;
-                Value::Object(self.packages.iter().map(|p| (p.key(packages).to_owned(), p.json(packages).clone())).collect())
+                Value::Object(
+                    self.packages
+                        .iter()
+                        .map(|p| (p.key(packages).to_owned(), p.json(packages).clone()))
+                        .collect(),
+                )
             }));
         }
         match path.strip_prefix(PACKAGES) {
@@ -212,7 +225,8 @@ impl FieldMap {
     /// by its key (a key never holds a dot), then down from it.
     fn below_packages(&self, below: &str) -> Option<&Value> {
         let (key, rest) = below.split_once('.').map_or((below, None), |(k, r)| (k, Some(r)));
-        let package = self.packages.get(key, &self.manifest.packages)?.json(&self.manifest.packages);
+        let package =
+            self.packages.get(key, &self.manifest.packages)?.json(&self.manifest.packages);
         rest.map_or(Some(package), |rest| descend(package, rest))
     }
 
@@ -263,8 +277,12 @@ impl FieldMap {
             // A package itself (a rule asking whether it is installed):
             // an object of its members, counted without building its JSON.
             None => {
-                let package = self.packages.get(below, &self.manifest.packages)?.package(&self.manifest.packages)?;
-                let len = 1 + usize::from(package.version.is_some())
+                let package = self
+                    .packages
+                    .get(below, &self.manifest.packages)?
+                    .package(&self.manifest.packages)?;
+                let len = 1
+                    + usize::from(package.version.is_some())
                     + usize::from(package.ecosystem.is_some())
                     + package.extra.len();
                 Some(Field { kind: FieldKind::Object, text: None, number: None, len, source })
@@ -286,7 +304,11 @@ impl FieldMap {
     /// lookup, unless an enriched path lies below `packages.` (none does
     /// today; every replay of a rule that reads a version asks this).
     fn package_source(&self, below: &str) -> Source {
-        if self.enriched_packages { self.source(&format!("{PACKAGES}{below}")) } else { Source::Manifest }
+        if self.enriched_packages {
+            self.source(&format!("{PACKAGES}{below}"))
+        } else {
+            Source::Manifest
+        }
     }
 
     /// A package's `name`, `version` or `ecosystem` (`below` is
@@ -330,7 +352,8 @@ impl FieldMap {
     /// How many fields (every level counted, those below `packages.` too).
     pub fn len(&self) -> usize {
         let packages = &self.manifest.packages;
-        self.fields.len() + self.packages.iter().map(|p| 1 + nodes_below(p.json(packages))).sum::<usize>()
+        self.fields.len()
+            + self.packages.iter().map(|p| 1 + nodes_below(p.json(packages))).sum::<usize>()
     }
 
     /// Whether the manifest had no fields at all.
@@ -384,14 +407,17 @@ fn nodes_below(value: &Value) -> usize {
 /// whose key is a prefix of the path up to a dot is tried.
 fn descend<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
     match value {
-        Value::Object(members) => members.iter().find_map(|(k, v)| match path.strip_prefix(k.as_str())? {
-            "" => Some(v),
-            rest => descend(v, rest.strip_prefix('.')?),
-        }),
+        Value::Object(members) => {
+            members.iter().find_map(|(k, v)| match path.strip_prefix(k.as_str())? {
+                "" => Some(v),
+                rest => descend(v, rest.strip_prefix('.')?),
+            })
+        }
         Value::Array(items) => {
             let (index, rest) = path.split_once('.').map_or((path, None), |(i, r)| (i, Some(r)));
             // Only the spelling flattening gives an index (`1`, not `01` or `+1`).
-            let canonical = index.bytes().all(|b| b.is_ascii_digit()) && (index == "0" || !index.starts_with('0'));
+            let canonical = index.bytes().all(|b| b.is_ascii_digit())
+                && (index == "0" || !index.starts_with('0'));
             let item = items.get(canonical.then(|| index.parse::<usize>().ok()).flatten()?)?;
             match rest {
                 None => Some(item),
@@ -431,19 +457,35 @@ mod tests {
             map.below_packages(below).map(|value| field_of(value, map.source(path)))
         };
         // Asking for a package, or its version, builds no package's JSON.
-        for path in ["packages.vllm", "packages.nvidia-cudnn", "packages.vllm.version", "packages.missing"] {
+        for path in
+            ["packages.vllm", "packages.nvidia-cudnn", "packages.vllm.version", "packages.missing"]
+        {
             let _ = map.get(path);
         }
         assert!(map.packages.iter().all(|p| !p.json_built()), "a package's JSON was built");
         let mut decided = 0;
         for key in ["vllm", "flash-attn", "torch", "nvidia-cudnn", "missing"] {
             // The package itself too (`packages.vllm`), answered without its JSON.
-            for member in ["", "name", "version", "ecosystem", "source", "extra", "extra.pinned", "version.major"] {
-                let path = if member.is_empty() { format!("packages.{key}") } else { format!("packages.{key}.{member}") };
+            for member in [
+                "",
+                "name",
+                "version",
+                "ecosystem",
+                "source",
+                "extra",
+                "extra.pinned",
+                "version.major",
+            ] {
+                let path = if member.is_empty() {
+                    format!("packages.{key}")
+                } else {
+                    format!("packages.{key}.{member}")
+                };
                 let below = path.strip_prefix(PACKAGES).expect("below packages");
-                decided += usize::from(
-                    below.split_once('.').is_some_and(|(key, member)| map.typed_package_scalar(key, member).is_some()),
-                );
+                decided +=
+                    usize::from(below.split_once('.').is_some_and(|(key, member)| {
+                        map.typed_package_scalar(key, member).is_some()
+                    }));
                 assert_eq!(map.get(&path), json_route(&path), "{path}");
                 assert_eq!(map.get_bytes(path.as_bytes()), json_route(&path), "{path}");
             }
@@ -451,7 +493,10 @@ mod tests {
         // The fast path answered the three scalars of each present package
         // and everything below the missing one.
         assert_eq!(decided, 4 * 3 + 7);
-        assert_eq!(map.get("packages.flash-attn.version").and_then(|f| f.text).as_deref(), Some("2.7.4.post1"));
+        assert_eq!(
+            map.get("packages.flash-attn.version").and_then(|f| f.text).as_deref(),
+            Some("2.7.4.post1")
+        );
         assert_eq!(map.get("packages.vllm.version").map(|f| f.source), Some(Source::Enriched));
     }
 
@@ -464,7 +509,8 @@ mod tests {
                 "workload":{"head_dims":[256,512]},"env":{"A":"b"}}"#,
         )
         .expect("parses");
-        let enrichment = Enrichment { paths: BTreeSet::from(["accelerators.0.memory_mib".to_owned()]) };
+        let enrichment =
+            Enrichment { paths: BTreeSet::from(["accelerators.0.memory_mib".to_owned()]) };
         let f = FieldMap::new(Arc::new(m), &enrichment);
         assert_eq!(f.get("host.arch").and_then(|x| x.text).as_deref(), Some("aarch64"));
         assert_eq!(f.get("accelerators").map(|x| (x.kind, x.len)), Some((FieldKind::Array, 1)));
@@ -472,9 +518,19 @@ mod tests {
         assert_eq!((cc.text.as_deref(), cc.source), (Some("7.5"), Source::Manifest));
         let mem = f.get("accelerators.0.memory_mib").expect("memory present");
         assert_eq!((mem.number, mem.source), (Some(15360.0), Source::Enriched));
-        assert_eq!(f.get("packages.flash-attn.version").and_then(|x| x.text).as_deref(), Some("2.7.0"));
-        assert_eq!(f.get_bytes(b"packages.flash-attn.version").map(|x| x.source), Some(Source::Manifest));
-        assert_eq!(f.get_bytes(b"packages.flash-attn\xff.version"), None, "a path that is not UTF-8 finds nothing");
+        assert_eq!(
+            f.get("packages.flash-attn.version").and_then(|x| x.text).as_deref(),
+            Some("2.7.0")
+        );
+        assert_eq!(
+            f.get_bytes(b"packages.flash-attn.version").map(|x| x.source),
+            Some(Source::Manifest)
+        );
+        assert_eq!(
+            f.get_bytes(b"packages.flash-attn\xff.version"),
+            None,
+            "a path that is not UTF-8 finds nothing"
+        );
         assert_eq!(f.get("workload.head_dims.1").and_then(|x| x.number), Some(512.0));
         assert_eq!(f.get("env.A").and_then(|x| x.text).as_deref(), Some("b"));
         assert!(f.get("drivers.cuda").is_none());
@@ -501,9 +557,21 @@ mod tests {
         assert_eq!(f.get("packages.vllm.build.cuda").and_then(|x| x.text).as_deref(), Some("12.8"));
         assert_eq!(f.get("packages.vllm.build.flags.1").and_then(|x| x.number), Some(2.0));
         assert_eq!(f.get("packages.vllm.build.flags.1").and_then(|x| x.text).as_deref(), Some("2"));
-        assert_eq!(f.get("packages.vllm.a.b").map(|x| (x.kind, x.number)), Some((FieldKind::Number, Some(7.0))));
-        assert_eq!(f.get_bytes(b"packages.vllm.version").and_then(|x| x.text).as_deref(), Some("0.27.1"));
-        for missing in ["packages.", "packages.vllm.", "packages.flash-attn", "packages.vllm.build.flags.2", "packages.vllm.build.flags.01"] {
+        assert_eq!(
+            f.get("packages.vllm.a.b").map(|x| (x.kind, x.number)),
+            Some((FieldKind::Number, Some(7.0)))
+        );
+        assert_eq!(
+            f.get_bytes(b"packages.vllm.version").and_then(|x| x.text).as_deref(),
+            Some("0.27.1")
+        );
+        for missing in [
+            "packages.",
+            "packages.vllm.",
+            "packages.flash-attn",
+            "packages.vllm.build.flags.2",
+            "packages.vllm.build.flags.01",
+        ] {
             assert!(f.get(missing).is_none(), "{missing}");
         }
         assert!(f.get_bytes(b"packages.\xff").is_none());

@@ -100,12 +100,7 @@ fn build(specs: Vec<GpuSpec>) -> Table {
         }
         model_tokens.push(model_token(&spec.model).unwrap_or_default());
     }
-    Table {
-        specs,
-        exact,
-        names,
-        model_tokens,
-    }
+    Table { specs, exact, names, model_tokens }
 }
 
 /// A name as lookup compares it: lowercase words, with separators (spaces,
@@ -119,10 +114,7 @@ fn name_tokens(name: &str) -> Vec<String> {
         .filter(|t| !t.is_empty())
         .map(str::to_lowercase)
         .collect();
-    let noise = tokens
-        .iter()
-        .take_while(|t| NOISE_PREFIXES.contains(&t.as_str()))
-        .count();
+    let noise = tokens.iter().take_while(|t| NOISE_PREFIXES.contains(&t.as_str())).count();
     tokens.drain(..noise);
     tokens
 }
@@ -131,9 +123,7 @@ fn name_tokens(name: &str) -> Vec<String> {
 /// number (`a100` of `A100 40GB`, `a6000` of `RTX A6000`). A partial name must
 /// contain it, so `RTX` or `40GB` alone match nothing.
 fn model_token(model: &str) -> Option<String> {
-    name_tokens(model)
-        .into_iter()
-        .find(|t| t.chars().any(|c| c.is_ascii_digit()))
+    name_tokens(model).into_iter().find(|t| t.chars().any(|c| c.is_ascii_digit()))
 }
 
 /// Every entry of the table, in file order.
@@ -197,14 +187,8 @@ pub fn candidates(name: &str) -> Vec<&'static GpuSpec> {
 /// nearest one and within [`MEMORY_TOLERANCE`].
 fn closest_by_memory(candidates: &[&'static GpuSpec], memory_mib: u64) -> Option<&'static GpuSpec> {
     let distance = |spec: &GpuSpec| spec.memory_mib.abs_diff(memory_mib);
-    let best = candidates
-        .iter()
-        .copied()
-        .min_by_key(|spec| distance(spec))?;
-    let ties = candidates
-        .iter()
-        .filter(|spec| distance(spec) == distance(best))
-        .count();
+    let best = candidates.iter().copied().min_by_key(|spec| distance(spec))?;
+    let ties = candidates.iter().filter(|spec| distance(spec) == distance(best)).count();
     // Memory sizes are a few hundred thousand MiB at most: exact in f64.
     let within = (distance(best) as f64) <= best.memory_mib as f64 * MEMORY_TOLERANCE;
     (ties == 1 && within).then_some(best)
@@ -252,15 +236,8 @@ mod tests {
                 spec.memory_bandwidth_gbps.is_finite() && spec.memory_bandwidth_gbps > 0.0,
                 "{what}: bandwidth"
             );
-            assert!(
-                spec.shared_memory_per_block_kib > 0,
-                "{what}: shared memory"
-            );
-            assert_eq!(
-                spec.vendor,
-                spec.vendor.to_lowercase(),
-                "{what}: vendor lowercase"
-            );
+            assert!(spec.shared_memory_per_block_kib > 0, "{what}: shared memory");
+            assert_eq!(spec.vendor, spec.vendor.to_lowercase(), "{what}: vendor lowercase");
             assert!(!spec.vendor.is_empty(), "{what}: vendor");
             assert!(
                 ARCHITECTURES.contains(&spec.architecture.as_str()),
@@ -374,11 +351,7 @@ mod tests {
         assert_eq!(model("GeForce RTX 3090"), Some("RTX 3090"));
         assert_eq!(model("Tesla V100-SXM2-32GB"), Some("V100 32GB"));
         assert_eq!(model("NVIDIA RTX A6000"), Some("RTX A6000"));
-        assert_eq!(
-            model("A6000"),
-            Some("RTX A6000"),
-            "model number alone, one fit"
-        );
+        assert_eq!(model("A6000"), Some("RTX A6000"), "model number alone, one fit");
         assert_eq!(model("A10"), Some("A10"), "A10 is not A10G");
         assert_eq!(model("NVIDIA A10G"), Some("A10G"));
         assert_eq!(model("NVIDIA L40S"), Some("L40S"));
@@ -410,11 +383,7 @@ mod tests {
         assert_eq!(model("A100", None), None);
         assert_eq!(model("NVIDIA A100", None), None);
         assert_eq!(model("NVIDIA A100", Some(81920)), Some("A100 80GB"));
-        assert_eq!(
-            model("A100", Some(40537)),
-            Some("A100 40GB"),
-            "older drivers' 40GB figure"
-        );
+        assert_eq!(model("A100", Some(40537)), Some("A100 40GB"), "older drivers' 40GB figure");
         assert_eq!(model("A100 SXM4", Some(81000)), Some("A100 80GB"));
         assert_eq!(model("V100", Some(16160)), Some("V100 16GB"));
         assert_eq!(
@@ -428,10 +397,7 @@ mod tests {
         assert_eq!(model("A100", Some(9728)), None);
         // An exact name is not second-guessed by memory.
         assert_eq!(model("A100 40GB", Some(81920)), Some("A100 40GB"));
-        let all: Vec<_> = candidates("A100")
-            .iter()
-            .map(|s| s.model.as_str())
-            .collect();
+        let all: Vec<_> = candidates("A100").iter().map(|s| s.model.as_str()).collect();
         assert_eq!(all, ["A100 40GB", "A100 80GB"]);
     }
 

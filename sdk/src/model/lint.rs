@@ -66,7 +66,11 @@ pub fn lint_meta(meta: &RuleMeta) -> Vec<LintIssue> {
     }
     let title_chars = meta.title.chars().count();
     if !(10..=120).contains(&title_chars) {
-        out.push(issue("title-length", "title", format!("title: {title_chars} characters, use 10 to 120")));
+        out.push(issue(
+            "title-length",
+            "title",
+            format!("title: {title_chars} characters, use 10 to 120"),
+        ));
     }
     if meta.summary.trim().len() < 20 {
         out.push(issue(
@@ -103,14 +107,22 @@ pub fn lint_meta(meta: &RuleMeta) -> Vec<LintIssue> {
         ));
     }
     if meta.error_signatures.iter().any(|s| s.trim().is_empty()) {
-        out.push(issue("signature-empty", "error_signatures", "error_signatures: an entry is empty".into()));
+        out.push(issue(
+            "signature-empty",
+            "error_signatures",
+            "error_signatures: an entry is empty".into(),
+        ));
     }
     if meta.remedies.is_empty() {
         out.push(issue("remedies-missing", "remedies", "remedies: at least one".into()));
     }
     for (i, r) in meta.remedies.iter().enumerate() {
         if r.summary.trim().is_empty() {
-            out.push(issue("remedy-summary-empty", format!("remedies[{i}].summary"), format!("remedies[{i}].summary: empty")));
+            out.push(issue(
+                "remedy-summary-empty",
+                format!("remedies[{i}].summary"),
+                format!("remedies[{i}].summary: empty"),
+            ));
         }
         if r.actions.is_empty() {
             out.push(issue(
@@ -121,11 +133,19 @@ pub fn lint_meta(meta: &RuleMeta) -> Vec<LintIssue> {
         }
     }
     if meta.references.is_empty() {
-        out.push(issue("references-missing", "references", "references: cite at least one source".into()));
+        out.push(issue(
+            "references-missing",
+            "references",
+            "references: cite at least one source".into(),
+        ));
     }
     for (i, r) in meta.references.iter().enumerate() {
         if r.title.trim().is_empty() {
-            out.push(issue("reference-title-empty", format!("references[{i}].title"), format!("references[{i}].title: empty")));
+            out.push(issue(
+                "reference-title-empty",
+                format!("references[{i}].title"),
+                format!("references[{i}].title: empty"),
+            ));
         }
         if let Some(url) = &r.url
             && !url_is_well_formed(url)
@@ -145,7 +165,9 @@ pub fn lint_meta(meta: &RuleMeta) -> Vec<LintIssue> {
 fn url_is_well_formed(url: &str) -> bool {
     url.len() > 10
         && !url.contains(char::is_whitespace)
-        && url.strip_prefix("https://").is_some_and(|rest| !rest.starts_with('/') && !rest.is_empty())
+        && url
+            .strip_prefix("https://")
+            .is_some_and(|rest| !rest.starts_with('/') && !rest.is_empty())
 }
 
 /// The test-case checks: a case for every outcome a reviewer needs to see
@@ -183,7 +205,11 @@ pub fn lint_cases(cases: &[TestCase]) -> Vec<LintIssue> {
             _ if case.manifest.is_none() => out.push(issue(
                 "case-without-manifest",
                 format!("tests[{i}].manifest"),
-                format!("tests[{i}] {:?}: a `{}` case needs a manifest", case.name, expect_name(case.expect)),
+                format!(
+                    "tests[{i}] {:?}: a `{}` case needs a manifest",
+                    case.name,
+                    expect_name(case.expect)
+                ),
             )),
             _ => {}
         }
@@ -213,7 +239,13 @@ mod tests {
     #[test]
     fn urls_need_https_and_a_host() {
         assert!(url_is_well_formed("https://github.com/vllm-project/vllm/issues/1"));
-        for bad in ["http://github.com/x/y", "https:///etc/passwd", "https://a b.org/x", "ftp://x.org/abc", "https://x"] {
+        for bad in [
+            "http://github.com/x/y",
+            "https:///etc/passwd",
+            "https://a b.org/x",
+            "ftp://x.org/abc",
+            "https://x",
+        ] {
             assert!(!url_is_well_formed(bad), "{bad}");
         }
     }

@@ -9,7 +9,9 @@ use super::actions::Action;
 
 /// How bad a finding is. `error` only where the stack fails; estimates and
 /// advice are `warning` or `info`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Advice or an estimate; nothing fails.
@@ -144,7 +146,9 @@ pub fn decode_abi_section(data: &[u8], supported: &[u32]) -> Result<u32, String>
         .and_then(|t| t.trim().parse().ok())
         .ok_or_else(|| format!("section `{}` must hold a decimal version", sections::ABI))?;
     if !supported.contains(&version) {
-        return Err(format!("ABI version {version} is not supported (this host runs {supported:?})"));
+        return Err(format!(
+            "ABI version {version} is not supported (this host runs {supported:?})"
+        ));
     }
     Ok(version)
 }
@@ -152,7 +156,8 @@ pub fn decode_abi_section(data: &[u8], supported: &[u32]) -> Result<u32, String>
 /// Section `pitfall.meta`: JSON [`RuleMeta`] with no lint problem
 /// ([`RuleMeta::problems`]), whose selectors therefore all parse.
 pub fn decode_meta_section(data: &[u8]) -> Result<RuleMeta, String> {
-    let meta: RuleMeta = serde_json::from_slice(data).map_err(|e| format!("section `{}`: {e}", sections::META))?;
+    let meta: RuleMeta =
+        serde_json::from_slice(data).map_err(|e| format!("section `{}`: {e}", sections::META))?;
     // The reviewer's lint, with the messages `pitfall rule lint` prints.
     let issues = super::lint::lint_meta(&meta);
     if !issues.is_empty() {

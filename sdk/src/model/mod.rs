@@ -84,7 +84,9 @@ pub fn manifest_from_value(value: serde_json::Value) -> Result<Manifest, Manifes
         Some(v) if v.as_u64() != Some(u64::from(manifest::MANIFEST_VERSION)) => {
             return Err(ManifestError {
                 field: "manifest_version".into(),
-                message: format!("manifest_version: {v} is not supported (this registry reads version 1)"),
+                message: format!(
+                    "manifest_version: {v} is not supported (this registry reads version 1)"
+                ),
             });
         }
         Some(_) => {}

@@ -84,9 +84,7 @@ pub use crate::view::{package_key, package_key_cow};
 /// for over a decade, while a JSON number `12` for 12.0 is plausible.
 pub fn canonical_compute_capability(raw: &str) -> Option<String> {
     let lower = raw.trim().to_ascii_lowercase();
-    let prefixed = ["sm_", "compute_", "sm"]
-        .iter()
-        .find_map(|prefix| lower.strip_prefix(prefix));
+    let prefixed = ["sm_", "compute_", "sm"].iter().find_map(|prefix| lower.strip_prefix(prefix));
     // `sm_90a`, `sm_100f`: the letter selects arch-specific features; the
     // capability is still 9.0 / 10.0.
     let body = match prefixed {
@@ -96,14 +94,7 @@ pub fn canonical_compute_capability(raw: &str) -> Option<String> {
     let (major, minor) = if let Some((major, minor)) = body.split_once('.') {
         // `8.60` is how some tools print the float 8.6.
         let minor = minor.trim_end_matches('0');
-        (
-            major.parse().ok()?,
-            if minor.is_empty() {
-                0
-            } else {
-                minor.parse().ok()?
-            },
-        )
+        (major.parse().ok()?, if minor.is_empty() { 0 } else { minor.parse().ok()? })
     } else {
         if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
             return None;
@@ -197,25 +188,13 @@ fn normalize_accelerator(index: usize, accelerator: &mut Accelerator, enrichment
         None => hardware::candidates(model),
     };
     // A client that names another vendor means another device, whatever the name.
-    specs.retain(|spec| {
-        accelerator
-            .vendor
-            .as_deref()
-            .is_none_or(|vendor| vendor == spec.vendor)
-    });
+    specs.retain(|spec| accelerator.vendor.as_deref().is_none_or(|vendor| vendor == spec.vendor));
     if let [spec] = specs.as_slice() {
         accelerator.model = Some(spec.model.clone());
     }
 
-    let mut fill = |field: &str| {
-        enrichment
-            .paths
-            .insert(format!("accelerators.{index}.{field}"))
-    };
-    if fill_missing(
-        &mut accelerator.vendor,
-        shared(&specs, |s| s.vendor.clone()),
-    ) {
+    let mut fill = |field: &str| enrichment.paths.insert(format!("accelerators.{index}.{field}"));
+    if fill_missing(&mut accelerator.vendor, shared(&specs, |s| s.vendor.clone())) {
         fill("vendor");
     }
     if fill_missing(
@@ -224,10 +203,7 @@ fn normalize_accelerator(index: usize, accelerator: &mut Accelerator, enrichment
     ) {
         fill("compute_capability");
     }
-    if fill_missing(
-        &mut accelerator.memory_mib,
-        shared(&specs, |s| s.memory_mib),
-    ) {
+    if fill_missing(&mut accelerator.memory_mib, shared(&specs, |s| s.memory_mib)) {
         fill("memory_mib");
     }
     if fill_missing(
@@ -248,9 +224,7 @@ fn normalize_accelerator(index: usize, accelerator: &mut Accelerator, enrichment
 fn shared<T: PartialEq>(specs: &[&GpuSpec], value: impl Fn(&GpuSpec) -> T) -> Option<T> {
     let (first, rest) = specs.split_first()?;
     let first = value(first);
-    rest.iter()
-        .all(|spec| value(spec) == first)
-        .then_some(first)
+    rest.iter().all(|spec| value(spec) == first).then_some(first)
 }
 
 /// Sets `field` to `value` only if the client left it out; says whether it did.
@@ -277,7 +251,9 @@ fn normalize_package(package: &mut Package) {
     // the client's strings then, rather than allocate two per package.
     let is_clean = |v: &Option<String>, lower: bool| {
         v.as_deref().is_some_and(|v| {
-            !v.is_empty() && trim(v).len() == v.len() && !(lower && v.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()))
+            !v.is_empty()
+                && trim(v).len() == v.len()
+                && !(lower && v.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()))
         })
     };
     if !is_clean(&package.version, false) {
@@ -323,9 +299,7 @@ fn normalize_workload(workload: &mut Workload) {
     clean(&mut workload.quantization, str::to_lowercase);
     clean(&mut workload.kv_cache_dtype, str::to_lowercase);
     // Backend names are enum members: `TRITON_ATTN`, `FLASH_ATTN`.
-    clean(&mut workload.attention_backend, |backend| {
-        backend.to_uppercase().replace('-', "_")
-    });
+    clean(&mut workload.attention_backend, |backend| backend.to_uppercase().replace('-', "_"));
 }
 
 /// vLLM's `--dtype` aliases, and PyTorch's `torch.float16` spelling.
@@ -382,18 +356,11 @@ mod tests {
     }
 
     fn accelerator(model: &str) -> Accelerator {
-        Accelerator {
-            model: Some(model.to_owned()),
-            ..Accelerator::default()
-        }
+        Accelerator { model: Some(model.to_owned()), ..Accelerator::default() }
     }
 
     fn with_accelerators(accelerators: Vec<Accelerator>) -> Manifest {
-        Manifest {
-            manifest_version: 1,
-            accelerators,
-            ..Manifest::default()
-        }
+        Manifest { manifest_version: 1, accelerators, ..Manifest::default() }
     }
 
     /// Normalises, then checks a second pass changes nothing and reports nothing.
@@ -424,11 +391,7 @@ mod tests {
                 seen += 1;
             }
         }
-        assert!(
-            seen >= 3,
-            "expected the three example manifests in {}",
-            dir.display()
-        );
+        assert!(seen >= 3, "expected the three example manifests in {}", dir.display());
     }
 
     #[test]
@@ -439,11 +402,7 @@ mod tests {
         assert_eq!(gpu.compute_capability.as_deref(), Some("8.6"));
         assert_eq!(gpu.memory_bandwidth_gbps, Some(768.0));
         assert_eq!(gpu.shared_memory_per_block_kib, Some(99));
-        assert_eq!(
-            gpu.memory_mib,
-            Some(49140),
-            "the client's own memory is kept"
-        );
+        assert_eq!(gpu.memory_mib, Some(49140), "the client's own memory is kept");
         assert_eq!(gpu.count, Some(1));
         assert_eq!(
             paths(&enrichment),
@@ -467,10 +426,7 @@ mod tests {
         assert_eq!(gpu.shared_memory_per_block_kib, Some(64));
         assert_eq!(gpu.interconnect.as_deref(), Some("pcie"));
         assert_eq!(paths(&enrichment), ["accelerators.0.memory_bandwidth_gbps"]);
-        assert_eq!(
-            manifest.host.as_ref().and_then(|h| h.arch.as_deref()),
-            Some("aarch64")
-        );
+        assert_eq!(manifest.host.as_ref().and_then(|h| h.arch.as_deref()), Some("aarch64"));
     }
 
     #[test]
@@ -482,10 +438,7 @@ mod tests {
         assert_eq!(gpu.memory_bandwidth_gbps, Some(3350.0));
         assert_eq!(gpu.count, Some(8));
         assert_eq!(gpu.interconnect.as_deref(), Some("nvlink"));
-        assert_eq!(
-            paths(&enrichment),
-            ["accelerators.0.shared_memory_per_block_kib"]
-        );
+        assert_eq!(paths(&enrichment), ["accelerators.0.shared_memory_per_block_kib"]);
     }
 
     #[test]
@@ -496,34 +449,19 @@ mod tests {
                 count: Some(2),
                 ..accelerator("Tesla T4")
             },
-            Accelerator {
-                memory_mib: Some(81920),
-                ..accelerator("NVIDIA A100")
-            },
+            Accelerator { memory_mib: Some(81920), ..accelerator("NVIDIA A100") },
         ]));
-        let [t4, a100] = manifest.accelerators.as_slice() else {
-            panic!("two accelerators")
-        };
+        let [t4, a100] = manifest.accelerators.as_slice() else { panic!("two accelerators") };
         assert_eq!(t4.model.as_deref(), Some("T4"));
         assert_eq!(t4.vendor.as_deref(), Some("nvidia"));
         assert_eq!(t4.compute_capability.as_deref(), Some("7.5"));
         assert_eq!(t4.memory_mib, Some(15360));
-        assert_eq!(
-            a100.model.as_deref(),
-            Some("A100 80GB"),
-            "memory picks the variant"
-        );
+        assert_eq!(a100.model.as_deref(), Some("A100 80GB"), "memory picks the variant");
         assert_eq!(a100.memory_bandwidth_gbps, Some(2039.0));
         assert_eq!(a100.memory_mib, Some(81920));
         assert!(enrichment.contains("accelerators.0.memory_mib"));
-        assert!(
-            enrichment.contains("accelerators.1.vendor"),
-            "vendor came from the table"
-        );
-        assert!(
-            !enrichment.contains("accelerators.0.vendor"),
-            "vendor was the client's"
-        );
+        assert!(enrichment.contains("accelerators.1.vendor"), "vendor came from the table");
+        assert!(!enrichment.contains("accelerators.0.vendor"), "vendor was the client's");
         assert!(!enrichment.contains("accelerators.1.memory_mib"));
         assert!(enrichment.contains("accelerators.1.memory_bandwidth_gbps"));
     }
@@ -559,11 +497,7 @@ mod tests {
         };
         let (manifest, enrichment) = normalized(with_accelerators(vec![sent]));
         let gpu = &manifest.accelerators[0];
-        assert_eq!(
-            gpu.compute_capability.as_deref(),
-            Some("7.5"),
-            "respelled, not replaced"
-        );
+        assert_eq!(gpu.compute_capability.as_deref(), Some("7.5"), "respelled, not replaced");
         assert_eq!(gpu.memory_mib, Some(1234));
         assert_eq!(gpu.memory_bandwidth_gbps, Some(1.5));
         assert_eq!(gpu.shared_memory_per_block_kib, Some(48));
@@ -585,10 +519,7 @@ mod tests {
             ..accelerator("T4")
         }]));
         assert_eq!(manifest.accelerators[0].vendor.as_deref(), Some("nvidia"));
-        assert_eq!(
-            manifest.accelerators[0].compute_capability.as_deref(),
-            Some("7.5")
-        );
+        assert_eq!(manifest.accelerators[0].compute_capability.as_deref(), Some("7.5"));
     }
 
     #[test]
@@ -602,26 +533,17 @@ mod tests {
         let (manifest, enrichment) = normalized(with_accelerators(vec![sent]));
         let gpu = &manifest.accelerators[0];
         assert_eq!(gpu.model.as_deref(), Some("MI300X"));
-        assert_eq!(
-            gpu.compute_capability.as_deref(),
-            Some("gfx942"),
-            "unreadable CC kept as sent"
-        );
+        assert_eq!(gpu.compute_capability.as_deref(), Some("gfx942"), "unreadable CC kept as sent");
         assert_eq!(gpu.interconnect.as_deref(), Some("infinity fabric"));
         assert!(enrichment.is_empty());
     }
 
     #[test]
     fn empty_strings_count_as_missing() {
-        let sent = Accelerator {
-            compute_capability: Some("  ".into()),
-            ..accelerator("NVIDIA T4G")
-        };
+        let sent =
+            Accelerator { compute_capability: Some("  ".into()), ..accelerator("NVIDIA T4G") };
         let (manifest, enrichment) = normalized(with_accelerators(vec![sent, accelerator("")]));
-        assert_eq!(
-            manifest.accelerators[0].compute_capability.as_deref(),
-            Some("7.5")
-        );
+        assert_eq!(manifest.accelerators[0].compute_capability.as_deref(), Some("7.5"));
         assert!(enrichment.contains("accelerators.0.compute_capability"));
         assert_eq!(manifest.accelerators[1], Accelerator::default());
     }
@@ -657,11 +579,7 @@ mod tests {
             ("-7.5", None),
         ];
         for (raw, want) in cases {
-            assert_eq!(
-                canonical_compute_capability(raw).as_deref(),
-                want,
-                "{raw:?}"
-            );
+            assert_eq!(canonical_compute_capability(raw).as_deref(), want, "{raw:?}");
             if let Some(want) = want {
                 assert_eq!(
                     canonical_compute_capability(want).as_deref(),
@@ -680,11 +598,8 @@ mod tests {
             {"model": "mystery", "compute_capability": 9}]}"#;
         let manifest: Manifest = serde_json::from_str(json).expect("manifest parses");
         let (manifest, enrichment) = normalized(manifest);
-        let ccs: Vec<_> = manifest
-            .accelerators
-            .iter()
-            .map(|a| a.compute_capability.as_deref())
-            .collect();
+        let ccs: Vec<_> =
+            manifest.accelerators.iter().map(|a| a.compute_capability.as_deref()).collect();
         assert_eq!(ccs, [Some("8.9"), Some("7.5"), Some("9.0")]);
         assert!(!enrichment.contains("accelerators.0.compute_capability"));
     }
@@ -704,16 +619,11 @@ mod tests {
         ] {
             let host = Host {
                 arch: Some(arch.into()),
-                os: Some(Os {
-                    id: Some("Ubuntu".into()),
-                    ..Os::default()
-                }),
+                os: Some(Os { id: Some("Ubuntu".into()), ..Os::default() }),
                 ..Host::default()
             };
-            let (manifest, _) = normalized(Manifest {
-                host: Some(host),
-                ..with_accelerators(vec![])
-            });
+            let (manifest, _) =
+                normalized(Manifest { host: Some(host), ..with_accelerators(vec![]) });
             let host = manifest.host.expect("host kept");
             assert_eq!(host.arch.as_deref(), Some(want), "{arch:?}");
             assert_eq!(host.os.and_then(|os| os.id).as_deref(), Some("ubuntu"));
@@ -741,10 +651,8 @@ mod tests {
                 model: Some(" google/gemma-4-E2B-it ".into()),
                 ..Workload::default()
             };
-            let (manifest, _) = normalized(Manifest {
-                workload: Some(workload),
-                ..with_accelerators(vec![])
-            });
+            let (manifest, _) =
+                normalized(Manifest { workload: Some(workload), ..with_accelerators(vec![]) });
             let workload = manifest.workload.expect("workload kept");
             assert_eq!(workload.dtype.as_deref(), Some(want), "{dtype:?}");
             assert_eq!(workload.engine.as_deref(), Some("vllm"));
@@ -762,10 +670,7 @@ mod tests {
     #[test]
     fn container_packages_and_build() {
         let manifest = Manifest {
-            container: Some(Container {
-                ipc: Some("Host".into()),
-                ..Container::default()
-            }),
+            container: Some(Container { ipc: Some("Host".into()), ..Container::default() }),
             packages: vec![Package {
                 name: " Flash_Attn ".into(),
                 version: Some("2.7.4.post1 ".into()),
@@ -784,19 +689,13 @@ mod tests {
             ..with_accelerators(vec![])
         };
         let (manifest, _) = normalized(manifest);
-        assert_eq!(
-            manifest.container.and_then(|c| c.ipc).as_deref(),
-            Some("host")
-        );
+        assert_eq!(manifest.container.and_then(|c| c.ipc).as_deref(), Some("host"));
         let package = &manifest.packages[0];
         assert_eq!(package.name, "Flash_Attn", "spelling kept, only trimmed");
         assert_eq!(package.version.as_deref(), Some("2.7.4.post1"));
         assert_eq!(package.ecosystem.as_deref(), Some("pypi"));
         assert_eq!(package_key(&package.name), "flash-attn");
-        let archs = manifest
-            .build
-            .map(|b| b.torch_cuda_arch_list)
-            .unwrap_or_default();
+        let archs = manifest.build.map(|b| b.torch_cuda_arch_list).unwrap_or_default();
         assert_eq!(archs, ["7.5", "8.0+PTX", "9.0", "Turing"]);
     }
 
@@ -806,8 +705,25 @@ mod tests {
     #[test]
     fn a_package_is_normalised_as_trimming_every_field_would() {
         let spellings = [
-            "torch", " torch", "torch ", "\u{a0}torch", "torch\u{3000}", "2.7.4.post1", "2.7.4+cu126", "1.0-", "-1",
-            "", " ", "\t\n", "PyPI", "pypi", "Ünïcode", "ünï", "a b", "9", ".x.",
+            "torch",
+            " torch",
+            "torch ",
+            "\u{a0}torch",
+            "torch\u{3000}",
+            "2.7.4.post1",
+            "2.7.4+cu126",
+            "1.0-",
+            "-1",
+            "",
+            " ",
+            "\t\n",
+            "PyPI",
+            "pypi",
+            "Ünïcode",
+            "ünï",
+            "a b",
+            "9",
+            ".x.",
         ];
         for name in spellings {
             for other in spellings {
@@ -845,9 +761,6 @@ mod tests {
         let (manifest, _) = normalized(manifest);
         assert!(manifest.extra.contains_key("future"));
         assert!(manifest.accelerators[0].extra.contains_key("new_field"));
-        assert_eq!(
-            manifest.accelerators[0].compute_capability.as_deref(),
-            Some("8.9")
-        );
+        assert_eq!(manifest.accelerators[0].compute_capability.as_deref(), Some("8.9"));
     }
 }

@@ -134,28 +134,46 @@ mod tests {
     use super::*;
 
     fn packages(names: &[&str]) -> Vec<Package> {
-        names.iter().map(|n| Package { name: (*n).to_owned(), version: Some((*n).to_owned()), ..Package::default() }).collect()
+        names
+            .iter()
+            .map(|n| Package {
+                name: (*n).to_owned(),
+                version: Some((*n).to_owned()),
+                ..Package::default()
+            })
+            .collect()
     }
 
     #[test]
     fn finds_each_package_by_its_key_and_the_first_of_a_key_wins() {
-        let list = packages(&["vllm", "Flash_Attn", "flash-attn", "zope.interface", " torch ", "Ünïcode"]);
+        let list =
+            packages(&["vllm", "Flash_Attn", "flash-attn", "zope.interface", " torch ", "Ünïcode"]);
         let table = PackageTable::new(&list);
         assert_eq!(table.len(), 5);
-        let version = |key: &str| table.get(key, &list).and_then(|s| s.package(&list)).and_then(|p| p.version.clone());
+        let version = |key: &str| {
+            table.get(key, &list).and_then(|s| s.package(&list)).and_then(|p| p.version.clone())
+        };
         assert_eq!(version("vllm").as_deref(), Some("vllm"));
         assert_eq!(version("flash-attn").as_deref(), Some("Flash_Attn"), "the first listed wins");
         assert_eq!(version("zope-interface").as_deref(), Some("zope.interface"));
         assert_eq!(version("torch").as_deref(), Some(" torch "));
-        assert_eq!(version("Ünïcode").as_deref(), Some("Ünïcode"), "non-ASCII letters keep their case");
+        assert_eq!(
+            version("Ünïcode").as_deref(),
+            Some("Ünïcode"),
+            "non-ASCII letters keep their case"
+        );
         for absent in ["Flash_Attn", "zope.interface", " torch ", "flash", ""] {
             assert!(table.get(absent, &list).is_none(), "{absent:?}");
         }
         // Every package's key, in order, duplicates and renamed ones too.
         let keys: Vec<&str> = table.keys(&list).collect();
-        let derived: Vec<String> = list.iter().map(|p| package_key_cow(&p.name).into_owned()).collect();
+        let derived: Vec<String> =
+            list.iter().map(|p| package_key_cow(&p.name).into_owned()).collect();
         assert_eq!(keys, derived);
-        assert_eq!(keys, ["vllm", "flash-attn", "flash-attn", "zope-interface", "torch", "Ünïcode"]);
+        assert_eq!(
+            keys,
+            ["vllm", "flash-attn", "flash-attn", "zope-interface", "torch", "Ünïcode"]
+        );
         // A name that is its own key keeps no copy of it.
         let vllm = table.get("vllm", &list).expect("present");
         assert!(vllm.owned_key.is_none());
@@ -171,7 +189,10 @@ mod tests {
         let table = PackageTable::new(&list);
         let slot = table.get("flash-attn", &list).expect("present");
         assert!(!slot.json_built());
-        assert_eq!(slot.json(&list), &serde_json::json!({"name": "flash-attn", "version": "Flash_Attn"}));
+        assert_eq!(
+            slot.json(&list),
+            &serde_json::json!({"name": "flash-attn", "version": "Flash_Attn"})
+        );
         assert!(slot.json_built());
     }
 }

@@ -122,7 +122,9 @@ pub enum RenderError {
     UnknownParam(String),
     /// A parameter bound to a field (`param_field`) the manifest does not
     /// have as a scalar.
-    #[error("parameter `{key}` is bound to field `{path}`, which the manifest does not have as a scalar")]
+    #[error(
+        "parameter `{key}` is bound to field `{path}`, which the manifest does not have as a scalar"
+    )]
     ParamFieldMissing {
         /// The parameter.
         key: String,
@@ -189,7 +191,9 @@ pub fn render(meta: &RuleMeta, raw: &RawOutput, fields: &FieldMap) -> Result<Fin
     let evidence = raw
         .evidence
         .iter()
-        .map(|path| evidence_for(fields, path).ok_or_else(|| RenderError::EvidenceMissing(path.clone())))
+        .map(|path| {
+            evidence_for(fields, path).ok_or_else(|| RenderError::EvidenceMissing(path.clone()))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let selected: Vec<&Remedy> = if raw.remedies.is_empty() {
         meta.remedies.iter().collect()
@@ -211,7 +215,11 @@ pub fn render(meta: &RuleMeta, raw: &RawOutput, fields: &FieldMap) -> Result<Fin
         .map(|r| {
             Ok(Remedy {
                 summary: params.substitute(&r.summary)?,
-                actions: r.actions.iter().map(|a| params.substitute_action(a)).collect::<Result<_, _>>()?,
+                actions: r
+                    .actions
+                    .iter()
+                    .map(|a| params.substitute_action(a))
+                    .collect::<Result<_, _>>()?,
             })
         })
         .collect::<Result<Vec<_>, RenderError>>()?;
@@ -221,7 +229,12 @@ pub fn render(meta: &RuleMeta, raw: &RawOutput, fields: &FieldMap) -> Result<Fin
 impl Finding {
     /// A finding of the rule `meta` describes: its rendered message,
     /// remedies and evidence, and the rest as the metadata has it.
-    pub fn of(meta: &RuleMeta, message: String, remedies: Vec<Remedy>, evidence: Vec<Evidence>) -> Finding {
+    pub fn of(
+        meta: &RuleMeta,
+        message: String,
+        remedies: Vec<Remedy>,
+        evidence: Vec<Evidence>,
+    ) -> Finding {
         Finding {
             rule_id: meta.id.clone(),
             rule_version: meta.version.clone(),
@@ -241,15 +254,21 @@ impl Finding {
 struct Params<'a>(Vec<(&'a str, Cow<'a, str>)>);
 
 impl<'a> Params<'a> {
-    fn resolve(params: &'a [(String, ParamValue)], fields: &'a FieldMap) -> Result<Params<'a>, RenderError> {
+    fn resolve(
+        params: &'a [(String, ParamValue)],
+        fields: &'a FieldMap,
+    ) -> Result<Params<'a>, RenderError> {
         let value = |key: &str, value: &'a ParamValue| match value {
             ParamValue::Text(text) => Ok(Cow::Borrowed(text.as_str())),
-            ParamValue::Field(path) => fields
-                .get(path)
-                .and_then(|f| f.text)
-                .ok_or_else(|| RenderError::ParamFieldMissing { key: key.to_owned(), path: path.clone() }),
+            ParamValue::Field(path) => fields.get(path).and_then(|f| f.text).ok_or_else(|| {
+                RenderError::ParamFieldMissing { key: key.to_owned(), path: path.clone() }
+            }),
         };
-        params.iter().map(|(k, v)| Ok((k.as_str(), value(k, v)?))).collect::<Result<_, _>>().map(Params)
+        params
+            .iter()
+            .map(|(k, v)| Ok((k.as_str(), value(k, v)?)))
+            .collect::<Result<_, _>>()
+            .map(Params)
     }
 
     fn get(&self, name: &str) -> Option<&str> {
@@ -272,7 +291,9 @@ impl<'a> Params<'a> {
                     return Ok(out);
                 };
                 let name = &stripped[..end];
-                out.push_str(self.get(name).ok_or_else(|| RenderError::UnknownParam(name.to_owned()))?);
+                out.push_str(
+                    self.get(name).ok_or_else(|| RenderError::UnknownParam(name.to_owned()))?,
+                );
                 rest = &stripped[end + 1..];
             } else {
                 out.push('}');
@@ -292,12 +313,16 @@ impl<'a> Params<'a> {
         let text = |t: &str| self.substitute(t);
         let optional = |t: &Option<String>| t.as_deref().map(text).transpose();
         Ok(match action {
-            Action::UpgradePackage { package, to } => Action::UpgradePackage { package: text(package)?, to: text(to)? },
+            Action::UpgradePackage { package, to } => {
+                Action::UpgradePackage { package: text(package)?, to: text(to)? }
+            }
             Action::PinPackage { package, version } => {
                 Action::PinPackage { package: text(package)?, version: text(version)? }
             }
             Action::RemovePackage { package } => Action::RemovePackage { package: text(package)? },
-            Action::SetEnv { name, value } => Action::SetEnv { name: text(name)?, value: text(value)? },
+            Action::SetEnv { name, value } => {
+                Action::SetEnv { name: text(name)?, value: text(value)? }
+            }
             Action::UnsetEnv { name } => Action::UnsetEnv { name: text(name)? },
             Action::AddFlag { tool, flag, value } => {
                 Action::AddFlag { tool: text(tool)?, flag: text(flag)?, value: optional(value)? }
@@ -307,14 +332,24 @@ impl<'a> Params<'a> {
             Action::ChangeCuda { version } => Action::ChangeCuda { version: text(version)? },
             Action::BuildFromSource { package, torch_cuda_arch_list } => Action::BuildFromSource {
                 package: text(package)?,
-                torch_cuda_arch_list: torch_cuda_arch_list.iter().map(|a| text(a)).collect::<Result<_, _>>()?,
+                torch_cuda_arch_list: torch_cuda_arch_list
+                    .iter()
+                    .map(|a| text(a))
+                    .collect::<Result<_, _>>()?,
             },
-            Action::InstallTool { tool, version } => Action::InstallTool { tool: text(tool)?, version: optional(version)? },
-            Action::SetWorkload { field, value } => Action::SetWorkload { field: text(field)?, value: self.workload_value(value)? },
-            Action::ChangeAccelerator { model, count } => Action::ChangeAccelerator { model: text(model)?, count: *count },
-            Action::ChangeHealthCheck { endpoint, verifies_output } => {
-                Action::ChangeHealthCheck { endpoint: text(endpoint)?, verifies_output: *verifies_output }
+            Action::InstallTool { tool, version } => {
+                Action::InstallTool { tool: text(tool)?, version: optional(version)? }
             }
+            Action::SetWorkload { field, value } => {
+                Action::SetWorkload { field: text(field)?, value: self.workload_value(value)? }
+            }
+            Action::ChangeAccelerator { model, count } => {
+                Action::ChangeAccelerator { model: text(model)?, count: *count }
+            }
+            Action::ChangeHealthCheck { endpoint, verifies_output } => Action::ChangeHealthCheck {
+                endpoint: text(endpoint)?,
+                verifies_output: *verifies_output,
+            },
         })
     }
 
@@ -324,9 +359,13 @@ impl<'a> Params<'a> {
     /// text with placeholders.
     fn workload_value(&self, value: &Value) -> Result<Value, RenderError> {
         if let Value::String(s) = value {
-            let whole = s.strip_prefix('{').and_then(|t| t.strip_suffix('}')).filter(|n| !n.contains(['{', '}']));
+            let whole = s
+                .strip_prefix('{')
+                .and_then(|t| t.strip_suffix('}'))
+                .filter(|n| !n.contains(['{', '}']));
             if let Some(p) = whole.and_then(|name| self.get(name))
-                && let Ok(v @ (Value::Number(_) | Value::Bool(_))) = serde_json::from_str::<Value>(p)
+                && let Ok(v @ (Value::Number(_) | Value::Bool(_))) =
+                    serde_json::from_str::<Value>(p)
             {
                 return Ok(v);
             }
@@ -340,7 +379,9 @@ impl<'a> Params<'a> {
         match value {
             Value::String(s) => *s = self.substitute(s)?,
             Value::Array(items) => items.iter_mut().try_for_each(|v| self.substitute_value(v))?,
-            Value::Object(members) => members.values_mut().try_for_each(|v| self.substitute_value(v))?,
+            Value::Object(members) => {
+                members.values_mut().try_for_each(|v| self.substitute_value(v))?
+            }
             _ => {}
         }
         Ok(())
@@ -371,10 +412,14 @@ mod tests {
         ];
         let p = Params::resolve(&params, &fields).expect("every field is there");
         assert_eq!(p.substitute("{v} {w}").as_deref(), Ok("0.27.1 typed"));
-        let missing = vec![("v".to_owned(), ParamValue::Field("packages.torch.version".to_owned()))];
+        let missing =
+            vec![("v".to_owned(), ParamValue::Field("packages.torch.version".to_owned()))];
         assert_eq!(
             Params::resolve(&missing, &fields).err(),
-            Some(RenderError::ParamFieldMissing { key: "v".into(), path: "packages.torch.version".into() })
+            Some(RenderError::ParamFieldMissing {
+                key: "v".into(),
+                path: "packages.torch.version".into()
+            })
         );
         let composite = vec![("v".to_owned(), ParamValue::Field("packages".to_owned()))];
         assert!(Params::resolve(&composite, &fields).is_err(), "an object has no text");
@@ -382,9 +427,13 @@ mod tests {
 
     #[test]
     fn placeholders_are_substituted_and_braces_escaped() {
-        let params = vec![("cc".to_owned(), "7.5".to_owned()), ("gpu".to_owned(), "T4G".to_owned())];
+        let params =
+            vec![("cc".to_owned(), "7.5".to_owned()), ("gpu".to_owned(), "T4G".to_owned())];
         let p = text_params(&params);
-        assert_eq!(p.substitute("{gpu} has {cc} {{literal}}").as_deref(), Ok("T4G has 7.5 {literal}"));
+        assert_eq!(
+            p.substitute("{gpu} has {cc} {{literal}}").as_deref(),
+            Ok("T4G has 7.5 {literal}")
+        );
         assert_eq!(p.substitute("{nope}"), Err(RenderError::UnknownParam("nope".into())));
     }
 
@@ -393,8 +442,15 @@ mod tests {
         let params = vec![("v".to_owned(), "0.28".to_owned()), ("tp".to_owned(), "4".to_owned())];
         let p = text_params(&params);
         let up = Action::UpgradePackage { package: "vllm".into(), to: "{v}".into() };
-        assert_eq!(p.substitute_action(&up), Ok(Action::UpgradePackage { package: "vllm".into(), to: "0.28".into() }));
-        let flag = Action::AddFlag { tool: "vllm".into(), flag: "--tensor-parallel-size".into(), value: Some("{tp}".into()) };
+        assert_eq!(
+            p.substitute_action(&up),
+            Ok(Action::UpgradePackage { package: "vllm".into(), to: "0.28".into() })
+        );
+        let flag = Action::AddFlag {
+            tool: "vllm".into(),
+            flag: "--tensor-parallel-size".into(),
+            value: Some("{tp}".into()),
+        };
         assert!(p.substitute_action(&flag).is_ok());
     }
 
@@ -432,7 +488,11 @@ mod tests {
         for path in paths {
             let e = evidence_for(&a.fields, path).expect("present");
             let again = evidence_for(&b.fields, path);
-            assert_eq!(evidence_holds(&b.fields, &e), again.as_ref() == Some(&e), "{path}: {again:?}");
+            assert_eq!(
+                evidence_holds(&b.fields, &e),
+                again.as_ref() == Some(&e),
+                "{path}: {again:?}"
+            );
             assert!(!evidence_holds(&b.fields, &e), "{path} should differ on the second machine");
         }
     }
@@ -446,9 +506,13 @@ mod tests {
         fn round_trip(p: &Params<'_>, action: &Action) -> Result<Action, RenderError> {
             // The code this replaced, as it was.
             if let Action::SetWorkload { field, value: Value::String(s) } = action {
-                let whole = s.strip_prefix('{').and_then(|t| t.strip_suffix('}')).filter(|n| !n.contains(['{', '}']));
+                let whole = s
+                    .strip_prefix('{')
+                    .and_then(|t| t.strip_suffix('}'))
+                    .filter(|n| !n.contains(['{', '}']));
                 if let Some(param) = whole.and_then(|name| p.get(name))
-                    && let Ok(v @ (Value::Number(_) | Value::Bool(_))) = serde_json::from_str::<Value>(param)
+                    && let Ok(v @ (Value::Number(_) | Value::Bool(_))) =
+                        serde_json::from_str::<Value>(param)
                 {
                     return Ok(Action::SetWorkload { field: p.substitute(field)?, value: v });
                 }
@@ -477,14 +541,23 @@ mod tests {
             Action::ChangeImage { image: t("img:{v}") },
             Action::UpgradeDriver { to: t("{v}") },
             Action::ChangeCuda { version: t("12.{tp}") },
-            Action::BuildFromSource { package: t("{pkg}"), torch_cuda_arch_list: vec![t("{cc}"), t("8.0")] },
+            Action::BuildFromSource {
+                package: t("{pkg}"),
+                torch_cuda_arch_list: vec![t("{cc}"), t("8.0")],
+            },
             Action::BuildFromSource { package: t("{pkg}"), torch_cuda_arch_list: vec![] },
             Action::InstallTool { tool: t("nvcc"), version: Some(t("{v}")) },
             Action::InstallTool { tool: t("{pkg}"), version: None },
-            Action::SetWorkload { field: t("tensor_parallel_size"), value: Value::String(t("{tp}")) },
+            Action::SetWorkload {
+                field: t("tensor_parallel_size"),
+                value: Value::String(t("{tp}")),
+            },
             Action::SetWorkload { field: t("enforce_eager"), value: Value::String(t("{on}")) },
             Action::SetWorkload { field: t("dtype"), value: Value::String(t("{pkg}-{cc}")) },
-            Action::SetWorkload { field: t("{pkg}"), value: serde_json::json!({"a": ["{v}", 1, {"b": "{cc}"}], "c": null}) },
+            Action::SetWorkload {
+                field: t("{pkg}"),
+                value: serde_json::json!({"a": ["{v}", 1, {"b": "{cc}"}], "c": null}),
+            },
             Action::ChangeAccelerator { model: t("{pkg}"), count: Some(2) },
             Action::ChangeAccelerator { model: t("A10G"), count: None },
             Action::ChangeHealthCheck { endpoint: t("/v{tp}/health"), verifies_output: true },
@@ -508,9 +581,15 @@ mod tests {
     #[test]
     fn whole_placeholder_becomes_a_number_in_actions() {
         let params = vec![("tp".to_owned(), "4".to_owned())];
-        let a = Action::SetWorkload { field: "tensor_parallel_size".into(), value: Value::String("{tp}".into()) };
+        let a = Action::SetWorkload {
+            field: "tensor_parallel_size".into(),
+            value: Value::String("{tp}".into()),
+        };
         let out = text_params(&params).substitute_action(&a).expect("substitutes");
-        assert_eq!(out, Action::SetWorkload { field: "tensor_parallel_size".into(), value: Value::from(4) });
+        assert_eq!(
+            out,
+            Action::SetWorkload { field: "tensor_parallel_size".into(), value: Value::from(4) }
+        );
     }
 }
 

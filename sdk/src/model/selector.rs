@@ -70,24 +70,18 @@ fn is_package_name(name: &str) -> bool {
     let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
     alnum(name.chars().next())
         && alnum(name.chars().last())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
 }
 
 impl Selector {
     /// Parses `kind:value`.
     pub fn parse(text: &str) -> Result<Selector, SelectorError> {
-        let err = |reason: String| SelectorError {
-            text: text.to_owned(),
-            reason,
-        };
+        let err = |reason: String| SelectorError { text: text.to_owned(), reason };
         if text == "container" {
             return Ok(Selector::Container);
         }
-        let (kind, value) = text
-            .split_once(':')
-            .ok_or_else(|| err("expected kind:value".into()))?;
+        let (kind, value) =
+            text.split_once(':').ok_or_else(|| err("expected kind:value".into()))?;
         let value = value.trim();
         if value.is_empty() {
             return Err(err("empty value".into()));
@@ -98,19 +92,10 @@ impl Selector {
             "package" => {
                 let (name, spec) = split_package(value);
                 if !is_package_name(name) {
-                    return Err(err(
-                        "a package name is letters, digits, '.', '-' and '_'".into()
-                    ));
+                    return Err(err("a package name is letters, digits, '.', '-' and '_'".into()));
                 }
-                let versions = if spec.is_empty() {
-                    None
-                } else {
-                    Some(specifier(spec)?)
-                };
-                Selector::Package {
-                    name: package_key(name),
-                    versions,
-                }
+                let versions = if spec.is_empty() { None } else { Some(specifier(spec)?) };
+                Selector::Package { name: package_key(name), versions }
             }
             "accelerator" => Selector::Accelerator(value.to_ascii_lowercase()),
             "capability" => Selector::Capability(specifier(value)?),
@@ -129,11 +114,7 @@ impl Selector {
     /// selector can only hold where the version cannot be decided.
     pub fn admits_nothing(&self) -> bool {
         let spec = match self {
-            Selector::Package {
-                versions: Some(spec),
-                ..
-            }
-            | Selector::Capability(spec) => spec,
+            Selector::Package { versions: Some(spec), .. } | Selector::Capability(spec) => spec,
             _ => return false,
         };
         matches!(spec.bounds(), (Some(lower), Some(upper)) if lower > upper)
@@ -149,15 +130,16 @@ impl Selector {
     /// Whether the selector holds for the manifest `facts` were derived from.
     pub fn holds_in(&self, facts: &ManifestFacts<'_>) -> bool {
         match self {
-            Selector::Package { name, versions } => facts.package_versions(name).is_some_and(|vs| {
-                // Without a range the version is not even parsed.
-                versions.is_none() || vs.iter().any(|v| may_contain(versions.as_ref(), v.get()))
-            }),
+            Selector::Package { name, versions } => {
+                facts.package_versions(name).is_some_and(|vs| {
+                    // Without a range the version is not even parsed.
+                    versions.is_none() || vs.iter().any(|v| may_contain(versions.as_ref(), v.get()))
+                })
+            }
             Selector::Accelerator(vendor) => facts.vendors.contains(&vendor.as_str()),
-            Selector::Capability(spec) => facts
-                .capabilities
-                .iter()
-                .any(|c| may_contain(Some(spec), c.as_ref())),
+            Selector::Capability(spec) => {
+                facts.capabilities.iter().any(|c| may_contain(Some(spec), c.as_ref()))
+            }
             Selector::Arch(arch) => facts.arch == Some(arch.as_str()),
             Selector::Engine(engine) => facts.engine == Some(engine.as_str()),
             Selector::Container => facts.container,
@@ -203,9 +185,7 @@ impl PackageVersion<'_> {
     /// The version, `None` when the manifest gives none or one that is not
     /// PEP 440 (so no range can exclude it).
     pub fn get(&self) -> Option<&Version> {
-        self.parsed
-            .get_or_init(|| self.text.and_then(|v| Version::parse(v).ok()))
-            .as_ref()
+        self.parsed.get_or_init(|| self.text.and_then(|v| Version::parse(v).ok())).as_ref()
     }
 }
 
@@ -220,7 +200,11 @@ impl<'m> ManifestFacts<'m> {
     /// every package its selectors name (a rule set): a machine lists
     /// hundreds of packages, and most concern no rule.
     pub fn of_packages(m: &'m Manifest, wanted: impl Fn(&str) -> bool) -> ManifestFacts<'m> {
-        ManifestFacts::of_keyed_packages(m, m.packages.iter().map(|p| (p, package_key_cow(&p.name))), wanted)
+        ManifestFacts::of_keyed_packages(
+            m,
+            m.packages.iter().map(|p| (p, package_key_cow(&p.name))),
+            wanted,
+        )
     }
 
     /// [`ManifestFacts::of_packages`] with the packages given with their
@@ -256,17 +240,15 @@ impl<'m> ManifestFacts<'m> {
             })
             .collect();
         let mut next: Vec<u32> = spans.iter().map(|&(start, _)| start).collect();
-        let mut versions = vec![PackageVersion { text: None, parsed: OnceCell::new() }; at as usize];
+        let mut versions =
+            vec![PackageVersion { text: None, parsed: OnceCell::new() }; at as usize];
         for (p, group) in group_of {
             let slot = &mut next[group as usize];
             versions[*slot as usize].text = p.version.as_deref();
             *slot += 1;
         }
-        let mut vendors: Vec<&str> = m
-            .accelerators
-            .iter()
-            .filter_map(|a| a.vendor.as_deref())
-            .collect();
+        let mut vendors: Vec<&str> =
+            m.accelerators.iter().filter_map(|a| a.vendor.as_deref()).collect();
         vendors.sort_unstable();
         vendors.dedup();
         ManifestFacts {
@@ -338,14 +320,10 @@ fn may_contain(range: Option<&Specifier>, version: Option<&Version>) -> bool {
 impl fmt::Display for Selector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Selector::Package {
-                name,
-                versions: None,
-            } => write!(f, "package:{name}"),
-            Selector::Package {
-                name,
-                versions: Some(spec),
-            } => write!(f, "package:{name}{}", spec.as_str()),
+            Selector::Package { name, versions: None } => write!(f, "package:{name}"),
+            Selector::Package { name, versions: Some(spec) } => {
+                write!(f, "package:{name}{}", spec.as_str())
+            }
             Selector::Accelerator(v) => write!(f, "accelerator:{v}"),
             Selector::Capability(spec) => write!(f, "capability:{}", spec.as_str()),
             Selector::Arch(v) => write!(f, "arch:{v}"),
@@ -375,18 +353,9 @@ mod tests {
     #[test]
     fn package_ranges_parse_and_print_back() {
         assert_eq!(sel("package:Flash_Attn").to_string(), "package:flash-attn");
-        assert_eq!(
-            sel("package:vllm<0.27.2rc0").to_string(),
-            "package:vllm<0.27.2rc0"
-        );
-        assert_eq!(
-            sel("package: vllm >=0.20, <0.27 ").to_string(),
-            "package:vllm>=0.20, <0.27"
-        );
-        assert_eq!(
-            sel("capability:>=8.0,<9.0").to_string(),
-            "capability:>=8.0,<9.0"
-        );
+        assert_eq!(sel("package:vllm<0.27.2rc0").to_string(), "package:vllm<0.27.2rc0");
+        assert_eq!(sel("package: vllm >=0.20, <0.27 ").to_string(), "package:vllm>=0.20, <0.27");
+        assert_eq!(sel("capability:>=8.0,<9.0").to_string(), "capability:>=8.0,<9.0");
         for bad in [
             "package:<1.0",
             "package:vllm<",
@@ -402,11 +371,7 @@ mod tests {
             !sel("package:vllm>=1,<=1").admits_nothing() && !sel("package:vllm").admits_nothing()
         );
         let e = Selector::parse("package:vllm<<1").expect_err("bad range");
-        assert!(
-            e.to_string()
-                .starts_with("selector \"package:vllm<<1\": version range:"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("selector \"package:vllm<<1\": version range:"), "{e}");
     }
 
     /// Spellings of one name are one key, whose versions keep the order
@@ -466,22 +431,25 @@ mod tests {
             prepared(serde_json::json!({"manifest_version": 1, "accelerators": gpus}))
         };
         let pre_ampere = sel("capability:<8.0");
-        assert!(pre_ampere.holds(&gpus(
-            serde_json::json!([{"vendor": "nvidia", "model": "T4G"}])
-        )));
-        assert!(!pre_ampere.holds(&gpus(
-            serde_json::json!([{"vendor": "nvidia", "compute_capability": "9.0"}])
-        )));
+        assert!(pre_ampere.holds(&gpus(serde_json::json!([{"vendor": "nvidia", "model": "T4G"}]))));
+        assert!(
+            !pre_ampere.holds(&gpus(
+                serde_json::json!([{"vendor": "nvidia", "compute_capability": "9.0"}])
+            ))
+        );
         assert!(pre_ampere.holds(&gpus(serde_json::json!([
             {"vendor": "nvidia", "compute_capability": "9.0"}, {"vendor": "nvidia", "compute_capability": "7.0"}
         ]))));
-        assert!(!pre_ampere.holds(&gpus(
-            serde_json::json!([{"vendor": "nvidia", "compute_capability": "12.0"}])
-        )));
+        assert!(
+            !pre_ampere.holds(&gpus(
+                serde_json::json!([{"vendor": "nvidia", "compute_capability": "12.0"}])
+            ))
+        );
         // An unknown model without a capability: cannot be decided.
-        assert!(pre_ampere.holds(&gpus(
-            serde_json::json!([{"vendor": "nvidia", "model": "Future GPU"}])
-        )));
+        assert!(
+            pre_ampere
+                .holds(&gpus(serde_json::json!([{"vendor": "nvidia", "model": "Future GPU"}])))
+        );
         assert!(!pre_ampere.holds(&gpus(serde_json::json!([]))));
     }
 }

@@ -178,7 +178,9 @@ fn with_specifier<R>(text: &str, f: impl FnOnce(Result<&Specifier, VersionError>
         return f(Specifier::parse(text).as_ref().map_err(Clone::clone));
     }
     // FNV-1a: a few nanoseconds for a short text.
-    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let hash = text
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
     let slot = (hash % SPECIFIER_SLOTS as u64) as usize;
     SPECIFIERS.with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -199,7 +201,13 @@ fn with_specifier<R>(text: &str, f: impl FnOnce(Result<&Specifier, VersionError>
 }
 
 fn answer_field(answer: i32) -> Field<'static> {
-    Field { kind: FieldKind::Number, text: None, number: Some(f64::from(answer)), len: 0, source: Source::Manifest }
+    Field {
+        kind: FieldKind::Number,
+        text: None,
+        number: Some(f64::from(answer)),
+        len: 0,
+        source: Source::Manifest,
+    }
 }
 
 /// Why a rule's output was refused.
@@ -243,7 +251,13 @@ impl Observed {
     /// What a lookup that found `field` (or nothing) lets a rule see.
     pub fn of(field: Option<&Field<'_>>) -> Observed {
         match field {
-            None => Observed { kind: FieldKind::Missing, text: None, number: None, len: 0, kind_only: false },
+            None => Observed {
+                kind: FieldKind::Missing,
+                text: None,
+                number: None,
+                len: 0,
+                kind_only: false,
+            },
             Some(f) => Observed {
                 kind: f.kind,
                 text: f.text.as_deref().map(Box::from),
@@ -421,7 +435,10 @@ impl Session {
     /// (`"7.5"`); NaN otherwise.
     pub fn field_num(&self, path: &[u8]) -> f64 {
         match self.lookup(path, Facet::All) {
-            Some(f) => f.number.or_else(|| f.text.as_deref().and_then(|t| t.trim().parse().ok())).unwrap_or(f64::NAN),
+            Some(f) => f
+                .number
+                .or_else(|| f.text.as_deref().and_then(|t| t.trim().parse().ok()))
+                .unwrap_or(f64::NAN),
             None => f64::NAN,
         }
     }
@@ -475,9 +492,9 @@ impl Session {
             reason: "not valid UTF-8".to_owned(),
         })?;
         let answer = with_specifier(text, |parsed| {
-            parsed
-                .map(|spec| version_answer(&self.fields, path, spec))
-                .map_err(|e| SpecifierError { spec: text.to_owned(), reason: e.reason().to_owned() })
+            parsed.map(|spec| version_answer(&self.fields, path, spec)).map_err(|e| {
+                SpecifierError { spec: text.to_owned(), reason: e.reason().to_owned() }
+            })
         })?;
         self.note_answer(Question::VersionIn, path, spec, answer);
         Ok(answer)
@@ -556,19 +573,30 @@ mod tests {
     #[test]
     fn a_cached_specifier_answers_as_a_fresh_parse() {
         let long = format!(">=0.1{}", ",!=9.9".repeat(60));
-        let mut texts: Vec<String> = (0..3 * SPECIFIER_SLOTS).map(|i| format!(">={}.{},<{}.0", i % 7, i, i % 7 + 1)).collect();
+        let mut texts: Vec<String> = (0..3 * SPECIFIER_SLOTS)
+            .map(|i| format!(">={}.{},<{}.0", i % 7, i, i % 7 + 1))
+            .collect();
         texts.extend([long, ">=banana".to_owned(), String::new()]);
-        let versions: Vec<Version> = ["0.3", "1.200", "5.700.1", "6.0rc1"].iter().map(|v| Version::parse(v).expect("version")).collect();
+        let versions: Vec<Version> = ["0.3", "1.200", "5.700.1", "6.0rc1"]
+            .iter()
+            .map(|v| Version::parse(v).expect("version"))
+            .collect();
         for _ in 0..2 {
             for text in &texts {
                 let fresh = Specifier::parse(text);
                 let cached = with_specifier(text, |parsed| match parsed {
-                    Ok(spec) => Ok((spec.as_str().to_owned(), versions.iter().map(|v| spec.contains(v)).collect::<Vec<_>>())),
+                    Ok(spec) => Ok((
+                        spec.as_str().to_owned(),
+                        versions.iter().map(|v| spec.contains(v)).collect::<Vec<_>>(),
+                    )),
                     Err(e) => Err(e),
                 });
                 match fresh {
                     Ok(spec) => {
-                        let want = (spec.as_str().to_owned(), versions.iter().map(|v| spec.contains(v)).collect::<Vec<_>>());
+                        let want = (
+                            spec.as_str().to_owned(),
+                            versions.iter().map(|v| spec.contains(v)).collect::<Vec<_>>(),
+                        );
                         assert_eq!(cached, Ok(want), "{text}");
                     }
                     Err(e) => assert_eq!(cached, Err(e), "{text}"),
@@ -583,7 +611,11 @@ mod tests {
         )
         .expect("parses");
         let p = Prepared::new(m);
-        if recording { Session::recording(p.fields.clone(), 1024) } else { Session::new(p.fields.clone(), 1024) }
+        if recording {
+            Session::recording(p.fields.clone(), 1024)
+        } else {
+            Session::new(p.fields.clone(), 1024)
+        }
     }
 
     #[test]
@@ -619,7 +651,10 @@ mod tests {
         .expect("parses");
         let other = Prepared::new(other);
         assert!(vllm.is_kind_only());
-        assert!(vllm.matches(other.fields.get("packages.vllm").as_ref()), "an object of other members");
+        assert!(
+            vllm.matches(other.fields.get("packages.vllm").as_ref()),
+            "an object of other members"
+        );
         assert!(!vllm.matches(other.fields.get("packages.vllm.version").as_ref()), "not an object");
         assert!(!vllm.matches(None), "not there");
         assert!(!host.is_kind_only(), "its length was asked too");
@@ -645,7 +680,8 @@ mod tests {
     #[test]
     fn a_version_question_is_answered_and_recorded_as_its_answer() {
         let mut s = session(true);
-        let ask = |s: &Session, path: &str, spec: &str| s.version_in(path.as_bytes(), spec.as_bytes());
+        let ask =
+            |s: &Session, path: &str, spec: &str| s.version_in(path.as_bytes(), spec.as_bytes());
         assert_eq!(ask(&s, "packages.vllm.version", ">=0.20,<0.27.2rc0"), Ok(1));
         assert_eq!(ask(&s, "packages.vllm.version", ">=0.27.2"), Ok(0));
         assert_eq!(ask(&s, "packages.torch.version", ">=2"), Ok(status::MISSING));
@@ -653,7 +689,10 @@ mod tests {
         assert_eq!(ask(&s, "host.arch", ">=2"), Ok(status::NOT_A_VERSION));
         let bad = ask(&s, "packages.vllm.version", ">=banana").expect_err("does not parse");
         assert_eq!(bad.spec, ">=banana");
-        assert!(ask(&s, "packages.vllm.version", "\u{ff}").is_err(), "a specifier that is not PEP 440");
+        assert!(
+            ask(&s, "packages.vllm.version", "\u{ff}").is_err(),
+            "a specifier that is not PEP 440"
+        );
         // Asked again: the first answer is the read.
         assert_eq!(ask(&s, "packages.vllm.version", ">=0.20,<0.27.2rc0"), Ok(1));
         let reads = s.take_reads().expect("recorded");
@@ -670,14 +709,29 @@ mod tests {
             .expect("parses");
             crate::model::Prepared::new(m).fields
         };
-        for (version, answer) in [("0.20.0", 1.0), ("0.26.3+cu126", 1.0), ("0.27.2rc0", 0.0), ("0.19", 0.0), ("main", -3.0)] {
+        for (version, answer) in [
+            ("0.20.0", 1.0),
+            ("0.26.3+cu126", 1.0),
+            ("0.27.2rc0", 0.0),
+            ("0.19", 0.0),
+            ("main", -3.0),
+        ] {
             let fields = other(version);
             let field = observe(&fields, read).expect("a question this module wrote");
             assert_eq!((field.kind, field.number), (FieldKind::Number, Some(answer)), "{version}");
         }
-        assert!(observe(&other("0.20.0"), &[PREDICATE, 0, 9, 0]).is_none(), "bytes this module did not write");
-        assert!(observe(&other("0.20.0"), &[PREDICATE, 7, 0, 0, 0, 0]).is_none(), "a question this module does not ask");
-        assert_eq!(observe(&other("0.20.0"), b"packages.vllm.version").and_then(|f| f.text).as_deref(), Some("0.20.0"));
+        assert!(
+            observe(&other("0.20.0"), &[PREDICATE, 0, 9, 0]).is_none(),
+            "bytes this module did not write"
+        );
+        assert!(
+            observe(&other("0.20.0"), &[PREDICATE, 7, 0, 0, 0, 0]).is_none(),
+            "a question this module does not ask"
+        );
+        assert_eq!(
+            observe(&other("0.20.0"), b"packages.vllm.version").and_then(|f| f.text).as_deref(),
+            Some("0.20.0")
+        );
     }
 
     #[test]
@@ -691,7 +745,11 @@ mod tests {
         };
         let mut s = Session::recording(fields("google/Gemma-4-E2B-it"), 1 << 16);
         assert_eq!(s.text_contains(b"workload.model", b"gemma-4"), 1);
-        assert_eq!(s.text_contains(b"workload.model", b"GEMMA-4-e2b"), 1, "the needle's case does not count either");
+        assert_eq!(
+            s.text_contains(b"workload.model", b"GEMMA-4-e2b"),
+            1,
+            "the needle's case does not count either"
+        );
         assert_eq!(s.text_contains(b"workload.model", b"gemma4"), 0);
         assert_eq!(s.text_contains(b"workload.model", b""), 1, "the empty needle is in every text");
         assert_eq!(s.text_contains(b"workload.quantization", b"awq"), status::MISSING);
@@ -705,19 +763,25 @@ mod tests {
         assert_eq!(seen.number_bits(), Some(1f64.to_bits()));
         // A replay sees the answer on another manifest: the same for every
         // model id that names the family, and for every one that does not.
-        for (model, answer) in [("org/gemma-4-31b", 1.0), ("GEMMA-4", 1.0), ("org/model-17", 0.0), ("gemma-3", 0.0)] {
+        for (model, answer) in
+            [("org/gemma-4-31b", 1.0), ("GEMMA-4", 1.0), ("org/model-17", 0.0), ("gemma-3", 0.0)]
+        {
             let fields = fields(model);
             let field = observe(&fields, read).expect("a question this module wrote");
             assert_eq!((field.kind, field.number), (FieldKind::Number, Some(answer)), "{model}");
         }
-        let missing = crate::model::Prepared::new(crate::model::parse_manifest(br#"{"manifest_version":1}"#).expect("parses")).fields;
+        let missing = crate::model::Prepared::new(
+            crate::model::parse_manifest(br#"{"manifest_version":1}"#).expect("parses"),
+        )
+        .fields;
         assert_eq!(observe(&missing, read).and_then(|f| f.number), Some(-1.0));
     }
 
     #[test]
     fn a_raw_read_spelled_like_a_question_gives_the_recording_up() {
         let mut s = session(true);
-        let spelled = predicate_read(Question::VersionIn, b"packages.vllm.version", b">=0.20").expect("short");
+        let spelled = predicate_read(Question::VersionIn, b"packages.vllm.version", b">=0.20")
+            .expect("short");
         assert_eq!(s.field_kind(&spelled), FieldKind::Missing as i32);
         assert_eq!(s.version_in(b"packages.vllm.version", b">=0.20"), Ok(1));
         assert!(s.take_reads().is_none());
@@ -729,7 +793,10 @@ mod tests {
         s.param(b"v", b"text").expect("fits");
         s.param_field(b"v", b"packages.vllm.version").expect("fits");
         let out = s.take_output();
-        assert_eq!(out.params[1], ("v".to_owned(), ParamValue::Field("packages.vllm.version".to_owned())));
+        assert_eq!(
+            out.params[1],
+            ("v".to_owned(), ParamValue::Field("packages.vllm.version".to_owned()))
+        );
         assert_eq!(out.param_fields().collect::<Vec<_>>(), ["packages.vllm.version"]);
         assert_eq!(s.param_field(b"v", &[0xff]), Err(OutputError::NotUtf8 { what: "param path" }));
     }

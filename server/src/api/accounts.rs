@@ -2,21 +2,28 @@
 //! every account manages its own tokens. A token's secret appears in
 //! exactly one answer: the one that issued it.
 
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use axum::Json;
 use axum::extract::State;
-use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
 use crate::api::rules::rfc3339;
-use crate::api::types::{AccountView, AuditView, CreateAccountRequest, IssueTokenRequest, IssuedToken, SetRoleRequest, TokenView};
+use crate::api::types::{
+    AccountView, AuditView, CreateAccountRequest, IssueTokenRequest, IssuedToken, SetRoleRequest,
+    TokenView,
+};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::store::{Account, Actor, AuditEntry, Role, TokenInfo};
 
 fn account_view(a: &Account) -> AccountView {
-    AccountView { name: a.name.clone(), role: a.role.to_string(), created_at: rfc3339(a.created_at) }
+    AccountView {
+        name: a.name.clone(),
+        role: a.role.to_string(),
+        created_at: rfc3339(a.created_at),
+    }
 }
 
 fn token_view(t: &TokenInfo) -> TokenView {
@@ -45,13 +52,18 @@ pub fn validate_account_name(name: &str) -> Result<(), AppError> {
     } else {
         Err(AppError::BadRequest {
             code: "invalid_account_name",
-            message: format!("{name:?}: an account name is 1 to 64 letters, digits, '-', '_' or '.'"),
+            message: format!(
+                "{name:?}: an account name is 1 to 64 letters, digits, '-', '_' or '.'"
+            ),
         })
     }
 }
 
 /// `GET /v1/whoami`.
-pub async fn whoami(State(state): State<AppState>, caller: Caller) -> Result<Json<AccountView>, AppError> {
+pub async fn whoami(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<AccountView>, AppError> {
     let principal = caller.signed_in()?;
     let account = state
         .registry()
@@ -71,7 +83,11 @@ pub async fn create_account(
     let admin = caller.at_least(Role::Admin)?.clone();
     validate_account_name(&request.name)?;
     let role = request.role.as_deref().map_or(Ok(Role::Contributor), parse_role)?;
-    let account = state.registry().store().create_account(&request.name, role, &Actor::Account(admin)).await?;
+    let account = state
+        .registry()
+        .store()
+        .create_account(&request.name, role, &Actor::Account(admin))
+        .await?;
     Ok((StatusCode::CREATED, Json(account_view(&account))))
 }
 
@@ -85,7 +101,10 @@ pub async fn set_role(
     let admin = caller.at_least(Role::Admin)?.clone();
     let role = parse_role(&request.role)?;
     let store = state.registry().store();
-    let account = store.account_by_name(&name).await?.ok_or_else(|| AppError::NotFound(format!("no account {name}")))?;
+    let account = store
+        .account_by_name(&name)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("no account {name}")))?;
     let account = store.set_role(account.id, role, &Actor::Account(admin)).await?;
     Ok(Json(account_view(&account)))
 }
@@ -100,7 +119,10 @@ pub async fn issue_token(
     let principal = caller.signed_in()?.clone();
     let label = request.label.trim();
     if label.is_empty() || label.chars().count() > 100 {
-        return Err(AppError::BadRequest { code: "invalid_label", message: "a token's label is 1 to 100 characters".into() });
+        return Err(AppError::BadRequest {
+            code: "invalid_label",
+            message: "a token's label is 1 to 100 characters".into(),
+        });
     }
     let store = state.registry().store();
     let account_id = match request.account.as_deref() {
@@ -108,7 +130,11 @@ pub async fn issue_token(
         Some(name) if name == principal.name => principal.account_id,
         Some(name) => {
             caller.at_least(Role::Admin)?;
-            store.account_by_name(name).await?.ok_or_else(|| AppError::NotFound(format!("no account {name}")))?.id
+            store
+                .account_by_name(name)
+                .await?
+                .ok_or_else(|| AppError::NotFound(format!("no account {name}")))?
+                .id
         }
     };
     let (secret, info) = store.issue_token(account_id, label, &Actor::Account(principal)).await?;
@@ -116,7 +142,10 @@ pub async fn issue_token(
 }
 
 /// `GET /v1/tokens`: the caller's tokens (an admin's: all), no secrets.
-pub async fn list_tokens(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<TokenView>>, AppError> {
+pub async fn list_tokens(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Vec<TokenView>>, AppError> {
     let principal = caller.signed_in()?;
     let filter = if caller.has(Role::Admin) { None } else { Some(principal.account_id) };
     let tokens = state.registry().store().list_tokens(filter).await?;
@@ -168,5 +197,12 @@ fn audit_view(e: &AuditEntry) -> AuditView {
         (_, _, _, Some(account)) => format!("account {account}"),
         _ => String::new(),
     };
-    AuditView { id: e.id, at: rfc3339(e.at), actor: e.actor.as_ref().map(|a| a.name.clone()), action: e.action.clone(), subject, detail: e.detail.clone() }
+    AuditView {
+        id: e.id,
+        at: rfc3339(e.at),
+        actor: e.actor.as_ref().map(|a| a.name.clone()),
+        action: e.action.clone(),
+        subject,
+        detail: e.detail.clone(),
+    }
 }

@@ -14,14 +14,20 @@ use crate::error::AppError;
 pub const REVISION_HEADER: &str = "x-pitfall-ruleset-revision";
 
 /// `GET /v1/bundle`.
-pub async fn bundle(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, AppError> {
+pub async fn bundle(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
     let built = state.bundles().current(state.registry()).await?;
     let etag = HeaderValue::from_str(&built.etag).map_err(|e| AppError::Internal(e.into()))?;
-    let revision = HeaderValue::from_str(&built.ruleset_revision).map_err(|e| AppError::Internal(e.into()))?;
+    let revision =
+        HeaderValue::from_str(&built.ruleset_revision).map_err(|e| AppError::Internal(e.into()))?;
     // Caches may keep it, but must ask again each time (a 304 is cheap).
     let cache = HeaderValue::from_static("no-cache");
     if matches(headers.get_all(IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()), &built.etag) {
-        return Ok((StatusCode::NOT_MODIFIED, [(ETAG, etag), (CACHE_CONTROL, cache)]).into_response());
+        return Ok(
+            (StatusCode::NOT_MODIFIED, [(ETAG, etag), (CACHE_CONTROL, cache)]).into_response()
+        );
     }
     let media = HeaderValue::from_static(pitfall_api::bundle::MEDIA_TYPE);
     let headers = [(CONTENT_TYPE, media), (ETAG, etag), (CACHE_CONTROL, cache)];
@@ -32,7 +38,10 @@ pub async fn bundle(State(state): State<AppState>, headers: HeaderMap) -> Result
 /// compared weakly as RFC 9110 says for this header).
 fn matches<'a>(values: impl Iterator<Item = &'a str>, etag: &str) -> bool {
     let bare = etag.trim_start_matches("W/");
-    values.flat_map(|v| v.split(',')).map(str::trim).any(|tag| tag == "*" || tag.trim_start_matches("W/") == bare)
+    values
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.trim_start_matches("W/") == bare)
 }
 
 #[cfg(test)]

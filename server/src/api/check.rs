@@ -29,7 +29,10 @@ pub async fn check(
     let body = read_body(body, limit).await?;
     let start = Instant::now();
     let answers = check_manifests(&state, vec![Ok(&body[..])], deadline).await?;
-    let answer = answers.into_iter().next().ok_or_else(|| AppError::Internal(anyhow::anyhow!("no answer")))??;
+    let answer = answers
+        .into_iter()
+        .next()
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("no answer")))??;
     Ok(json_response(answer.json(micros(start))))
 }
 
@@ -60,7 +63,10 @@ pub async fn batch(
     if request.manifests.len() > max {
         return Err(AppError::BadRequest {
             code: "batch_too_large",
-            message: format!("{} manifests in one batch; the limit is {max}", request.manifests.len()),
+            message: format!(
+                "{} manifests in one batch; the limit is {max}",
+                request.manifests.len()
+            ),
         });
     }
     let max_manifest = state.limits().max_manifest_bytes;
@@ -85,7 +91,9 @@ pub async fn batch(
             Ok(answer) => answer.write(elapsed_us, &mut out),
             Err(e) => {
                 let entry = BatchItem::Error { error: ErrorBody::from(e) };
-                out.push_str(&serde_json::to_string(&entry).map_err(|e| AppError::Internal(e.into()))?);
+                out.push_str(
+                    &serde_json::to_string(&entry).map_err(|e| AppError::Internal(e.into()))?,
+                );
             }
         }
     }
@@ -110,7 +118,8 @@ async fn check_manifests(
 ) -> Result<Vec<Result<Arc<SerializedAnswer>, AppError>>, AppError> {
     let rules = state.registry().rules();
     let revision = rules.revision().to_owned();
-    let mut answers: Vec<Option<Result<Arc<SerializedAnswer>, AppError>>> = Vec::with_capacity(texts.len());
+    let mut answers: Vec<Option<Result<Arc<SerializedAnswer>, AppError>>> =
+        Vec::with_capacity(texts.len());
     let mut work: Vec<(usize, ManifestDigest, Manifest)> = Vec::new();
     for (i, text) in texts.into_iter().enumerate() {
         let text = match text {
@@ -148,9 +157,12 @@ async fn check_manifests(
             // slot, and handing a check's candidates to other cores would
             // only take them from the other slots.
             match rules.check_on_this_thread(engine, manifest, deadline.0) {
-                Ok(answer) => {
-                    evaluated.push((i, digest, answer.rule_errors.len(), Arc::new(SerializedAnswer::new(&answer))))
-                }
+                Ok(answer) => evaluated.push((
+                    i,
+                    digest,
+                    answer.rule_errors.len(),
+                    Arc::new(SerializedAnswer::new(&answer)),
+                )),
                 Err(past) => {
                     past_deadline = Some(past);
                     break;
@@ -170,7 +182,11 @@ async fn check_manifests(
     state.metrics().checks.fetch_add(answers.len() as u64, Relaxed);
     Ok(answers
         .into_iter()
-        .map(|a| a.unwrap_or_else(|| Err(AppError::Internal(anyhow::anyhow!("manifest left unanswered")))))
+        .map(|a| {
+            a.unwrap_or_else(|| {
+                Err(AppError::Internal(anyhow::anyhow!("manifest left unanswered")))
+            })
+        })
         .collect())
 }
 
@@ -185,14 +201,17 @@ fn read_manifest(text: &[u8]) -> Result<Manifest, AppError> {
     if let Some(manifest) = manifest_from_slice(text) {
         return Ok(manifest);
     }
-    let value: Value = serde_json::from_slice(text)
-        .map_err(|e| AppError::BadRequest { code: "invalid_json", message: format!("the body is not JSON: {e}") })?;
+    let value: Value = serde_json::from_slice(text).map_err(|e| AppError::BadRequest {
+        code: "invalid_json",
+        message: format!("the body is not JSON: {e}"),
+    })?;
     parse(value)
 }
 
 /// A JSON value as a manifest, with the contract's error codes.
 fn parse(value: Value) -> Result<Manifest, AppError> {
-    let version_ok = value.get("manifest_version").and_then(Value::as_u64) == Some(u64::from(MANIFEST_VERSION));
+    let version_ok =
+        value.get("manifest_version").and_then(Value::as_u64) == Some(u64::from(MANIFEST_VERSION));
     manifest_from_value(value).map_err(|e| {
         if e.field == "manifest_version" && !version_ok && !e.message.contains("missing") {
             AppError::Unprocessable { code: "unsupported_manifest_version", message: e.message }

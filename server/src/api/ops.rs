@@ -34,7 +34,10 @@ const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
     // Bounded: a load balancer's probe wants an answer, not a hang while
     // the database is unreachable.
-    let ready = matches!(tokio::time::timeout(READY_TIMEOUT, state.registry().store().ping()).await, Ok(Ok(())));
+    let ready = matches!(
+        tokio::time::timeout(READY_TIMEOUT, state.registry().store().ping()).await,
+        Ok(Ok(()))
+    );
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, Json(health(&state, ready)))
 }
@@ -60,15 +63,39 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         ("pitfall_ruleset_revision", "The ruleset revision served.", revision),
         ("pitfall_rules_served", "Rules in the served set.", rules.rules().len() as f64),
         ("pitfall_result_cache_entries", "Check answers cached.", state.cache().len() as f64),
-        ("pitfall_result_cache_bytes", "Bytes of check answers cached.", state.cache().bytes() as f64),
-        ("pitfall_store_up", "Whether the store answered the last refresh (1) or not (0).", f64::from(u8::from(state.registry().store_ok()))),
+        (
+            "pitfall_result_cache_bytes",
+            "Bytes of check answers cached.",
+            state.cache().bytes() as f64,
+        ),
+        (
+            "pitfall_store_up",
+            "Whether the store answered the last refresh (1) or not (0).",
+            f64::from(u8::from(state.registry().store_ok())),
+        ),
         ("pitfall_rule_memo_bytes", "Bytes the memo of evaluations holds.", memo.bytes as f64),
     ];
     let counters = [
-        ("pitfall_rule_memo_hits_total", "Rule evaluations answered from the memo (what the rule read was seen before).", memo.hits),
-        ("pitfall_rule_memo_misses_total", "Rule evaluations run in the sandbox with the memo on.", memo.misses),
-        ("pitfall_rule_instantiations_total", "Rule evaluations in the sandbox that instantiated their rule.", instances.instantiations),
-        ("pitfall_rule_instances_reused_total", "Rule evaluations in the sandbox that reused an instance of their rule, reset to its fresh state.", instances.reuses),
+        (
+            "pitfall_rule_memo_hits_total",
+            "Rule evaluations answered from the memo (what the rule read was seen before).",
+            memo.hits,
+        ),
+        (
+            "pitfall_rule_memo_misses_total",
+            "Rule evaluations run in the sandbox with the memo on.",
+            memo.misses,
+        ),
+        (
+            "pitfall_rule_instantiations_total",
+            "Rule evaluations in the sandbox that instantiated their rule.",
+            instances.instantiations,
+        ),
+        (
+            "pitfall_rule_instances_reused_total",
+            "Rule evaluations in the sandbox that reused an instance of their rule, reset to its fresh state.",
+            instances.reuses,
+        ),
     ];
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics().render(&gauges, &counters))
 }

@@ -1,9 +1,9 @@
 //! Review: approve, reject, yank, and the queue of pending versions.
 
+use crate::extract::ApiPath;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use crate::extract::ApiPath;
 
 use crate::api::rules::{refresh_after_write, version_detail};
 use crate::api::types::{ReviewRequest, VersionDetail};
@@ -21,8 +21,11 @@ async fn reason(body: Body) -> Result<Option<String>, AppError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let request: ReviewRequest = crate::extract::json_object(&bytes)
-        .map_err(|e| AppError::BadRequest { code: "invalid_json", message: format!("the body must be {{\"reason\": \"...\"}}: {e}") })?;
+    let request: ReviewRequest =
+        crate::extract::json_object(&bytes).map_err(|e| AppError::BadRequest {
+            code: "invalid_json",
+            message: format!("the body must be {{\"reason\": \"...\"}}: {e}"),
+        })?;
     Ok(request.reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()))
 }
 
@@ -34,7 +37,8 @@ async fn change_state(
     to: VersionState,
     reason: Option<String>,
 ) -> Result<Json<VersionDetail>, AppError> {
-    let record = state.registry().store().set_state(id, version, to, &actor, reason.as_deref()).await?;
+    let record =
+        state.registry().store().set_state(id, version, to, &actor, reason.as_deref()).await?;
     tracing::info!(rule = %id, version = %version, state = %to, "review");
     refresh_after_write(state).await;
     Ok(Json(version_detail(&record)))
@@ -82,15 +86,23 @@ pub async fn yank(
     body: Body,
 ) -> Result<Json<VersionDetail>, AppError> {
     let principal = caller.signed_in()?.clone();
-    if !caller.has(Role::Maintainer) && !state.registry().store().is_owner(&id, principal.account_id).await? {
-        return Err(AppError::Forbidden(format!("only an owner of {id} or a maintainer may yank it")));
+    if !caller.has(Role::Maintainer)
+        && !state.registry().store().is_owner(&id, principal.account_id).await?
+    {
+        return Err(AppError::Forbidden(format!(
+            "only an owner of {id} or a maintainer may yank it"
+        )));
     }
     let reason = reason(body).await?;
-    change_state(&state, Actor::Account(principal), &id, &version, VersionState::Yanked, reason).await
+    change_state(&state, Actor::Account(principal), &id, &version, VersionState::Yanked, reason)
+        .await
 }
 
 /// `GET /v1/review` (maintainer): pending versions, oldest first.
-pub async fn queue(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<VersionDetail>>, AppError> {
+pub async fn queue(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Vec<VersionDetail>>, AppError> {
     caller.at_least(Role::Maintainer)?;
     let pending = state.registry().store().pending_versions().await?;
     Ok(Json(pending.iter().map(version_detail).collect()))

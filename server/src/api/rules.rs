@@ -2,10 +2,10 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
+use crate::extract::{ApiPath, ApiQuery};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use crate::extract::{ApiPath, ApiQuery};
 use axum::http::StatusCode;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG};
 use axum::response::IntoResponse;
@@ -31,7 +31,8 @@ pub async fn search(
         caller.at_least(Role::Maintainer)?;
     }
     let page = state.registry().store().search(&rule_query).await?;
-    let words: Vec<String> = query.q.as_deref().unwrap_or("").split_whitespace().map(str::to_lowercase).collect();
+    let words: Vec<String> =
+        query.q.as_deref().unwrap_or("").split_whitespace().map(str::to_lowercase).collect();
     Ok(Json(SearchResponse {
         total: u64::try_from(page.total).unwrap_or(0),
         limit: u32::try_from(page.limit).unwrap_or(0),
@@ -45,22 +46,35 @@ pub async fn search(
 pub const MAX_QUERY_TEXT_CHARS: usize = 2048;
 
 fn to_store_query(query: &SearchQuery) -> Result<RuleQuery, AppError> {
-    let invalid = |field: &str, e: String| AppError::BadRequest { code: "invalid_query", message: format!("{field}: {e}") };
+    let invalid = |field: &str, e: String| AppError::BadRequest {
+        code: "invalid_query",
+        message: format!("{field}: {e}"),
+    };
     if let Some(q) = query.q.as_deref().filter(|q| q.chars().count() > MAX_QUERY_TEXT_CHARS) {
-        return Err(invalid("q", format!("{} characters; at most {MAX_QUERY_TEXT_CHARS} are searched", q.chars().count())));
+        return Err(invalid(
+            "q",
+            format!(
+                "{} characters; at most {MAX_QUERY_TEXT_CHARS} are searched",
+                q.chars().count()
+            ),
+        ));
     }
     let severity = match query.severity.as_deref().filter(|s| !s.is_empty()) {
         None => None,
         Some("error") => Some(Severity::Error),
         Some("warning") => Some(Severity::Warning),
         Some("info") => Some(Severity::Info),
-        Some(other) => return Err(invalid("severity", format!("{other:?} is not error, warning or info"))),
+        Some(other) => {
+            return Err(invalid("severity", format!("{other:?} is not error, warning or info")));
+        }
     };
     let state = match query.state.as_deref().filter(|s| !s.is_empty()) {
         None => None,
         Some(s) => Some(s.parse::<VersionState>().map_err(|e| invalid("state", e.to_string()))?),
     };
-    let nonempty = |s: &Option<String>| s.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
+    let nonempty = |s: &Option<String>| {
+        s.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned)
+    };
     Ok(RuleQuery {
         q: nonempty(&query.q),
         package: nonempty(&query.package),
@@ -77,7 +91,8 @@ fn to_store_query(query: &SearchQuery) -> Result<RuleQuery, AppError> {
 /// A GPU model of the hardware table stands for its vendor, which is what
 /// selectors name (`accelerator:nvidia`); anything else is taken as a vendor.
 fn accelerator_vendor(text: &str) -> String {
-    pitfall_sdk::model::hardware::lookup(text).map_or_else(|| text.to_ascii_lowercase(), |gpu| gpu.vendor.clone())
+    pitfall_sdk::model::hardware::lookup(text)
+        .map_or_else(|| text.to_ascii_lowercase(), |gpu| gpu.vendor.clone())
 }
 
 fn summary(rule: store::RuleSummary, words: &[String]) -> RuleSummary {
@@ -110,7 +125,11 @@ fn is_public(version_state: VersionState) -> bool {
 }
 
 /// Whether the caller may see a rule's unreviewed and rejected versions.
-async fn sees_unreviewed(state: &AppState, caller: &Caller, rule_id: &str) -> Result<bool, AppError> {
+async fn sees_unreviewed(
+    state: &AppState,
+    caller: &Caller,
+    rule_id: &str,
+) -> Result<bool, AppError> {
     if caller.has(Role::Maintainer) {
         return Ok(true);
     }
@@ -121,15 +140,31 @@ async fn sees_unreviewed(state: &AppState, caller: &Caller, rule_id: &str) -> Re
 }
 
 /// `GET /v1/rules/{id}`.
-pub async fn rule(State(state): State<AppState>, caller: Caller, ApiPath(id): ApiPath<String>) -> Result<Json<RuleDetail>, AppError> {
-    let detail = state.registry().store().rule(&id).await?.ok_or_else(|| AppError::NotFound(format!("no rule {id}")))?;
-    let all = detail.versions.iter().all(|v| is_public(v.state)) || sees_unreviewed(&state, &caller, &id).await?;
+pub async fn rule(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<RuleDetail>, AppError> {
+    let detail = state
+        .registry()
+        .store()
+        .rule(&id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("no rule {id}")))?;
+    let all = detail.versions.iter().all(|v| is_public(v.state))
+        || sees_unreviewed(&state, &caller, &id).await?;
     let versions: Vec<VersionDetail> =
         detail.versions.iter().filter(|v| all || is_public(v.state)).map(version_detail).collect();
     if versions.is_empty() {
         return Err(AppError::NotFound(format!("no rule {id}")));
     }
-    let served_version = state.registry().rules().rules().iter().find(|r| r.id() == id).map(|r| r.meta().version.clone());
+    let served_version = state
+        .registry()
+        .rules()
+        .rules()
+        .iter()
+        .find(|r| r.id() == id)
+        .map(|r| r.meta().version.clone());
     Ok(Json(RuleDetail {
         id: detail.id,
         owners: detail.owners.into_iter().map(|o| o.name).collect(),
@@ -139,7 +174,12 @@ pub async fn rule(State(state): State<AppState>, caller: Caller, ApiPath(id): Ap
     }))
 }
 
-async fn visible_version(state: &AppState, caller: &Caller, id: &str, version: &str) -> Result<VersionRecord, AppError> {
+async fn visible_version(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    version: &str,
+) -> Result<VersionRecord, AppError> {
     let not_found = || AppError::NotFound(format!("no version {version} of rule {id}"));
     let record = state.registry().store().version(id, version).await?.ok_or_else(not_found)?;
     if !is_public(record.state) && !sees_unreviewed(state, caller, id).await? {
@@ -191,19 +231,27 @@ pub async fn publish(
     let limit = state.registry().engine().limits().max_module_bytes;
     let result = async {
         let bytes = read_body(body, limit).await.map_err(|e| match e {
-            AppError::TooLarge { limit } => {
-                AppError::Refused { step: "size", message: format!("the module exceeds the limit of {limit} bytes") }
-            }
+            AppError::TooLarge { limit } => AppError::Refused {
+                step: "size",
+                message: format!("the module exceeds the limit of {limit} bytes"),
+            },
             other => other,
         })?;
         if bytes.is_empty() {
-            return Err(AppError::Refused { step: "validation", message: "the body is empty; send the .wasm module".into() });
+            return Err(AppError::Refused {
+                step: "validation",
+                message: "the body is empty; send the .wasm module".into(),
+            });
         }
         let accepted = publish::assess(state.registry().engine(), bytes.to_vec().into()).await?;
         let record = state
             .registry()
             .store()
-            .insert_version(new_version(&accepted, &bytes), &Actor::Account(principal.clone()), VersionState::Pending)
+            .insert_version(
+                new_version(&accepted, &bytes),
+                &Actor::Account(principal.clone()),
+                VersionState::Pending,
+            )
             .await?;
         Ok(record)
     }
@@ -225,7 +273,10 @@ pub async fn publish(
 /// it at their next poll). A failure leaves the poller to retry.
 pub(crate) async fn refresh_after_write(state: &AppState) {
     if let Err(e) = state.registry().refresh().await {
-        tracing::warn!(error = format!("{e:#}"), "refresh after a write failed; the poller retries");
+        tracing::warn!(
+            error = format!("{e:#}"),
+            "refresh after a write failed; the poller retries"
+        );
     }
 }
 

@@ -10,8 +10,8 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{
-    Account, Actor, AuditEntry, Principal, Result, Role, Store, StoreError, Subject, TokenInfo, account_ref, audit,
-    is_unique_violation, json_column, now, record,
+    Account, Actor, AuditEntry, Principal, Result, Role, Store, StoreError, Subject, TokenInfo,
+    account_ref, audit, is_unique_violation, json_column, now, record,
 };
 
 /// The prefix of every token secret: makes leaked tokens recognisable to
@@ -34,7 +34,9 @@ impl Store {
     pub async fn create_account(&self, name: &str, role: Role, actor: &Actor) -> Result<Account> {
         let name = name.trim();
         if name.is_empty() || name.len() > 64 || name.chars().any(char::is_whitespace) {
-            return Err(StoreError::Invalid("an account name is 1 to 64 characters without spaces".into()));
+            return Err(StoreError::Invalid(
+                "an account name is 1 to 64 characters without spaces".into(),
+            ));
         }
         let mut tx = self.begin_write().await?;
         let row = sqlx::query(&format!(
@@ -54,7 +56,14 @@ impl Store {
         })?;
         let account = account_from_row(&row)?;
         let subject = Subject { account_id: Some(account.id), ..Subject::default() };
-        record(&mut tx, actor, audit::ACCOUNT_CREATE, subject, json!({ "name": name, "role": role })).await?;
+        record(
+            &mut tx,
+            actor,
+            audit::ACCOUNT_CREATE,
+            subject,
+            json!({ "name": name, "role": role }),
+        )
+        .await?;
         tx.commit().await?;
         Ok(account)
     }
@@ -94,22 +103,36 @@ impl Store {
             .await?
             .map(|r| r.try_get("role"))
             .transpose()?;
-        let row = sqlx::query(&format!("UPDATE accounts SET role = $1 WHERE id = $2 RETURNING {ACCOUNT_COLUMNS}"))
-            .bind(role.as_str())
-            .bind(account_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("no account {account_id}")))?;
+        let row = sqlx::query(&format!(
+            "UPDATE accounts SET role = $1 WHERE id = $2 RETURNING {ACCOUNT_COLUMNS}"
+        ))
+        .bind(role.as_str())
+        .bind(account_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("no account {account_id}")))?;
         let account = account_from_row(&row)?;
         let subject = Subject { account_id: Some(account_id), ..Subject::default() };
-        record(&mut tx, actor, audit::ACCOUNT_SET_ROLE, subject, json!({ "from": before, "to": role })).await?;
+        record(
+            &mut tx,
+            actor,
+            audit::ACCOUNT_SET_ROLE,
+            subject,
+            json!({ "from": before, "to": role }),
+        )
+        .await?;
         tx.commit().await?;
         Ok(account)
     }
 
     /// Issues a token for an account. The secret is returned here and
     /// never again; only its hash is stored.
-    pub async fn issue_token(&self, account_id: i64, label: &str, actor: &Actor) -> Result<(String, TokenInfo)> {
+    pub async fn issue_token(
+        &self,
+        account_id: i64,
+        label: &str,
+        actor: &Actor,
+    ) -> Result<(String, TokenInfo)> {
         let secret = new_secret()?;
         let mut tx = self.begin_write().await?;
         let id: i64 = sqlx::query(
@@ -124,7 +147,8 @@ impl Store {
         .await?
         .ok_or_else(|| StoreError::NotFound(format!("no account {account_id}")))?
         .try_get("id")?;
-        let subject = Subject { token_id: Some(id), account_id: Some(account_id), ..Subject::default() };
+        let subject =
+            Subject { token_id: Some(id), account_id: Some(account_id), ..Subject::default() };
         record(&mut tx, actor, audit::TOKEN_ISSUE, subject, json!({ "label": label })).await?;
         let info = token_by_id(&mut tx, id).await?;
         tx.commit().await?;
@@ -173,16 +197,23 @@ impl Store {
     /// returns it as it is.
     pub async fn revoke_token(&self, token_id: i64, actor: &Actor) -> Result<TokenInfo> {
         let mut tx = self.begin_write().await?;
-        let revoked = sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
-            .bind(now())
-            .bind(token_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let revoked = sqlx::query(
+            "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
+        )
+        .bind(now())
+        .bind(token_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
         let info = token_by_id(&mut tx, token_id).await?;
         if revoked > 0 {
-            let subject = Subject { token_id: Some(token_id), account_id: Some(info.account_id), ..Subject::default() };
-            record(&mut tx, actor, audit::TOKEN_REVOKE, subject, json!({ "label": info.label })).await?;
+            let subject = Subject {
+                token_id: Some(token_id),
+                account_id: Some(info.account_id),
+                ..Subject::default()
+            };
+            record(&mut tx, actor, audit::TOKEN_REVOKE, subject, json!({ "label": info.label }))
+                .await?;
         }
         tx.commit().await?;
         Ok(info)
@@ -190,7 +221,10 @@ impl Store {
 
     /// The token with this id (never its secret).
     pub async fn token(&self, token_id: i64) -> Result<Option<TokenInfo>> {
-        let row = sqlx::query(&format!("{TOKEN_SELECT} WHERE t.id = $1")).bind(token_id).fetch_optional(&self.pool).await?;
+        let row = sqlx::query(&format!("{TOKEN_SELECT} WHERE t.id = $1"))
+            .bind(token_id)
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(token_from_row).transpose()
     }
 
@@ -203,7 +237,9 @@ impl Store {
                     .fetch_all(&self.pool)
                     .await?
             }
-            None => sqlx::query(&format!("{TOKEN_SELECT} ORDER BY t.id")).fetch_all(&self.pool).await?,
+            None => {
+                sqlx::query(&format!("{TOKEN_SELECT} ORDER BY t.id")).fetch_all(&self.pool).await?
+            }
         };
         rows.iter().map(token_from_row).collect()
     }
@@ -247,7 +283,8 @@ pub(crate) fn secret_hash(secret: &str) -> String {
 /// A fresh secret from the OS's random source.
 fn new_secret() -> Result<String> {
     let mut bytes = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut bytes).map_err(|e| StoreError::Invalid(format!("no randomness from the OS: {e}")))?;
+    getrandom::fill(&mut bytes)
+        .map_err(|e| StoreError::Invalid(format!("no randomness from the OS: {e}")))?;
     Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
 }
 

@@ -62,7 +62,9 @@ impl Backend {
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             Ok(Backend::Postgres)
         } else {
-            Err(StoreError::Invalid("the database URL must start with sqlite:// or postgres://".into()))
+            Err(StoreError::Invalid(
+                "the database URL must start with sqlite:// or postgres://".into(),
+            ))
         }
     }
 
@@ -98,7 +100,9 @@ impl Store {
         let backend = Backend::from_url(url)?;
         if backend == Backend::Sqlite {
             if url.contains(":memory:") || url.contains("mode=memory") {
-                return Err(StoreError::Invalid("use a SQLite file, not an in-memory database".into()));
+                return Err(StoreError::Invalid(
+                    "use a SQLite file, not an in-memory database".into(),
+                ));
             }
             if !Any::database_exists(url).await? {
                 Any::create_database(url).await?;
@@ -139,7 +143,9 @@ impl Store {
 
     /// The ruleset revision: moves by one with every committed rule write.
     pub async fn revision(&self) -> Result<i64> {
-        let row = sqlx::query("SELECT revision FROM registry_state WHERE id = 1").fetch_one(&self.pool).await?;
+        let row = sqlx::query("SELECT revision FROM registry_state WHERE id = 1")
+            .fetch_one(&self.pool)
+            .await?;
         Ok(row.try_get("revision")?)
     }
 
@@ -147,7 +153,9 @@ impl Store {
     /// the module docs); bump the revision in it with [`bump_revision`].
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Any>> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("UPDATE registry_state SET revision = revision WHERE id = 1").execute(&mut *tx).await?;
+        sqlx::query("UPDATE registry_state SET revision = revision WHERE id = 1")
+            .execute(&mut *tx)
+            .await?;
         Ok(tx)
     }
 
@@ -164,7 +172,12 @@ async fn configure_sqlite(conn: &mut AnyConnection) -> Result<(), sqlx::Error> {
     // WAL: readers never block the writer. synchronous = NORMAL under WAL
     // survives application crashes; a power loss may drop the last
     // commits, never corrupt the file.
-    for pragma in ["PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON", busy.as_str(), "PRAGMA synchronous = NORMAL"] {
+    for pragma in [
+        "PRAGMA journal_mode = WAL",
+        "PRAGMA foreign_keys = ON",
+        busy.as_str(),
+        "PRAGMA synchronous = NORMAL",
+    ] {
         (&mut *conn).execute(pragma).await?;
     }
     Ok(())
@@ -173,14 +186,18 @@ async fn configure_sqlite(conn: &mut AnyConnection) -> Result<(), sqlx::Error> {
 /// Now, in Unix milliseconds (computed here, not by the database, so both
 /// backends record the same kind of value).
 fn now() -> UnixMillis {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Bumps the revision, inside a transaction from `Store::begin_write`.
 async fn bump_revision(conn: &mut AnyConnection) -> Result<i64> {
-    let row = sqlx::query("UPDATE registry_state SET revision = revision + 1 WHERE id = 1 RETURNING revision")
-        .fetch_one(conn)
-        .await?;
+    let row = sqlx::query(
+        "UPDATE registry_state SET revision = revision + 1 WHERE id = 1 RETURNING revision",
+    )
+    .fetch_one(conn)
+    .await?;
     Ok(row.try_get("revision")?)
 }
 

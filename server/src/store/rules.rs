@@ -19,8 +19,8 @@ use sqlx::{AnyConnection, Row};
 
 use super::accounts::hex;
 use super::{
-    AccountRef, Actor, NewVersion, Result, RuleDetail, ServedVersion, Store, StoreError, Subject, VersionRecord,
-    VersionState, account_ref, audit, bump_revision, json_column, now, record,
+    AccountRef, Actor, NewVersion, Result, RuleDetail, ServedVersion, Store, StoreError, Subject,
+    VersionRecord, VersionState, account_ref, audit, bump_revision, json_column, now, record,
 };
 
 /// The columns [`version_from_row`] reads.
@@ -51,7 +51,8 @@ impl Store {
         }
         let stored = version_in(&mut tx, &key.0, &key.1).await?;
         tx.commit().await?;
-        stored.ok_or_else(|| StoreError::NotFound(format!("no version {} of rule {}", key.1, key.0)))
+        stored
+            .ok_or_else(|| StoreError::NotFound(format!("no version {} of rule {}", key.1, key.0)))
     }
 
     /// Stores the bundled rules as approved, as the system, in one
@@ -85,14 +86,17 @@ impl Store {
         reason: Option<&str>,
     ) -> Result<VersionRecord> {
         let mut tx = self.begin_write().await?;
-        let from: VersionState = sqlx::query("SELECT state FROM versions WHERE rule_id = $1 AND version = $2")
-            .bind(rule_id)
-            .bind(version)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("no version {version} of rule {rule_id}")))?
-            .try_get::<String, _>("state")?
-            .parse()?;
+        let from: VersionState =
+            sqlx::query("SELECT state FROM versions WHERE rule_id = $1 AND version = $2")
+                .bind(rule_id)
+                .bind(version)
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or_else(|| {
+                    StoreError::NotFound(format!("no version {version} of rule {rule_id}"))
+                })?
+                .try_get::<String, _>("state")?
+                .parse()?;
         if !from.can_become(to) {
             return Err(StoreError::InvalidTransition { from, to });
         }
@@ -109,12 +113,21 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         refresh_latest(&mut tx, rule_id).await?;
-        let subject = Subject { rule_id: Some(rule_id), version: Some(version), ..Subject::default() };
-        record(&mut tx, actor, audit::VERSION_STATE, subject, json!({ "from": from, "to": to, "reason": reason })).await?;
+        let subject =
+            Subject { rule_id: Some(rule_id), version: Some(version), ..Subject::default() };
+        record(
+            &mut tx,
+            actor,
+            audit::VERSION_STATE,
+            subject,
+            json!({ "from": from, "to": to, "reason": reason }),
+        )
+        .await?;
         bump_revision(&mut tx).await?;
         let stored = version_in(&mut tx, rule_id, version).await?;
         tx.commit().await?;
-        stored.ok_or_else(|| StoreError::NotFound(format!("no version {version} of rule {rule_id}")))
+        stored
+            .ok_or_else(|| StoreError::NotFound(format!("no version {version} of rule {rule_id}")))
     }
 
     /// For each rule, its highest approved version with the module bytes,
@@ -140,9 +153,17 @@ impl Store {
 
     /// Every stored version's sha256 by (rule id, version), in any state:
     /// what the seed need not assess again.
-    pub async fn version_digests(&self) -> Result<std::collections::HashMap<(String, String), String>> {
-        let rows = sqlx::query("SELECT rule_id, version, sha256 FROM versions").fetch_all(&self.pool).await?;
-        rows.iter().map(|row| Ok(((row.try_get("rule_id")?, row.try_get("version")?), row.try_get("sha256")?))).collect()
+    pub async fn version_digests(
+        &self,
+    ) -> Result<std::collections::HashMap<(String, String), String>> {
+        let rows = sqlx::query("SELECT rule_id, version, sha256 FROM versions")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(((row.try_get("rule_id")?, row.try_get("version")?), row.try_get("sha256")?))
+            })
+            .collect()
     }
 
     /// A rule with its owners and all its versions (any state), highest first.
@@ -189,9 +210,11 @@ impl Store {
 
     /// The review queue: every pending version, oldest first.
     pub async fn pending_versions(&self) -> Result<Vec<VersionRecord>> {
-        let rows = sqlx::query(&format!("{VERSION_SELECT} WHERE v.state = 'pending' ORDER BY v.created_at, v.rule_id, v.version"))
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = sqlx::query(&format!(
+            "{VERSION_SELECT} WHERE v.state = 'pending' ORDER BY v.created_at, v.rule_id, v.version"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter().map(version_from_row).collect()
     }
 
@@ -204,16 +227,19 @@ impl Store {
         .bind(rule_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| Ok(AccountRef { id: r.try_get("id")?, name: r.try_get("name")? })).collect()
+        rows.iter()
+            .map(|r| Ok(AccountRef { id: r.try_get("id")?, name: r.try_get("name")? }))
+            .collect()
     }
 
     /// Whether an account owns a rule.
     pub async fn is_owner(&self, rule_id: &str, account_id: i64) -> Result<bool> {
-        let row = sqlx::query("SELECT 1 AS one FROM rule_owners WHERE rule_id = $1 AND account_id = $2")
-            .bind(rule_id)
-            .bind(account_id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row =
+            sqlx::query("SELECT 1 AS one FROM rule_owners WHERE rule_id = $1 AND account_id = $2")
+                .bind(rule_id)
+                .bind(account_id)
+                .fetch_optional(&self.pool)
+                .await?;
         Ok(row.is_some())
     }
 }
@@ -230,36 +256,53 @@ async fn insert_in(
     let meta = &new.meta;
     let (rule_id, version) = (meta.id.as_str(), meta.version.as_str());
     if !matches!(state, VersionState::Pending | VersionState::Approved) {
-        return Err(StoreError::Invalid(format!("a new version starts pending or approved, not {state}")));
+        return Err(StoreError::Invalid(format!(
+            "a new version starts pending or approved, not {state}"
+        )));
     }
     if semver::Version::parse(version).is_err() {
-        return Err(StoreError::Invalid(format!("version {version:?} of rule {rule_id} is not semver")));
+        return Err(StoreError::Invalid(format!(
+            "version {version:?} of rule {rule_id} is not semver"
+        )));
     }
     let sha256 = hex(&Sha256::digest(&new.module));
     if sha256 != new.sha256.to_ascii_lowercase() {
-        return Err(StoreError::Invalid(format!("the module's sha256 is {sha256}, not {}", new.sha256)));
+        return Err(StoreError::Invalid(format!(
+            "the module's sha256 is {sha256}, not {}",
+            new.sha256
+        )));
     }
     let key = (rule_id.to_owned(), version.to_owned());
     let at = now();
 
-    let rule_exists = sqlx::query("SELECT 1 AS one FROM rules WHERE id = $1").bind(rule_id).fetch_optional(&mut *conn).await?.is_some();
+    let rule_exists = sqlx::query("SELECT 1 AS one FROM rules WHERE id = $1")
+        .bind(rule_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .is_some();
     if rule_exists {
         if let Actor::Account(p) = actor {
-            let owner = sqlx::query("SELECT 1 AS one FROM rule_owners WHERE rule_id = $1 AND account_id = $2")
-                .bind(rule_id)
-                .bind(p.account_id)
-                .fetch_optional(&mut *conn)
-                .await?
-                .is_some();
+            let owner = sqlx::query(
+                "SELECT 1 AS one FROM rule_owners WHERE rule_id = $1 AND account_id = $2",
+            )
+            .bind(rule_id)
+            .bind(p.account_id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .is_some();
             if !owner {
-                return Err(StoreError::NotOwner { rule_id: rule_id.to_owned(), account: p.name.clone() });
+                return Err(StoreError::NotOwner {
+                    rule_id: rule_id.to_owned(),
+                    account: p.name.clone(),
+                });
             }
         }
-        let existing = sqlx::query("SELECT sha256 FROM versions WHERE rule_id = $1 AND version = $2")
-            .bind(rule_id)
-            .bind(version)
-            .fetch_optional(&mut *conn)
-            .await?;
+        let existing =
+            sqlx::query("SELECT sha256 FROM versions WHERE rule_id = $1 AND version = $2")
+                .bind(rule_id)
+                .bind(version)
+                .fetch_optional(&mut *conn)
+                .await?;
         if let Some(row) = existing {
             let stored: String = row.try_get("sha256")?;
             return match (actor, stored == sha256) {
@@ -270,14 +313,20 @@ async fn insert_in(
             };
         }
     } else {
-        sqlx::query("INSERT INTO rules (id, created_at) VALUES ($1, $2)").bind(rule_id).bind(at).execute(&mut *conn).await?;
+        sqlx::query("INSERT INTO rules (id, created_at) VALUES ($1, $2)")
+            .bind(rule_id)
+            .bind(at)
+            .execute(&mut *conn)
+            .await?;
         if let Some(account_id) = actor.account_id() {
-            sqlx::query("INSERT INTO rule_owners (rule_id, account_id, added_at) VALUES ($1, $2, $3)")
-                .bind(rule_id)
-                .bind(account_id)
-                .bind(at)
-                .execute(&mut *conn)
-                .await?;
+            sqlx::query(
+                "INSERT INTO rule_owners (rule_id, account_id, added_at) VALUES ($1, $2, $3)",
+            )
+            .bind(rule_id)
+            .bind(account_id)
+            .bind(at)
+            .execute(&mut *conn)
+            .await?;
         }
     }
 
@@ -333,10 +382,11 @@ fn to_json<T: serde::Serialize>(value: &T, what: &str) -> Result<String> {
 /// Recomputes `is_latest_in_state` for one rule: per state, its highest
 /// version in semver order.
 async fn refresh_latest(conn: &mut AnyConnection, rule_id: &str) -> Result<()> {
-    let rows = sqlx::query("SELECT version, state, is_latest_in_state FROM versions WHERE rule_id = $1")
-        .bind(rule_id)
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows =
+        sqlx::query("SELECT version, state, is_latest_in_state FROM versions WHERE rule_id = $1")
+            .bind(rule_id)
+            .fetch_all(&mut *conn)
+            .await?;
     let mut latest: HashMap<String, String> = HashMap::new();
     let mut current = Vec::with_capacity(rows.len());
     for row in &rows {
@@ -354,12 +404,14 @@ async fn refresh_latest(conn: &mut AnyConnection, rule_id: &str) -> Result<()> {
     for (version, flag) in current {
         let want = i64::from(latest.values().any(|v| *v == version));
         if want != flag {
-            sqlx::query("UPDATE versions SET is_latest_in_state = $1 WHERE rule_id = $2 AND version = $3")
-                .bind(want)
-                .bind(rule_id)
-                .bind(&version)
-                .execute(&mut *conn)
-                .await?;
+            sqlx::query(
+                "UPDATE versions SET is_latest_in_state = $1 WHERE rule_id = $2 AND version = $3",
+            )
+            .bind(want)
+            .bind(rule_id)
+            .bind(&version)
+            .execute(&mut *conn)
+            .await?;
         }
     }
     Ok(())
@@ -410,7 +462,11 @@ fn selector_values(applies_to: &[String]) -> Vec<(&'static str, String)> {
         .collect()
 }
 
-async fn version_in(conn: &mut AnyConnection, rule_id: &str, version: &str) -> Result<Option<VersionRecord>> {
+async fn version_in(
+    conn: &mut AnyConnection,
+    rule_id: &str,
+    version: &str,
+) -> Result<Option<VersionRecord>> {
     let row = sqlx::query(&format!("{VERSION_SELECT} WHERE v.rule_id = $1 AND v.version = $2"))
         .bind(rule_id)
         .bind(version)

@@ -8,7 +8,8 @@ use sqlx::any::AnyArguments;
 use sqlx::query::Query;
 
 use super::{
-    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, Result, RuleQuery, RuleSummary, Store, StoreError, VersionState, json_column,
+    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, Result, RuleQuery, RuleSummary, Store, StoreError,
+    VersionState, json_column,
 };
 
 /// More words than this in `q` are ignored: each is a LIKE over the
@@ -49,7 +50,8 @@ impl Store {
         let limit = query.limit.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE);
         let offset = query.offset.unwrap_or(0).max(0);
         let count_sql = format!("SELECT COUNT(*) AS total FROM versions v WHERE {}", filter.sql);
-        let total: i64 = filter.bind(sqlx::query(&count_sql)).fetch_one(&self.pool).await?.try_get("total")?;
+        let total: i64 =
+            filter.bind(sqlx::query(&count_sql)).fetch_one(&self.pool).await?.try_get("total")?;
         let n = filter.args.len();
         let page_sql = format!(
             "SELECT v.rule_id, v.version, v.state, v.meta, v.created_at FROM versions v WHERE {} \
@@ -58,7 +60,12 @@ impl Store {
             n + 1,
             n + 2
         );
-        let rows = filter.bind(sqlx::query(&page_sql)).bind(limit).bind(offset).fetch_all(&self.pool).await?;
+        let rows = filter
+            .bind(sqlx::query(&page_sql))
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await?;
         let items = rows
             .iter()
             .map(|row| {
@@ -129,7 +136,10 @@ impl Filter {
         );
     }
 
-    fn bind<'q>(&'q self, mut query: Query<'q, sqlx::Any, AnyArguments<'q>>) -> Query<'q, sqlx::Any, AnyArguments<'q>> {
+    fn bind<'q>(
+        &'q self,
+        mut query: Query<'q, sqlx::Any, AnyArguments<'q>>,
+    ) -> Query<'q, sqlx::Any, AnyArguments<'q>> {
         for arg in &self.args {
             query = query.bind(arg.as_str());
         }
@@ -142,7 +152,9 @@ impl Filter {
 fn normalise(kind: &str, value: &str) -> Result<String> {
     match Selector::parse(&format!("{kind}:{value}")) {
         Ok(Selector::Package { name, .. }) => Ok(name),
-        Ok(Selector::Capability(_)) => Err(StoreError::Invalid(format!("{kind} is not a search filter"))),
+        Ok(Selector::Capability(_)) => {
+            Err(StoreError::Invalid(format!("{kind} is not a search filter")))
+        }
         Ok(Selector::Accelerator(v) | Selector::Arch(v) | Selector::Engine(v)) => Ok(v),
         Ok(Selector::Container) => Ok(String::new()),
         Err(e) => Err(StoreError::Invalid(e.to_string())),

@@ -59,7 +59,9 @@ fn text(field: &Option<String>) -> Option<&str> {
 
 impl CheckForm {
     fn short_form_used(&self) -> bool {
-        [&self.arch, &self.gpu, &self.packages, &self.image, &self.model, &self.dtype, &self.tp].iter().any(|f| !is_blank(f))
+        [&self.arch, &self.gpu, &self.packages, &self.image, &self.model, &self.dtype, &self.tp]
+            .iter()
+            .any(|f| !is_blank(f))
     }
 
     /// The manifest the short form describes, or an error per field.
@@ -86,11 +88,15 @@ impl CheckForm {
         if let Some(gpu) = text(&self.gpu) {
             match hardware::lookup(gpu) {
                 Some(spec) => {
-                    manifest["accelerators"] =
-                        json!([{ "vendor": spec.vendor, "model": spec.model, "count": tp.unwrap_or(1) }]);
+                    manifest["accelerators"] = json!([{ "vendor": spec.vendor, "model": spec.model, "count": tp.unwrap_or(1) }]);
                 }
                 None => {
-                    errors.insert("gpu", format!("{gpu:?} is not in the hardware table; choose a model from the list"));
+                    errors.insert(
+                        "gpu",
+                        format!(
+                            "{gpu:?} is not in the hardware table; choose a model from the list"
+                        ),
+                    );
                 }
             }
         }
@@ -98,7 +104,11 @@ impl CheckForm {
         if let Some(packages) = text(&self.packages) {
             match parse_packages(packages) {
                 Ok(list) => {
-                    engine = list.iter().map(|(name, _)| name.as_str()).find(|n| ENGINES.contains(n)).map(str::to_owned);
+                    engine = list
+                        .iter()
+                        .map(|(name, _)| name.as_str())
+                        .find(|n| ENGINES.contains(n))
+                        .map(str::to_owned);
                     manifest["packages"] = list
                         .into_iter()
                         .map(|(name, version)| json!({ "name": name, "version": version, "ecosystem": "pypi" }))
@@ -113,7 +123,10 @@ impl CheckForm {
             if image.len() <= MAX_FIELD && !image.chars().any(char::is_whitespace) {
                 manifest["container"] = json!({ "image": image });
             } else {
-                errors.insert("image", format!("an image reference, without spaces, at most {MAX_FIELD} characters"));
+                errors.insert(
+                    "image",
+                    format!("an image reference, without spaces, at most {MAX_FIELD} characters"),
+                );
             }
         }
         let mut workload = serde_json::Map::new();
@@ -149,14 +162,25 @@ impl CheckForm {
 fn parse_packages(text: &str) -> Result<Vec<(String, String)>, String> {
     let mut packages = Vec::new();
     for item in text.split(['\n', ',']).map(str::trim).filter(|s| !s.is_empty()) {
-        let split = item.split_once("==").or_else(|| item.split_once('@')).or_else(|| item.split_once(char::is_whitespace));
-        let Some((name, version)) = split.map(|(n, v)| (n.trim(), v.trim())).filter(|(n, v)| !n.is_empty() && !v.is_empty()) else {
-            return Err(format!("{item:?}: write each package as name==version, e.g. vllm==0.27.1"));
+        let split = item
+            .split_once("==")
+            .or_else(|| item.split_once('@'))
+            .or_else(|| item.split_once(char::is_whitespace));
+        let Some((name, version)) = split
+            .map(|(n, v)| (n.trim(), v.trim()))
+            .filter(|(n, v)| !n.is_empty() && !v.is_empty())
+        else {
+            return Err(format!(
+                "{item:?}: write each package as name==version, e.g. vllm==0.27.1"
+            ));
         };
-        let name_ok = name.len() <= 100 && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        let name_ok = name.len() <= 100
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
         let version_ok = version.len() <= 100 && !version.chars().any(char::is_whitespace);
         if !name_ok || !version_ok {
-            return Err(format!("{item:?}: a package name is letters, digits, '-', '_' or '.'; then == and a version"));
+            return Err(format!(
+                "{item:?}: a package name is letters, digits, '-', '_' or '.'; then == and a version"
+            ));
         }
         packages.push((name.to_ascii_lowercase(), version.to_owned()));
     }
@@ -172,12 +196,14 @@ pub(crate) async fn run_check(
     deadline: RequestDeadline,
     json: String,
 ) -> Result<CheckResponse, AppError> {
-    let response = api::check::check(State(state.clone()), Extension(deadline), Body::from(json)).await?;
+    let response =
+        api::check::check(State(state.clone()), Extension(deadline), Body::from(json)).await?;
     // The API writes its answer as text once; the page reads it back.
     let text = axum::body::to_bytes(response.into_body(), usize::MAX)
         .await
         .map_err(|e| AppError::Internal(anyhow::anyhow!("reading the check answer: {e}")))?;
-    serde_json::from_slice(&text).map_err(|e| AppError::Internal(anyhow::anyhow!("the check answer: {e}")))
+    serde_json::from_slice(&text)
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("the check answer: {e}")))
 }
 
 /// The findings grouped by severity, worst first, for the templates.
@@ -244,7 +270,11 @@ pub(crate) async fn page_handler(
                     answer = Some(answer_view(&a));
                     checked = Some(json);
                 }
-                Err(e @ (AppError::BadRequest { .. } | AppError::Unprocessable { .. } | AppError::TooLarge { .. })) => {
+                Err(
+                    e @ (AppError::BadRequest { .. }
+                    | AppError::Unprocessable { .. }
+                    | AppError::TooLarge { .. }),
+                ) => {
                     errors.insert("manifest", e.describe().1.message);
                 }
                 Err(e) => return Err(e.into()),

@@ -70,10 +70,13 @@ fn versions(rules: &[std::sync::Arc<Rule>], package: &str) -> Vec<String> {
             }
         }
         for case in &rule.info.tests {
-            let listed = case.manifest.as_ref().and_then(|m| m.get("packages")).and_then(|p| p.as_array());
+            let listed =
+                case.manifest.as_ref().and_then(|m| m.get("packages")).and_then(|p| p.as_array());
             for p in listed.into_iter().flatten() {
                 let name = p.get("name").and_then(|n| n.as_str()).unwrap_or("");
-                if let (true, Some(v)) = (name.eq_ignore_ascii_case(package), p.get("version").and_then(|v| v.as_str())) {
+                if let (true, Some(v)) =
+                    (name.eq_ignore_ascii_case(package), p.get("version").and_then(|v| v.as_str()))
+                {
                     found.insert(v.to_owned());
                 }
             }
@@ -98,10 +101,25 @@ pub(crate) async fn show(
 ) -> Result<Response, PageError> {
     let Query(query) = query.map_err(bad_query)?;
     let rules = state.registry().rules();
-    let package = query.package.as_deref().map(str::trim).filter(|p| !p.is_empty()).unwrap_or("vllm").to_ascii_lowercase();
-    let arch = query.arch.as_deref().map(str::trim).filter(|a| !a.is_empty()).unwrap_or("x86_64").to_owned();
+    let package = query
+        .package
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .unwrap_or("vllm")
+        .to_ascii_lowercase();
+    let arch = query
+        .arch
+        .as_deref()
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .unwrap_or("x86_64")
+        .to_owned();
     if !ARCHES.contains(&arch.as_str()) {
-        return Err(PageError::new(StatusCode::BAD_REQUEST, format!("arch: choose one of {}", ARCHES.join(", "))));
+        return Err(PageError::new(
+            StatusCode::BAD_REQUEST,
+            format!("arch: choose one of {}", ARCHES.join(", ")),
+        ));
     }
     let model = query.model.as_deref().map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned);
     let known = packages(rules.rules());
@@ -120,10 +138,17 @@ pub(crate) async fn show(
                 ..CheckForm::default()
             };
             let manifest = form.to_manifest().map_err(|e| {
-                PageError::new(StatusCode::BAD_REQUEST, e.into_iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; "))
+                PageError::new(
+                    StatusCode::BAD_REQUEST,
+                    e.into_iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("; "),
+                )
             })?;
-            let manifest = manifest_from_value(manifest)
-                .map_err(|e| AppError::Internal(anyhow::anyhow!("a generated manifest is invalid: {}", e.message)))?;
+            let manifest = manifest_from_value(manifest).map_err(|e| {
+                AppError::Internal(anyhow::anyhow!(
+                    "a generated manifest is invalid: {}",
+                    e.message
+                ))
+            })?;
             cells.push((form, manifest));
         }
     }
@@ -135,7 +160,10 @@ pub(crate) async fn show(
     // not end a blocking thread's work.
     let deadline = deadline.0;
     let answers = tokio::task::spawn_blocking(move || {
-        manifests.into_par_iter().map(|m| checker.check_on_this_thread(&engine, m, deadline)).collect::<Result<Vec<_>, _>>()
+        manifests
+            .into_par_iter()
+            .map(|m| checker.check_on_this_thread(&engine, m, deadline))
+            .collect::<Result<Vec<_>, _>>()
     })
     .await
     .map_err(|e| AppError::Internal(anyhow::anyhow!("matrix task failed: {e}")))?

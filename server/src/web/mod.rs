@@ -77,11 +77,17 @@ fn environment() -> &'static Environment<'static> {
 
 /// minijinja's formatter, but HTML escaping leaves `/` alone (it needs no
 /// escaping in text or quoted attributes, and links stay readable).
-fn formatter(out: &mut minijinja::Output<'_>, state: &minijinja::State<'_, '_>, value: &Value) -> Result<(), minijinja::Error> {
+fn formatter(
+    out: &mut minijinja::Output<'_>,
+    state: &minijinja::State<'_, '_>,
+    value: &Value,
+) -> Result<(), minijinja::Error> {
     match (state.auto_escape(), value.as_str()) {
-        (minijinja::AutoEscape::Html, Some(text)) if !value.is_safe() => out
-            .write_str(&escape_html(text))
-            .map_err(|_| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "writing the page")),
+        (minijinja::AutoEscape::Html, Some(text)) if !value.is_safe() => {
+            out.write_str(&escape_html(text)).map_err(|_| {
+                minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "writing the page")
+            })
+        }
         _ => minijinja::escape_formatter(out, state, value),
     }
 }
@@ -103,13 +109,16 @@ pub(crate) fn escape_html(text: &str) -> String {
 }
 
 /// Renders `template` with `ctx` and the common values (title, nav).
-pub(crate) fn render(template: &str, title: &str, nav: &str, ctx: Value) -> Result<Html<String>, PageError> {
+pub(crate) fn render(
+    template: &str,
+    title: &str,
+    nav: &str,
+    ctx: Value,
+) -> Result<Html<String>, PageError> {
     let ctx = context! { title => title, nav => nav, ..ctx };
-    environment()
-        .get_template(template)
-        .and_then(|t| t.render(ctx))
-        .map(Html)
-        .map_err(|e| PageError::from(AppError::Internal(anyhow::anyhow!("rendering {template}: {e}"))))
+    environment().get_template(template).and_then(|t| t.render(ctx)).map(Html).map_err(|e| {
+        PageError::from(AppError::Internal(anyhow::anyhow!("rendering {template}: {e}")))
+    })
 }
 
 /// An error answered as a page: the status of the API's error, a friendly
@@ -129,8 +138,12 @@ impl PageError {
 impl From<AppError> for PageError {
     fn from(e: AppError) -> PageError {
         match &e {
-            AppError::Internal(inner) => tracing::error!(error = format!("{inner:#}"), "internal error (page)"),
-            AppError::Unavailable(inner) => tracing::error!(error = %inner, "store unavailable (page)"),
+            AppError::Internal(inner) => {
+                tracing::error!(error = format!("{inner:#}"), "internal error (page)")
+            }
+            AppError::Unavailable(inner) => {
+                tracing::error!(error = %inner, "store unavailable (page)")
+            }
             _ => {}
         }
         let (status, body) = e.describe();
@@ -208,9 +221,16 @@ pub(crate) fn query_string<T: serde::Serialize>(value: &T) -> String {
     serde_urlencoded::to_string(value).unwrap_or_default()
 }
 
-async fn home(axum::extract::State(state): axum::extract::State<AppState>) -> Result<Response, PageError> {
+async fn home(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> Result<Response, PageError> {
     let rules = state.registry().rules().rules().len();
-    Ok(page(render("home.html", "Known ML-infrastructure breakages", "home", context! { rules => rules })?))
+    Ok(page(render(
+        "home.html",
+        "Known ML-infrastructure breakages",
+        "home",
+        context! { rules => rules },
+    )?))
 }
 
 async fn contribute() -> Result<Response, PageError> {
@@ -221,7 +241,10 @@ async fn asset(Path(file): Path<String>) -> Response {
     let (body, kind) = match file.as_str() {
         "style.css" => (STYLE, "text/css; charset=utf-8"),
         "app.js" => (SCRIPT, "text/javascript; charset=utf-8"),
-        _ => return PageError::new(StatusCode::NOT_FOUND, format!("no asset {file}")).into_response(),
+        _ => {
+            return PageError::new(StatusCode::NOT_FOUND, format!("no asset {file}"))
+                .into_response();
+        }
     };
     let headers = [(CONTENT_TYPE, kind), (CACHE_CONTROL, "public, max-age=3600")];
     let mut response = (headers, body).into_response();
@@ -241,7 +264,8 @@ pub(crate) async fn fallback(request: Request) -> Response {
     if api || !wants_html {
         return crate::error::not_found().await;
     }
-    PageError::new(StatusCode::NOT_FOUND, format!("There is no page at {}.", request.uri().path())).into_response()
+    PageError::new(StatusCode::NOT_FOUND, format!("There is no page at {}.", request.uri().path()))
+        .into_response()
 }
 
 #[cfg(test)]
@@ -261,7 +285,10 @@ mod tests {
         let mut env = Environment::new();
         env.set_formatter(formatter);
         env.add_template("t.html", "<a href=\"{{ u }}\">{{ t }}</a>").expect("template");
-        let html = env.get_template("t.html").and_then(|t| t.render(context! { u => "/a?b=1&c=\"", t => "<script>'" })).expect("render");
+        let html = env
+            .get_template("t.html")
+            .and_then(|t| t.render(context! { u => "/a?b=1&c=\"", t => "<script>'" }))
+            .expect("render");
         assert_eq!(html, "<a href=\"/a?b=1&amp;c=&quot;\">&lt;script&gt;&#x27;</a>");
     }
 

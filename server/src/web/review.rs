@@ -68,16 +68,23 @@ pub(crate) async fn queue(
     let Some(token) = session_token(&headers).filter(|_| caller.0.is_some()) else {
         return sign_in_page(None, session_token(&headers).is_some(), StatusCode::OK);
     };
-    let principal = caller.0.clone().ok_or_else(|| PageError::new(StatusCode::UNAUTHORIZED, "sign in"))?;
+    let principal =
+        caller.0.clone().ok_or_else(|| PageError::new(StatusCode::UNAUTHORIZED, "sign in"))?;
     if !caller.has(Role::Maintainer) {
         return Err(PageError::new(
             StatusCode::FORBIDDEN,
-            format!("Review needs the maintainer role; {} is a {}.", principal.name, principal.role.as_str()),
+            format!(
+                "Review needs the maintainer role; {} is a {}.",
+                principal.name,
+                principal.role.as_str()
+            ),
         ));
     }
     let pending = api::review::queue(State(state), caller).await?.0;
     let done = match (notice.done.as_deref(), notice.rule, notice.version) {
-        (Some(d @ ("approved" | "rejected")), Some(rule), Some(version)) => Some(format!("{rule} {version} {d}.")),
+        (Some(d @ ("approved" | "rejected")), Some(rule), Some(version)) => {
+            Some(format!("{rule} {version} {d}."))
+        }
         _ => None,
     };
     let ctx = context! {
@@ -91,7 +98,11 @@ pub(crate) async fn queue(
     Ok(page(render("review.html", "Review queue", "review", ctx)?))
 }
 
-fn sign_in_page(error: Option<String>, stale: bool, status: StatusCode) -> Result<Response, PageError> {
+fn sign_in_page(
+    error: Option<String>,
+    stale: bool,
+    status: StatusCode,
+) -> Result<Response, PageError> {
     let ctx = context! { signed_in => false, error => error, stale => stale };
     let mut response = page(render("review.html", "Review: sign in", "review", ctx)?);
     *response.status_mut() = status;
@@ -178,14 +189,28 @@ pub(crate) async fn sign_in(
     };
     let token = form.token.trim();
     // Tokens are `pft_` and hex digits: nothing else goes into a cookie.
-    let shaped = !token.is_empty() && token.len() <= 200 && token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    let principal = if shaped { state.registry().store().authenticate(token).await.map_err(AppError::from)? } else { None };
+    let shaped = !token.is_empty()
+        && token.len() <= 200
+        && token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let principal = if shaped {
+        state.registry().store().authenticate(token).await.map_err(AppError::from)?
+    } else {
+        None
+    };
     let Some(principal) = principal else {
-        return sign_in_page(Some("Unknown or revoked token.".into()), false, StatusCode::UNAUTHORIZED);
+        return sign_in_page(
+            Some("Unknown or revoked token.".into()),
+            false,
+            StatusCode::UNAUTHORIZED,
+        );
     };
     if !Caller(Some(principal.clone())).has(Role::Maintainer) {
         return sign_in_page(
-            Some(format!("Review needs the maintainer role; {} is a {}.", principal.name, principal.role.as_str())),
+            Some(format!(
+                "Review needs the maintainer role; {} is a {}.",
+                principal.name,
+                principal.role.as_str()
+            )),
             false,
             StatusCode::FORBIDDEN,
         );
@@ -206,15 +231,23 @@ pub(crate) struct Decision {
 /// The session of a POST, after the cross-site checks.
 fn posted_session(headers: &HeaderMap, csrf: &str) -> Result<String, PageError> {
     check_origin(headers)?;
-    let token = session_token(headers).ok_or_else(|| PageError::new(StatusCode::UNAUTHORIZED, "Sign in on the review page first."))?;
+    let token = session_token(headers).ok_or_else(|| {
+        PageError::new(StatusCode::UNAUTHORIZED, "Sign in on the review page first.")
+    })?;
     if csrf != csrf_token(&token) {
-        return Err(PageError::new(StatusCode::FORBIDDEN, "This form is stale or was sent from another site; reload the review page."));
+        return Err(PageError::new(
+            StatusCode::FORBIDDEN,
+            "This form is stale or was sent from another site; reload the review page.",
+        ));
     }
     Ok(token)
 }
 
 /// `POST /review/signout`.
-pub(crate) async fn sign_out(headers: HeaderMap, form: Result<Form<Decision>, FormRejection>) -> Result<Response, PageError> {
+pub(crate) async fn sign_out(
+    headers: HeaderMap,
+    form: Result<Form<Decision>, FormRejection>,
+) -> Result<Response, PageError> {
     let Ok(Form(form)) = form else {
         return Err(PageError::new(StatusCode::BAD_REQUEST, "The form is incomplete."));
     };
@@ -237,10 +270,15 @@ pub(crate) async fn decide(
     posted_session(&headers, &form.csrf)?;
     let caller = page_caller(&state, &headers).await;
     if caller.0.is_none() {
-        return Err(PageError::new(StatusCode::UNAUTHORIZED, "The session has ended; sign in again."));
+        return Err(PageError::new(
+            StatusCode::UNAUTHORIZED,
+            "The session has ended; sign in again.",
+        ));
     }
     let reason = form.reason.trim();
-    let body = Body::from(serde_json::json!({ "reason": (!reason.is_empty()).then_some(reason) }).to_string());
+    let body = Body::from(
+        serde_json::json!({ "reason": (!reason.is_empty()).then_some(reason) }).to_string(),
+    );
     let path = ApiPath((id.clone(), version.clone()));
     let done = match decision.as_str() {
         "approve" => {
@@ -253,6 +291,10 @@ pub(crate) async fn decide(
         }
         _ => return Err(PageError::new(StatusCode::NOT_FOUND, "A decision is approve or reject.")),
     };
-    let query = super::query_string(&[("done", done), ("rule", id.as_str()), ("version", version.as_str())]);
+    let query = super::query_string(&[
+        ("done", done),
+        ("rule", id.as_str()),
+        ("version", version.as_str()),
+    ]);
     Ok(see_other(&format!("/review?{query}")))
 }

@@ -5,9 +5,9 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use minijinja::Value;
 use minijinja::context;
 use serde::{Deserialize, Serialize};
-use minijinja::Value;
 
 use super::{PageError, page, page_caller, query_string, render};
 use crate::api;
@@ -38,7 +38,10 @@ pub(crate) fn is_blank(s: &Option<String>) -> bool {
 }
 
 pub(crate) fn bad_query(rejection: QueryRejection) -> PageError {
-    PageError::new(StatusCode::BAD_REQUEST, format!("The address's query is not understood: {}", rejection.body_text()))
+    PageError::new(
+        StatusCode::BAD_REQUEST,
+        format!("The address's query is not understood: {}", rejection.body_text()),
+    )
 }
 
 /// `GET /rules`.
@@ -60,13 +63,18 @@ pub(crate) async fn list(
     };
     let caller = page_caller(&state, &headers).await;
     let answer = api::rules::search(State(state), caller, ApiQuery(search)).await?.0;
-    let words: Vec<String> = query.q.as_deref().unwrap_or("").split_whitespace().map(str::to_owned).collect();
+    let words: Vec<String> =
+        query.q.as_deref().unwrap_or("").split_whitespace().map(str::to_owned).collect();
     let items: Vec<Value> = answer.items.iter().map(|r| result_item(r, &words)).collect();
     let pages = answer.total.div_ceil(u64::from(PAGE_SIZE)).max(1);
-    let link = |n: u32| format!("/rules?{}", query_string(&ListQuery { page: Some(n), ..query.clone() }));
+    let link =
+        |n: u32| format!("/rules?{}", query_string(&ListQuery { page: Some(n), ..query.clone() }));
     let prev = (page_number > 1).then(|| link(page_number - 1));
     let next = (u64::from(page_number) < pages).then(|| link(page_number + 1));
-    let filtered = !(is_blank(&query.q) && is_blank(&query.package) && is_blank(&query.accelerator) && is_blank(&query.severity));
+    let filtered = !(is_blank(&query.q)
+        && is_blank(&query.package)
+        && is_blank(&query.accelerator)
+        && is_blank(&query.severity));
     let title = match query.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
         Some(q) => format!("Rules matching \u{201c}{q}\u{201d}"),
         None => "Browse the rules".to_owned(),
@@ -172,7 +180,12 @@ fn selector_words(selector: &str) -> String {
 
 /// A remedy action in words.
 pub(crate) fn action_words(action: &serde_json::Value) -> String {
-    let s = |key: &str| action.get(key).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).unwrap_or_default();
+    let s = |key: &str| {
+        action
+            .get(key)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .unwrap_or_default()
+    };
     match s("kind").as_str() {
         "upgrade_package" => format!("upgrade {} to {} or newer", s("package"), s("to")),
         "pin_package" => format!("install {} {} exactly", s("package"), s("version")),
@@ -186,7 +199,17 @@ pub(crate) fn action_words(action: &serde_json::Value) -> String {
         kind => {
             let params: Vec<String> = action
                 .as_object()
-                .map(|o| o.iter().filter(|(k, _)| *k != "kind").map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_owned))).collect())
+                .map(|o| {
+                    o.iter()
+                        .filter(|(k, _)| *k != "kind")
+                        .map(|(k, v)| {
+                            format!(
+                                "{k}={}",
+                                v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+                            )
+                        })
+                        .collect()
+                })
                 .unwrap_or_default();
             format!("{}: {}", kind.replace('_', " "), params.join(", "))
         }
@@ -245,12 +268,18 @@ fn cases(v: &VersionDetail) -> Vec<Value> {
     v.tests
         .iter()
         .map(|case| {
-            let manifest = case.manifest.as_ref().map(|m| serde_json::to_string_pretty(m).unwrap_or_default());
-            let check_link = case
-                .manifest
-                .as_ref()
-                .map(|m| format!("/check?{}", query_string(&[("manifest", serde_json::to_string(m).unwrap_or_default())])));
-            let expect = serde_json::to_value(case.expect).ok().and_then(|e| e.as_str().map(str::to_owned)).unwrap_or_default();
+            let manifest =
+                case.manifest.as_ref().map(|m| serde_json::to_string_pretty(m).unwrap_or_default());
+            let check_link = case.manifest.as_ref().map(|m| {
+                format!(
+                    "/check?{}",
+                    query_string(&[("manifest", serde_json::to_string(m).unwrap_or_default())])
+                )
+            });
+            let expect = serde_json::to_value(case.expect)
+                .ok()
+                .and_then(|e| e.as_str().map(str::to_owned))
+                .unwrap_or_default();
             Value::from_serialize(serde_json::json!({
                 "name": case.name,
                 "expect": expect,
@@ -271,7 +300,8 @@ mod tests {
     #[test]
     fn highlight_marks_every_occurrence_case_insensitively() {
         let segments = highlight("No kernel image is available; no KERNEL", &["kernel".into()]);
-        let marked: Vec<&str> = segments.iter().filter(|(_, m)| *m).map(|(s, _)| s.as_str()).collect();
+        let marked: Vec<&str> =
+            segments.iter().filter(|(_, m)| *m).map(|(s, _)| s.as_str()).collect();
         assert_eq!(marked, ["kernel", "KERNEL"]);
         let joined: String = segments.iter().map(|(s, _)| s.as_str()).collect();
         assert_eq!(joined, "No kernel image is available; no KERNEL");

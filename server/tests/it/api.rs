@@ -38,29 +38,64 @@ impl Harness {
     async fn with_limits(db: TestDb, limits: ServerLimits) -> Harness {
         let store = Store::connect(db.url()).await.expect("store");
         let engine = Engine::new(Limits::default()).expect("engine");
-        let seeded = pitfall_bundled_rules::MODULES.iter().copied().filter(|m| m.crate_name != PUBLISHED_CRATE).collect();
+        let seeded = pitfall_bundled_rules::MODULES
+            .iter()
+            .copied()
+            .filter(|m| m.crate_name != PUBLISHED_CRATE)
+            .collect();
         seed_modules(&store, &engine, seeded).await.expect("seed");
         let mut tokens = Vec::new();
-        for (name, role) in [("root", Role::Admin), ("mia", Role::Maintainer), ("alice", Role::Contributor), ("bob", Role::Contributor)] {
+        for (name, role) in [
+            ("root", Role::Admin),
+            ("mia", Role::Maintainer),
+            ("alice", Role::Contributor),
+            ("bob", Role::Contributor),
+        ] {
             let account = store.create_account(name, role, &Actor::System).await.expect("account");
-            tokens.push(store.issue_token(account.id, "test", &Actor::System).await.expect("token").0);
+            tokens.push(
+                store.issue_token(account.id, "test", &Actor::System).await.expect("token").0,
+            );
         }
         let registry = Arc::new(Registry::open(store.clone(), engine).await.expect("registry"));
         let [admin, maintainer, alice, bob] = <[String; 4]>::try_from(tokens).expect("four tokens");
-        Harness { _db: db, store, state: AppState::new(registry, limits), admin, maintainer, alice, bob }
+        Harness {
+            _db: db,
+            store,
+            state: AppState::new(registry, limits),
+            admin,
+            maintainer,
+            alice,
+            bob,
+        }
     }
 
-    async fn call(&self, method: Method, path: &str, token: Option<&str>, body: impl Into<Body>) -> (StatusCode, Value) {
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: impl Into<Body>,
+    ) -> (StatusCode, Value) {
         let (status, bytes) = self.call_raw(method, path, token, body).await;
         (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
 
-    async fn call_raw(&self, method: Method, path: &str, token: Option<&str>, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
-        let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
+    async fn call_raw(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: impl Into<Body>,
+    ) -> (StatusCode, Vec<u8>) {
+        let mut request =
+            Request::builder().method(method).uri(path).header("content-type", "application/json");
         if let Some(token) = token {
             request = request.header("authorization", format!("Bearer {token}"));
         }
-        let response = app(self.state.clone()).oneshot(request.body(body.into()).expect("request")).await.expect("answered");
+        let response = app(self.state.clone())
+            .oneshot(request.body(body.into()).expect("request"))
+            .await
+            .expect("answered");
         let status = response.status();
         (status, response.into_body().collect().await.expect("body").to_bytes().to_vec())
     }
@@ -78,11 +113,20 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 fn published_module() -> &'static [u8] {
-    pitfall_bundled_rules::MODULES.iter().find(|m| m.crate_name == PUBLISHED_CRATE).expect("bundled").wasm
+    pitfall_bundled_rules::MODULES
+        .iter()
+        .find(|m| m.crate_name == PUBLISHED_CRATE)
+        .expect("bundled")
+        .wasm
 }
 
 fn finding_ids(answer: &Value) -> Vec<String> {
-    answer["findings"].as_array().expect("findings").iter().filter_map(|f| f["rule_id"].as_str().map(str::to_owned)).collect()
+    answer["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["rule_id"].as_str().map(str::to_owned))
+        .collect()
 }
 
 /// Runs `test` against a harness on each backend.
@@ -107,7 +151,10 @@ async fn check_answers_the_g5g_errors_in_the_contract_shape() {
         for id in ["aarch64-official-image-needs-sm80", "vllm-heterogeneous-head-dim"] {
             assert!(ids.contains(&id.to_owned()), "{id} missing from {ids:?}");
         }
-        assert_eq!(answer["ruleset_revision"], h.store.revision().await.expect("revision").to_string());
+        assert_eq!(
+            answer["ruleset_revision"],
+            h.store.revision().await.expect("revision").to_string()
+        );
         assert_eq!(answer["stats"]["rules_total"], pitfall_bundled_rules::MODULES.len() - 1);
     }
     on_both_backends!(run);
@@ -118,10 +165,22 @@ async fn bad_input_gets_the_error_envelope() {
     let h = Harness::new(crate::common::sqlite()).await;
     let cases: [(&str, StatusCode, &str); 5] = [
         ("{not json", StatusCode::BAD_REQUEST, "invalid_json"),
-        (r#"{"manifest_version": 2}"#, StatusCode::UNPROCESSABLE_ENTITY, "unsupported_manifest_version"),
+        (
+            r#"{"manifest_version": 2}"#,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unsupported_manifest_version",
+        ),
         (r#"{"host": {}}"#, StatusCode::BAD_REQUEST, "invalid_manifest"),
-        (r#"{"manifest_version": 1, "accelerators": [{"count": "two"}]}"#, StatusCode::BAD_REQUEST, "invalid_manifest"),
-        ("[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", StatusCode::BAD_REQUEST, "invalid_json"),
+        (
+            r#"{"manifest_version": 1, "accelerators": [{"count": "two"}]}"#,
+            StatusCode::BAD_REQUEST,
+            "invalid_manifest",
+        ),
+        (
+            "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+        ),
     ];
     for (body, want_status, want_code) in cases {
         let (status, answer) = h.call(Method::POST, "/v1/check", None, body).await;
@@ -130,24 +189,40 @@ async fn bad_input_gets_the_error_envelope() {
         assert!(answer["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{answer}");
     }
     // Over the manifest bound: 413 in the envelope.
-    let huge = format!(r#"{{"manifest_version": 1, "env": {{"X": "{}"}}}}"#, "x".repeat(ServerLimits::default().max_manifest_bytes));
+    let huge = format!(
+        r#"{{"manifest_version": 1, "env": {{"X": "{}"}}}}"#,
+        "x".repeat(ServerLimits::default().max_manifest_bytes)
+    );
     let (status, answer) = h.call(Method::POST, "/v1/check", None, huge).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{answer}");
     assert_eq!(answer["error"]["code"], "body_too_large");
     // Routes that do not exist, and wrong path parameters, too.
     let (status, answer) = h.call(Method::GET, "/v2/nothing", None, "").await;
-    assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
-    let (status, answer) = h.call(Method::DELETE, "/v1/tokens/not-a-number", Some(&h.admin), "").await;
-    assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_path")), "{answer}");
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+    let (status, answer) =
+        h.call(Method::DELETE, "/v1/tokens/not-a-number", Some(&h.admin), "").await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_path")),
+        "{answer}"
+    );
     let (status, answer) = h.call(Method::GET, "/v1/rules?limit=lots", None, "").await;
-    assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_query")), "{answer}");
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_query")),
+        "{answer}"
+    );
 }
 
 #[tokio::test]
 async fn batch_answers_in_order_with_errors_in_place_and_a_bound() {
     let h = Harness::new(crate::common::sqlite()).await;
     let g5g: Value = serde_json::from_slice(&fixture("g5g-gemma4-vllm0271.json")).expect("json");
-    let healthy: Value = serde_json::from_slice(&fixture("h100x8-llama70b-healthy.json")).expect("json");
+    let healthy: Value =
+        serde_json::from_slice(&fixture("h100x8-llama70b-healthy.json")).expect("json");
     let body = json!({ "manifests": [g5g, {"manifest_version": 9}, healthy, g5g] });
     let (status, answer) = h.call(Method::POST, "/v1/check/batch", None, body.to_string()).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
@@ -155,10 +230,23 @@ async fn batch_answers_in_order_with_errors_in_place_and_a_bound() {
     assert_eq!(results.len(), 4);
     assert!(finding_ids(&results[0]).contains(&"aarch64-official-image-needs-sm80".to_owned()));
     assert_eq!(results[1]["error"]["code"], "unsupported_manifest_version");
-    assert!(results[2]["findings"].as_array().expect("findings").iter().all(|f| f["severity"] != "error"));
-    assert_eq!(finding_ids(&results[3]), finding_ids(&results[0]), "the same manifest, the same findings");
+    assert!(
+        results[2]["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .all(|f| f["severity"] != "error")
+    );
+    assert_eq!(
+        finding_ids(&results[3]),
+        finding_ids(&results[0]),
+        "the same manifest, the same findings"
+    );
     let single = h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
-    assert_eq!(single["findings"], results[0]["findings"], "a batch entry is the full /v1/check answer");
+    assert_eq!(
+        single["findings"], results[0]["findings"],
+        "a batch entry is the full /v1/check answer"
+    );
 
     // One manifest over the manifest bound: its own error, the rest answered.
     let huge = json!({"manifest_version": 1, "env": {"X": "x".repeat(ServerLimits::default().max_manifest_bytes)}});
@@ -166,31 +254,56 @@ async fn batch_answers_in_order_with_errors_in_place_and_a_bound() {
     let (status, answer) = h.call(Method::POST, "/v1/check/batch", None, body.to_string()).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["results"][0]["error"]["code"], "body_too_large");
-    assert!(finding_ids(&answer["results"][1]).contains(&"aarch64-official-image-needs-sm80".to_owned()));
+    assert!(
+        finding_ids(&answer["results"][1])
+            .contains(&"aarch64-official-image-needs-sm80".to_owned())
+    );
 
     let too_many = json!({ "manifests": vec![json!({"manifest_version": 1}); 5] });
-    let (status, answer) = h.call(Method::POST, "/v1/check/batch", None, too_many.to_string()).await;
-    assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("batch_too_large")), "{answer}");
+    let (status, answer) =
+        h.call(Method::POST, "/v1/check/batch", None, too_many.to_string()).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("batch_too_large")),
+        "{answer}"
+    );
 }
 
 #[tokio::test]
 async fn search_finds_rules_by_error_text_and_filters() {
     async fn run(h: Harness) {
-        let (status, answer) = h.call(Method::GET, "/v1/rules?q=no%20kernel%20image%20is%20available", None, "").await;
+        let (status, answer) =
+            h.call(Method::GET, "/v1/rules?q=no%20kernel%20image%20is%20available", None, "").await;
         assert_eq!(status, StatusCode::OK, "{answer}");
-        let ids: Vec<&str> = answer["items"].as_array().expect("items").iter().filter_map(|r| r["id"].as_str()).collect();
+        let ids: Vec<&str> = answer["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter_map(|r| r["id"].as_str())
+            .collect();
         assert!(ids.contains(&"aarch64-official-image-needs-sm80"), "{ids:?}");
-        let hit = answer["items"].as_array().expect("items").iter().find(|r| r["id"] == "aarch64-official-image-needs-sm80").expect("hit");
-        assert!(hit["signature"].as_str().expect("signature").contains("no kernel image is available"), "{hit}");
+        let hit = answer["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .find(|r| r["id"] == "aarch64-official-image-needs-sm80")
+            .expect("hit");
+        assert!(
+            hit["signature"].as_str().expect("signature").contains("no kernel image is available"),
+            "{hit}"
+        );
 
         let (_, errors) = h.call(Method::GET, "/v1/rules?severity=error&limit=200", None, "").await;
-        assert!(errors["items"].as_array().expect("items").iter().all(|r| r["severity"] == "error"));
+        assert!(
+            errors["items"].as_array().expect("items").iter().all(|r| r["severity"] == "error")
+        );
         let (_, all) = h.call(Method::GET, "/v1/rules?limit=200", None, "").await;
         assert!(errors["total"].as_u64() < all["total"].as_u64(), "the filter narrows");
 
         // A GPU model stands for its vendor.
         let (_, t4g) = h.call(Method::GET, "/v1/rules?accelerator=T4G&limit=200", None, "").await;
-        let (_, nvidia) = h.call(Method::GET, "/v1/rules?accelerator=nvidia&limit=200", None, "").await;
+        let (_, nvidia) =
+            h.call(Method::GET, "/v1/rules?accelerator=nvidia&limit=200", None, "").await;
         assert_eq!(t4g["total"], nvidia["total"]);
         assert!(nvidia["total"].as_u64().unwrap_or(0) > 0);
 
@@ -204,10 +317,14 @@ async fn search_finds_rules_by_error_text_and_filters() {
         assert_eq!(status, StatusCode::UNAUTHORIZED);
         let (status, _) = h.call(Method::GET, "/v1/rules?state=pending", Some(&h.alice), "").await;
         assert_eq!(status, StatusCode::FORBIDDEN);
-        let (status, _) = h.call(Method::GET, "/v1/rules?state=pending", Some(&h.maintainer), "").await;
+        let (status, _) =
+            h.call(Method::GET, "/v1/rules?state=pending", Some(&h.maintainer), "").await;
         assert_eq!(status, StatusCode::OK);
         let (status, answer) = h.call(Method::GET, "/v1/rules?severity=fatal", None, "").await;
-        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_query")));
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("invalid_query"))
+        );
     }
     on_both_backends!(run);
 }
@@ -221,45 +338,82 @@ async fn publish_review_and_serve_end_to_end() {
 
         // Anonymous and unknown tokens cannot publish.
         let (status, answer) = h.call(Method::POST, "/v1/rules", None, published_module()).await;
-        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("unauthorized")));
-        let (status, _) = h.call(Method::POST, "/v1/rules", Some("pft_not-a-token"), published_module()).await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (StatusCode::UNAUTHORIZED, Some("unauthorized"))
+        );
+        let (status, _) =
+            h.call(Method::POST, "/v1/rules", Some("pft_not-a-token"), published_module()).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
 
-        let (status, version) = h.call(Method::POST, "/v1/rules", Some(&h.alice), published_module()).await;
+        let (status, version) =
+            h.call(Method::POST, "/v1/rules", Some(&h.alice), published_module()).await;
         assert_eq!(status, StatusCode::CREATED, "{version}");
         assert_eq!(version["state"], "pending");
         assert_eq!(version["published_by"], "alice");
-        assert!(version["report"]["tests"].as_array().is_some_and(|t| t.len() >= 3), "{}", version["report"]);
+        assert!(
+            version["report"]["tests"].as_array().is_some_and(|t| t.len() >= 3),
+            "{}",
+            version["report"]
+        );
         let v = version["version"].as_str().expect("version").to_owned();
 
         // Pending: not served, not public.
         assert!(!finding_ids(&h.check(&g5g).await).contains(&PUBLISHED_ID.to_owned()));
         let (status, _) = h.call(Method::GET, &format!("/v1/rules/{PUBLISHED_ID}"), None, "").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
-        let (status, _) = h.call(Method::GET, &format!("/v1/rules/{PUBLISHED_ID}"), Some(&h.alice), "").await;
+        let (status, _) =
+            h.call(Method::GET, &format!("/v1/rules/{PUBLISHED_ID}"), Some(&h.alice), "").await;
         assert_eq!(status, StatusCode::OK, "the owner sees their pending version");
         let (_, queue) = h.call(Method::GET, "/v1/review", Some(&h.maintainer), "").await;
         assert!(queue.as_array().expect("queue").iter().any(|q| q["rule_id"] == PUBLISHED_ID));
 
         // The same version again is a conflict; someone else's rule is not theirs.
-        let (status, answer) = h.call(Method::POST, "/v1/rules", Some(&h.alice), published_module()).await;
-        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("conflict")), "{answer}");
-        let (status, answer) = h.call(Method::POST, "/v1/rules", Some(&h.bob), published_module()).await;
+        let (status, answer) =
+            h.call(Method::POST, "/v1/rules", Some(&h.alice), published_module()).await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (StatusCode::CONFLICT, Some("conflict")),
+            "{answer}"
+        );
+        let (status, answer) =
+            h.call(Method::POST, "/v1/rules", Some(&h.bob), published_module()).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
 
         // Contributors do not review.
         let approve = format!("/v1/rules/{PUBLISHED_ID}/versions/{v}/approve");
         let (status, _) = h.call(Method::POST, &approve, Some(&h.alice), "").await;
         assert_eq!(status, StatusCode::FORBIDDEN);
-        let (status, approved) = h.call(Method::POST, &approve, Some(&h.maintainer), r#"{"reason": "matches KNOWLEDGE B1"}"#).await;
+        let (status, approved) = h
+            .call(
+                Method::POST,
+                &approve,
+                Some(&h.maintainer),
+                r#"{"reason": "matches KNOWLEDGE B1"}"#,
+            )
+            .await;
         assert_eq!(status, StatusCode::OK, "{approved}");
-        assert_eq!((approved["state"].as_str(), approved["reviewed_by"].as_str()), (Some("approved"), Some("mia")));
+        assert_eq!(
+            (approved["state"].as_str(), approved["reviewed_by"].as_str()),
+            (Some("approved"), Some("mia"))
+        );
 
         // Served at once by this process.
         let after = h.check(&g5g).await;
-        assert!(finding_ids(&after).contains(&PUBLISHED_ID.to_owned()), "{:?}", finding_ids(&after));
+        assert!(
+            finding_ids(&after).contains(&PUBLISHED_ID.to_owned()),
+            "{:?}",
+            finding_ids(&after)
+        );
         assert_ne!(after["ruleset_revision"], before["ruleset_revision"]);
-        let (status, bytes) = h.call_raw(Method::GET, &format!("/v1/rules/{PUBLISHED_ID}/versions/{v}/module"), None, "").await;
+        let (status, bytes) = h
+            .call_raw(
+                Method::GET,
+                &format!("/v1/rules/{PUBLISHED_ID}/versions/{v}/module"),
+                None,
+                "",
+            )
+            .await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(bytes, published_module(), "the module comes back byte for byte");
         let (_, detail) = h.call(Method::GET, &format!("/v1/rules/{PUBLISHED_ID}"), None, "").await;
@@ -268,15 +422,26 @@ async fn publish_review_and_serve_end_to_end() {
 
         // Approving twice is not a transition review allows.
         let (status, answer) = h.call(Method::POST, &approve, Some(&h.maintainer), "").await;
-        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("invalid_transition")));
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (StatusCode::CONFLICT, Some("invalid_transition"))
+        );
 
         // Bob may not yank Alice's rule; Alice may.
         let yank = format!("/v1/rules/{PUBLISHED_ID}/versions/{v}/yank");
         let (status, _) = h.call(Method::POST, &yank, Some(&h.bob), "").await;
         assert_eq!(status, StatusCode::FORBIDDEN);
-        let (status, yanked) = h.call(Method::POST, &yank, Some(&h.alice), r#"{"reason": "superseded"}"#).await;
-        assert_eq!((status, yanked["state"].as_str()), (StatusCode::OK, Some("yanked")), "{yanked}");
-        assert!(!finding_ids(&h.check(&g5g).await).contains(&PUBLISHED_ID.to_owned()), "yanked is not served");
+        let (status, yanked) =
+            h.call(Method::POST, &yank, Some(&h.alice), r#"{"reason": "superseded"}"#).await;
+        assert_eq!(
+            (status, yanked["state"].as_str()),
+            (StatusCode::OK, Some("yanked")),
+            "{yanked}"
+        );
+        assert!(
+            !finding_ids(&h.check(&g5g).await).contains(&PUBLISHED_ID.to_owned()),
+            "yanked is not served"
+        );
 
         // Every write is in the audit log, which only admins read.
         let (status, _) = h.call(Method::GET, "/v1/audit", Some(&h.maintainer), "").await;
@@ -304,11 +469,18 @@ async fn publish_refusals_name_the_step() {
         ("empty", Vec::new(), StatusCode::UNPROCESSABLE_ENTITY, "validation"),
         (
             "a WASI import",
-            wat(r#"(module (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32))) (memory (export "memory") 1) (func (export "pitfall_evaluate") (result i32) i32.const 0))"#),
+            wat(
+                r#"(module (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32))) (memory (export "memory") 1) (func (export "pitfall_evaluate") (result i32) i32.const 0))"#,
+            ),
             StatusCode::UNPROCESSABLE_ENTITY,
             "imports",
         ),
-        ("over the size bound", vec![0u8; Limits::default().max_module_bytes + 1], StatusCode::PAYLOAD_TOO_LARGE, "size"),
+        (
+            "over the size bound",
+            vec![0u8; Limits::default().max_module_bytes + 1],
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "size",
+        ),
     ];
     for (what, bytes, want_status, want_step) in cases {
         let (status, answer) = h.call(Method::POST, "/v1/rules", Some(&h.alice), bytes).await;
@@ -318,9 +490,15 @@ async fn publish_refusals_name_the_step() {
     }
     // A valid module without a `fixed` case: refused by the reviewer's
     // lint (the SDK's, as `pitfall rule lint` prints it), after validation.
-    let example = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk/examples/wat-vllm-cc-floor.wat"))
-        .expect("the WAT example");
-    let no_fixed = example.replace(r#"{\"name\":\"P100 swapped for a T4\",\"expect\":\"fixed\",\"from\":\"Tesla P100\"},"#, "");
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../sdk/examples/wat-vllm-cc-floor.wat"
+    ))
+    .expect("the WAT example");
+    let no_fixed = example.replace(
+        r#"{\"name\":\"P100 swapped for a T4\",\"expect\":\"fixed\",\"from\":\"Tesla P100\"},"#,
+        "",
+    );
     assert_ne!(no_fixed, example, "the example's fixed case was removed");
     let (status, answer) = h.call(Method::POST, "/v1/rules", Some(&h.alice), wat(&no_fixed)).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
@@ -341,14 +519,31 @@ async fn publish_refusals_name_the_step() {
 async fn tokens_are_shown_once_listed_without_secrets_and_revocable() {
     async fn run(h: Harness) {
         // Admins create accounts; others may not.
-        let (status, _) = h.call(Method::POST, "/v1/accounts", Some(&h.maintainer), r#"{"name": "carol"}"#).await;
+        let (status, _) =
+            h.call(Method::POST, "/v1/accounts", Some(&h.maintainer), r#"{"name": "carol"}"#).await;
         assert_eq!(status, StatusCode::FORBIDDEN);
-        let (status, carol) = h.call(Method::POST, "/v1/accounts", Some(&h.admin), r#"{"name": "carol"}"#).await;
-        assert_eq!((status, carol["role"].as_str()), (StatusCode::CREATED, Some("contributor")), "{carol}");
-        let (status, answer) = h.call(Method::POST, "/v1/accounts", Some(&h.admin), r#"{"name": "bad name!"}"#).await;
-        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_account_name")));
+        let (status, carol) =
+            h.call(Method::POST, "/v1/accounts", Some(&h.admin), r#"{"name": "carol"}"#).await;
+        assert_eq!(
+            (status, carol["role"].as_str()),
+            (StatusCode::CREATED, Some("contributor")),
+            "{carol}"
+        );
+        let (status, answer) =
+            h.call(Method::POST, "/v1/accounts", Some(&h.admin), r#"{"name": "bad name!"}"#).await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("invalid_account_name"))
+        );
 
-        let (status, issued) = h.call(Method::POST, "/v1/tokens", Some(&h.admin), r#"{"label": "ci", "account": "carol"}"#).await;
+        let (status, issued) = h
+            .call(
+                Method::POST,
+                "/v1/tokens",
+                Some(&h.admin),
+                r#"{"label": "ci", "account": "carol"}"#,
+            )
+            .await;
         assert_eq!(status, StatusCode::CREATED, "{issued}");
         let secret = issued["token"].as_str().expect("secret").to_owned();
         let (_, me) = h.call(Method::GET, "/v1/whoami", Some(&secret), "").await;
@@ -362,28 +557,54 @@ async fn tokens_are_shown_once_listed_without_secrets_and_revocable() {
         assert!(listed.as_array().expect("tokens").iter().all(|t| t["account"] == "carol"));
         let (_, all) = h.call_raw(Method::GET, "/v1/tokens", Some(&h.admin), "").await;
         for s in [&h.admin, &h.alice, &secret] {
-            assert!(!String::from_utf8_lossy(&all).contains(s.as_str()), "a listing leaked a secret");
+            assert!(
+                !String::from_utf8_lossy(&all).contains(s.as_str()),
+                "a listing leaked a secret"
+            );
         }
 
         // Carol cannot revoke Alice's token, nor issue one for Alice.
         let (_, alice_tokens) = h.call(Method::GET, "/v1/tokens", Some(&h.alice), "").await;
         let alice_token = alice_tokens[0]["id"].as_i64().expect("id");
-        let (status, _) = h.call(Method::DELETE, &format!("/v1/tokens/{alice_token}"), Some(&secret), "").await;
+        let (status, _) =
+            h.call(Method::DELETE, &format!("/v1/tokens/{alice_token}"), Some(&secret), "").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
-        let (status, _) = h.call(Method::POST, "/v1/tokens", Some(&secret), r#"{"label": "x", "account": "alice"}"#).await;
+        let (status, _) = h
+            .call(
+                Method::POST,
+                "/v1/tokens",
+                Some(&secret),
+                r#"{"label": "x", "account": "alice"}"#,
+            )
+            .await;
         assert_eq!(status, StatusCode::FORBIDDEN);
 
         // Revoked: refused from then on.
         let id = issued["id"].as_i64().expect("id");
-        let (status, revoked) = h.call(Method::DELETE, &format!("/v1/tokens/{id}"), Some(&secret), "").await;
+        let (status, revoked) =
+            h.call(Method::DELETE, &format!("/v1/tokens/{id}"), Some(&secret), "").await;
         assert_eq!(status, StatusCode::OK, "{revoked}");
         assert!(revoked["revoked_at"].is_string());
         let (status, answer) = h.call(Method::GET, "/v1/whoami", Some(&secret), "").await;
-        assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("unauthorized")));
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (StatusCode::UNAUTHORIZED, Some("unauthorized"))
+        );
 
         // Roles: an admin makes carol a maintainer.
-        let (status, changed) = h.call(Method::PUT, "/v1/accounts/carol/role", Some(&h.admin), r#"{"role": "maintainer"}"#).await;
-        assert_eq!((status, changed["role"].as_str()), (StatusCode::OK, Some("maintainer")), "{changed}");
+        let (status, changed) = h
+            .call(
+                Method::PUT,
+                "/v1/accounts/carol/role",
+                Some(&h.admin),
+                r#"{"role": "maintainer"}"#,
+            )
+            .await;
+        assert_eq!(
+            (status, changed["role"].as_str()),
+            (StatusCode::OK, Some("maintainer")),
+            "{changed}"
+        );
     }
     on_both_backends!(run);
 }
@@ -392,7 +613,11 @@ async fn tokens_are_shown_once_listed_without_secrets_and_revocable() {
 async fn identical_manifests_are_answered_from_the_cache_until_the_revision_moves() {
     let h = Harness::new(crate::common::sqlite()).await;
     let g5g = fixture("g5g-gemma4-vllm0271.json");
-    let hits = |metrics: &[u8]| String::from_utf8_lossy(metrics).lines().find_map(|l| l.strip_prefix("pitfall_check_cache_hits_total ").map(str::to_owned));
+    let hits = |metrics: &[u8]| {
+        String::from_utf8_lossy(metrics)
+            .lines()
+            .find_map(|l| l.strip_prefix("pitfall_check_cache_hits_total ").map(str::to_owned))
+    };
     let first = h.check(&g5g).await;
     let second = h.check(&g5g).await;
     assert_eq!(first["findings"], second["findings"]);
@@ -401,7 +626,11 @@ async fn identical_manifests_are_answered_from_the_cache_until_the_revision_move
     // The same manifest written as another text (keys in another order, no
     // whitespace) is another key: evaluated afresh, answered alike.
     let reordered: serde_json::Map<String, Value> =
-        serde_json::from_slice::<serde_json::Map<String, Value>>(&g5g).expect("json").into_iter().rev().collect();
+        serde_json::from_slice::<serde_json::Map<String, Value>>(&g5g)
+            .expect("json")
+            .into_iter()
+            .rev()
+            .collect();
     let third = h.check(serde_json::to_string(&reordered).expect("json").as_bytes()).await;
     assert_eq!(first["findings"], third["findings"]);
     let (_, metrics) = h.call_raw(Method::GET, "/metrics", None, "").await;
@@ -410,11 +639,21 @@ async fn identical_manifests_are_answered_from_the_cache_until_the_revision_move
     // A publish and approval move the revision: the cached answer is not reused.
     let (_, version) = h.call(Method::POST, "/v1/rules", Some(&h.alice), published_module()).await;
     let v = version["version"].as_str().expect("version");
-    let (status, _) = h.call(Method::POST, &format!("/v1/rules/{PUBLISHED_ID}/versions/{v}/approve"), Some(&h.maintainer), "").await;
+    let (status, _) = h
+        .call(
+            Method::POST,
+            &format!("/v1/rules/{PUBLISHED_ID}/versions/{v}/approve"),
+            Some(&h.maintainer),
+            "",
+        )
+        .await;
     assert_eq!(status, StatusCode::OK);
     let after = h.check(&g5g).await;
     assert_ne!(after["ruleset_revision"], first["ruleset_revision"]);
-    assert!(finding_ids(&after).contains(&PUBLISHED_ID.to_owned()), "an answer from the older revision was served");
+    assert!(
+        finding_ids(&after).contains(&PUBLISHED_ID.to_owned()),
+        "an answer from the older revision was served"
+    );
 }
 
 #[tokio::test]
@@ -428,12 +667,19 @@ async fn openapi_lists_every_route_and_every_route_is_listed() {
     for (path, methods) in paths {
         for method in methods.as_object().expect("methods").keys() {
             documented += 1;
-            let concrete = path.replace("{id}", "x").replace("{version}", "1.0.0").replace("{name}", "x");
-            let concrete = if concrete.starts_with("/v1/tokens/") { "/v1/tokens/999999".to_owned() } else { concrete };
-            let method = Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("method");
+            let concrete =
+                path.replace("{id}", "x").replace("{version}", "1.0.0").replace("{name}", "x");
+            let concrete = if concrete.starts_with("/v1/tokens/") {
+                "/v1/tokens/999999".to_owned()
+            } else {
+                concrete
+            };
+            let method =
+                Method::from_bytes(method.to_ascii_uppercase().as_bytes()).expect("method");
             let (status, answer) = h.call(method.clone(), &concrete, Some(&h.admin), "").await;
             assert!(
-                !(status == StatusCode::NOT_FOUND && answer["error"]["message"] == "no such route") && status != StatusCode::METHOD_NOT_ALLOWED,
+                !(status == StatusCode::NOT_FOUND && answer["error"]["message"] == "no such route")
+                    && status != StatusCode::METHOD_NOT_ALLOWED,
                 "{method} {path} is documented but not routed"
             );
             // Every schema reference resolves.
@@ -448,7 +694,10 @@ async fn openapi_lists_every_route_and_every_route_is_listed() {
     let source = include_str!("../../src/app.rs");
     let routed = source.matches(".route(\"").count();
     let listed_routes: usize = paths.len();
-    assert_eq!(routed, listed_routes, "a route in app.rs is missing from openapi.rs, or the reverse");
+    assert_eq!(
+        routed, listed_routes,
+        "a route in app.rs is missing from openapi.rs, or the reverse"
+    );
     assert!(documented >= routed);
 }
 
@@ -466,14 +715,19 @@ async fn health_readiness_and_metrics() {
     let (status, metrics) = h.call_raw(Method::GET, "/metrics", None, "").await;
     assert_eq!(status, StatusCode::OK);
     let metrics = String::from_utf8(metrics).expect("utf-8");
-    for needle in ["pitfall_checks_total 1", "pitfall_rules_served ", "route=\"/v1/check\",status=\"200\""] {
+    for needle in
+        ["pitfall_checks_total 1", "pitfall_rules_served ", "route=\"/v1/check\",status=\"200\""]
+    {
         assert!(metrics.contains(needle), "{needle} missing from\n{metrics}");
     }
     // The memo of evaluations: the first check ran its candidates in the
     // sandbox; the same machine under another name (new to the result
     // cache) has them answered from what they read.
     let metric = |text: &str, name: &str| -> f64 {
-        let line = text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')).unwrap_or_else(|| panic!("{name} missing"));
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("{name} missing"));
         line.trim().parse().expect("a number")
     };
     let misses = metric(&metrics, "pitfall_rule_memo_misses_total");
@@ -483,22 +737,31 @@ async fn health_readiness_and_metrics() {
     // one, or one reset for its rule's next evaluation (the bundled rules'
     // publish-time cases took theirs before).
     let instances = |text: &str| {
-        metric(text, "pitfall_rule_instantiations_total") + metric(text, "pitfall_rule_instances_reused_total")
+        metric(text, "pitfall_rule_instantiations_total")
+            + metric(text, "pitfall_rule_instances_reused_total")
     };
     assert_eq!(instances(&metrics) - instances(&before), misses, "{metrics}");
-    let mut renamed: Value = serde_json::from_slice(&fixture("g5g-gemma4-vllm0271.json")).expect("json");
+    let mut renamed: Value =
+        serde_json::from_slice(&fixture("g5g-gemma4-vllm0271.json")).expect("json");
     renamed["host"]["hostname"] = json!("another-g5g");
     let first = h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
     let again = h.check(renamed.to_string().as_bytes()).await;
     assert_eq!(first["findings"], again["findings"]);
     let (_, metrics) = h.call_raw(Method::GET, "/metrics", None, "").await;
     let metrics = String::from_utf8(metrics).expect("utf-8");
-    assert_eq!(metric(&metrics, "pitfall_rule_memo_misses_total"), misses, "the renamed machine ran rules again");
+    assert_eq!(
+        metric(&metrics, "pitfall_rule_memo_misses_total"),
+        misses,
+        "the renamed machine ran rules again"
+    );
     assert_eq!(metric(&metrics, "pitfall_rule_memo_hits_total"), misses);
     // Readiness follows the store: closed, not ready; checks still answered.
     h.store.close().await;
     let (status, ready) = h.call(Method::GET, "/readyz", None, "").await;
-    assert_eq!((status, ready["status"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("not_ready")));
+    assert_eq!(
+        (status, ready["status"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("not_ready"))
+    );
     h.check(&fixture("g5g-gemma4-vllm0271.json")).await;
 }
 
@@ -509,8 +772,13 @@ async fn a_request_over_the_time_bound_gets_503_in_the_envelope() {
     // stops at the request's deadline, before its first evaluation.
     let limits = ServerLimits { request_timeout_ms: 0, ..ServerLimits::default() };
     let h = Harness::with_limits(crate::common::sqlite(), limits).await;
-    let (status, answer) = h.call(Method::POST, "/v1/check", None, fixture("g5g-gemma4-vllm0271.json")).await;
-    assert_eq!((status, answer["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("timeout")), "{answer}");
+    let (status, answer) =
+        h.call(Method::POST, "/v1/check", None, fixture("g5g-gemma4-vllm0271.json")).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("timeout")),
+        "{answer}"
+    );
     // The web pages that check stop at the same deadline.
     for page in ["/check?packages=vllm%3D%3D0.27.1&gpu=T4G", "/matrix?package=vllm"] {
         let (status, _) = h.call_raw(Method::GET, page, None, "").await;
@@ -530,12 +798,14 @@ async fn a_second_seed_assesses_nothing_already_stored() {
         let first: Vec<_> = pitfall_bundled_rules::MODULES.iter().copied().take(3).collect();
         assert_eq!(seed_modules(&store, &engine, first.clone()).await.expect("seed"), 3);
         let revision = store.revision().await.expect("revision");
-        let strict = Engine::new(Limits { compile_timeout: std::time::Duration::ZERO, ..Limits::default() })
-            .expect("engine");
+        let strict =
+            Engine::new(Limits { compile_timeout: std::time::Duration::ZERO, ..Limits::default() })
+                .expect("engine");
         assert_eq!(seed_modules(&store, &strict, first).await.expect("nothing to assess"), 0);
         assert_eq!(store.revision().await.expect("revision"), revision);
         let new: Vec<_> = pitfall_bundled_rules::MODULES.iter().copied().skip(3).take(1).collect();
-        let refused = seed_modules(&store, &strict, new).await.expect_err("a new module is assessed");
+        let refused =
+            seed_modules(&store, &strict, new).await.expect_err("a new module is assessed");
         assert!(format!("{refused:#}").contains("fails the publish pipeline"), "{refused:#}");
     }
 }
@@ -556,14 +826,27 @@ async fn a_rebuilt_bundled_version_is_kept_as_stored_and_the_rest_is_seeded() {
         let mut bytes = modules[0].wasm.to_vec();
         bytes.extend_from_slice(&[0, 8, 7]);
         bytes.extend_from_slice(b"rebuilt");
-        let rebuilt = pitfall_bundled_rules::BundledModule { wasm: Box::leak(bytes.into_boxed_slice()), ..modules[0] };
+        let rebuilt = pitfall_bundled_rules::BundledModule {
+            wasm: Box::leak(bytes.into_boxed_slice()),
+            ..modules[0]
+        };
         let plan = plan_seed(&store, &engine, vec![rebuilt, modules[1]]).await.expect("plan");
-        let id = pitfall_engine::inspect::inspect(modules[0].wasm, engine.limits()).expect("inspects").meta;
+        let id = pitfall_engine::inspect::inspect(modules[0].wasm, engine.limits())
+            .expect("inspects")
+            .meta;
         assert_eq!(plan.rebuilt, vec![format!("{}@{}", id.id, id.version)]);
         assert_eq!(plan.unstored.len(), 1, "only the new version is assessed");
-        assert_eq!(seed_modules(&store, &engine, vec![rebuilt, modules[1]]).await.expect("the seed goes on"), 1);
+        assert_eq!(
+            seed_modules(&store, &engine, vec![rebuilt, modules[1]])
+                .await
+                .expect("the seed goes on"),
+            1
+        );
         let after = store.version_digests().await.expect("digests");
-        assert!(before.iter().all(|(version, sha256)| after.get(version) == Some(sha256)), "the stored version keeps its bytes");
+        assert!(
+            before.iter().all(|(version, sha256)| after.get(version) == Some(sha256)),
+            "the stored version keeps its bytes"
+        );
         assert_eq!(after.len(), before.len() + 1);
     }
 }

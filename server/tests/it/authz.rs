@@ -26,9 +26,16 @@ use crate::common::{TestDb, databases};
 
 fn matrix() -> (Vec<String>, BTreeMap<String, BTreeMap<String, u16>>) {
     let path = format!("{}/tests/authz-matrix.json", env!("CARGO_MANIFEST_DIR"));
-    let spec: Value = serde_json::from_slice(&std::fs::read(&path).expect("the matrix")).expect("matrix JSON");
-    let callers = spec["callers"].as_array().expect("callers").iter().map(|c| c.as_str().expect("caller").to_owned()).collect();
-    let matrix = serde_json::from_value(spec["matrix"].clone()).expect("matrix: endpoint -> caller -> status");
+    let spec: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("the matrix")).expect("matrix JSON");
+    let callers = spec["callers"]
+        .as_array()
+        .expect("callers")
+        .iter()
+        .map(|c| c.as_str().expect("caller").to_owned())
+        .collect();
+    let matrix = serde_json::from_value(spec["matrix"].clone())
+        .expect("matrix: endpoint -> caller -> status");
     (callers, matrix)
 }
 
@@ -105,11 +112,15 @@ impl Harness {
             ("contributor_other", "bob", Role::Contributor),
         ] {
             let account = store.create_account(name, role, &Actor::System).await.expect("account");
-            let (secret, _) = store.issue_token(account.id, "test", &Actor::System).await.expect("token");
+            let (secret, _) =
+                store.issue_token(account.id, "test", &Actor::System).await.expect("token");
             if name == "alice" {
                 alice = store.authenticate(&secret).await.expect("authenticate");
                 // Alice's second token, revoked: it must open nothing.
-                let (revoked, info) = store.issue_token(account.id, "old laptop", &Actor::System).await.expect("token");
+                let (revoked, info) = store
+                    .issue_token(account.id, "old laptop", &Actor::System)
+                    .await
+                    .expect("token");
                 store.revoke_token(info.id, &Actor::System).await.expect("revoke");
                 tokens.insert("revoked_token", revoked.clone());
                 secrets.push(revoked);
@@ -118,11 +129,14 @@ impl Harness {
             secrets.push(secret);
         }
         tokens.insert("bad_token", "pft_0123456789abcdef0123456789abcdef".to_owned());
-        let mut unused: Vec<&'static [u8]> = pitfall_bundled_rules::MODULES.iter().map(|m| m.wasm).collect();
+        let mut unused: Vec<&'static [u8]> =
+            pitfall_bundled_rules::MODULES.iter().map(|m| m.wasm).collect();
         let first = unused.pop().expect("a bundled module");
-        let accepted = pitfall_server::publish::assess_blocking(&engine, first).expect("a bundled module is accepted");
+        let accepted = pitfall_server::publish::assess_blocking(&engine, first)
+            .expect("a bundled module is accepted");
         let template = new_version(&accepted, first);
-        let registry = Arc::new(Registry::open(store.clone(), engine.clone()).await.expect("registry"));
+        let registry =
+            Arc::new(Registry::open(store.clone(), engine.clone()).await.expect("registry"));
         Harness {
             store,
             state: AppState::new(registry, limits),
@@ -135,13 +149,25 @@ impl Harness {
         }
     }
 
-    async fn call(&self, method: &str, path: &str, token: Option<&str>, content_type: &str, body: Vec<u8>) -> (u16, Value) {
-        let mut request = Request::builder().method(Method::from_bytes(method.as_bytes()).expect("method")).uri(path);
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> (u16, Value) {
+        let mut request = Request::builder()
+            .method(Method::from_bytes(method.as_bytes()).expect("method"))
+            .uri(path);
         request = request.header("content-type", content_type);
         if let Some(token) = token {
             request = request.header("authorization", format!("Bearer {token}"));
         }
-        let response = app(self.state.clone()).oneshot(request.body(Body::from(body)).expect("request")).await.expect("answered");
+        let response = app(self.state.clone())
+            .oneshot(request.body(Body::from(body)).expect("request"))
+            .await
+            .expect("answered");
         let status = response.status().as_u16();
         let bytes = response.into_body().collect().await.expect("body").to_bytes();
         (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
@@ -152,7 +178,10 @@ impl Harness {
         let mut new = self.template.clone();
         new.meta.id = id.to_owned();
         new.meta.version = version.to_owned();
-        self.store.insert_version(new, &Actor::Account(self.alice.clone()), VersionState::Pending).await.expect("alice's version");
+        self.store
+            .insert_version(new, &Actor::Account(self.alice.clone()), VersionState::Pending)
+            .await
+            .expect("alice's version");
     }
 }
 
@@ -170,10 +199,18 @@ async fn prepare(h: &mut Harness, endpoint: &str, caller: &str, n: usize) -> Cel
             // A real module whose rule alice already owns (an earlier
             // version): a new version is hers alone to publish.
             let module = h.unused.pop().expect("enough bundled modules for every publish cell");
-            let accepted = pitfall_server::publish::assess_blocking(&h.engine, module).expect("accepted");
-            let (id, version) = (accepted.rule.meta().id.clone(), accepted.rule.meta().version.clone());
+            let accepted =
+                pitfall_server::publish::assess_blocking(&h.engine, module).expect("accepted");
+            let (id, version) =
+                (accepted.rule.meta().id.clone(), accepted.rule.meta().version.clone());
             h.alice_version(&id, "0.0.1").await;
-            (method.into(), "/v1/rules".into(), "application/wasm", module.to_vec(), Some((id, version)))
+            (
+                method.into(),
+                "/v1/rules".into(),
+                "application/wasm",
+                module.to_vec(),
+                Some((id, version)),
+            )
         }
         "POST /v1/rules/{id}/versions/{version}/approve"
         | "POST /v1/rules/{id}/versions/{version}/reject"
@@ -182,28 +219,61 @@ async fn prepare(h: &mut Harness, endpoint: &str, caller: &str, n: usize) -> Cel
             h.alice_version(&id, "1.0.0").await;
             let action = endpoint.rsplit('/').next().expect("action");
             let path = format!("/v1/rules/{id}/versions/1.0.0/{action}");
-            (method.into(), path, "application/json", json_body(json!({"reason": "matrix"})), Some((id, "1.0.0".into())))
+            (
+                method.into(),
+                path,
+                "application/json",
+                json_body(json!({"reason": "matrix"})),
+                Some((id, "1.0.0".into())),
+            )
         }
-        "POST /v1/accounts" => {
-            (method.into(), "/v1/accounts".into(), "application/json", json_body(json!({"name": format!("new-{n}"), "role": "contributor"})), None)
-        }
+        "POST /v1/accounts" => (
+            method.into(),
+            "/v1/accounts".into(),
+            "application/json",
+            json_body(json!({"name": format!("new-{n}"), "role": "contributor"})),
+            None,
+        ),
         "PUT /v1/accounts/{name}/role" => {
             // Alice tries to make herself an admin; the others change a
             // fresh account, so an allowed cell changes no caller's role.
             if caller == "contributor_own" {
-                (method.into(), "/v1/accounts/alice/role".into(), "application/json", json_body(json!({"role": "admin"})), None)
+                (
+                    method.into(),
+                    "/v1/accounts/alice/role".into(),
+                    "application/json",
+                    json_body(json!({"role": "admin"})),
+                    None,
+                )
             } else {
                 let name = format!("carol-{n}");
-                h.store.create_account(&name, Role::Contributor, &Actor::System).await.expect("account");
-                (method.into(), format!("/v1/accounts/{name}/role"), "application/json", json_body(json!({"role": "maintainer"})), None)
+                h.store
+                    .create_account(&name, Role::Contributor, &Actor::System)
+                    .await
+                    .expect("account");
+                (
+                    method.into(),
+                    format!("/v1/accounts/{name}/role"),
+                    "application/json",
+                    json_body(json!({"role": "maintainer"})),
+                    None,
+                )
             }
         }
         "POST /v1/tokens" => {
-            let body = if caller == "contributor_own" { json!({"label": "ci"}) } else { json!({"label": "ci", "account": "alice"}) };
+            let body = if caller == "contributor_own" {
+                json!({"label": "ci"})
+            } else {
+                json!({"label": "ci", "account": "alice"})
+            };
             (method.into(), "/v1/tokens".into(), "application/json", json_body(body), None)
         }
         "DELETE /v1/tokens/{id}" => {
-            let (secret, info) = h.store.issue_token(h.alice.account_id, "to revoke", &Actor::System).await.expect("token");
+            let (secret, info) = h
+                .store
+                .issue_token(h.alice.account_id, "to revoke", &Actor::System)
+                .await
+                .expect("token");
             h.secrets.push(secret);
             (method.into(), format!("/v1/tokens/{}", info.id), "application/json", Vec::new(), None)
         }
@@ -236,17 +306,22 @@ async fn stored_text(db: &TestDb) -> Vec<u8> {
         return bytes;
     }
     let mut conn = sqlx::PgConnection::connect(db.url()).await.expect("connect");
-    let tables: Vec<String> = sqlx::query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public'")
-        .fetch_all(&mut conn)
-        .await
-        .expect("tables")
-        .iter()
-        .map(|r| r.get::<String, _>(0))
-        .collect();
+    let tables: Vec<String> = sqlx::query(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("tables")
+    .iter()
+    .map(|r| r.get::<String, _>(0))
+    .collect();
     assert!(tables.iter().any(|t| t == "api_tokens"), "tables: {tables:?}");
     let mut text = Vec::new();
     for table in tables {
-        let rows = sqlx::query(&format!("SELECT t::text FROM \"{table}\" t")).fetch_all(&mut conn).await.expect("rows");
+        let rows = sqlx::query(&format!("SELECT t::text FROM \"{table}\" t"))
+            .fetch_all(&mut conn)
+            .await
+            .expect("rows");
         for row in rows {
             text.extend(row.get::<String, _>(0).into_bytes());
         }
@@ -266,7 +341,8 @@ fn every_write_endpoint_refuses_every_caller_it_should_and_stores_no_secret_in_t
     // The current thread's subscriber, with a runtime on this thread: every
     // handler and store call of the run logs here.
     let _guard = tracing::subscriber::set_default(subscriber);
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let (callers, matrix) = matrix();
     let mut all_secrets = Vec::new();
     runtime.block_on(async {
@@ -315,7 +391,11 @@ fn every_write_endpoint_refuses_every_caller_it_should_and_stores_no_secret_in_t
         }
     });
     let log = sink.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    assert!(log.len() > 1000, "the run logged almost nothing ({} bytes): the capture is not working", log.len());
+    assert!(
+        log.len() > 1000,
+        "the run logged almost nothing ({} bytes): the capture is not working",
+        log.len()
+    );
     for secret in &all_secrets {
         assert!(!contains(&log, secret.as_bytes()), "a token reached the log");
     }
@@ -331,27 +411,46 @@ fn checks_and_publishes_are_rate_limited_per_token() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
         let db = crate::common::sqlite();
-        let limits = ServerLimits { rate_check_per_token: 3, rate_publish_per_token: 1, ..ServerLimits::default() };
+        let limits = ServerLimits {
+            rate_check_per_token: 3,
+            rate_publish_per_token: 1,
+            ..ServerLimits::default()
+        };
         let h = Harness::new(&db, limits).await;
         let manifest = br#"{"manifest_version": 1}"#.to_vec();
         let alice = h.tokens["contributor_own"].clone();
         let bob = h.tokens["contributor_other"].clone();
         for i in 0..3 {
-            let (status, answer) = h.call("POST", "/v1/check", Some(&alice), "application/json", manifest.clone()).await;
+            let (status, answer) = h
+                .call("POST", "/v1/check", Some(&alice), "application/json", manifest.clone())
+                .await;
             assert_eq!(status, 200, "check {i}: {answer}");
         }
-        let (status, answer) = h.call("POST", "/v1/check/batch", Some(&alice), "application/json", br#"{"manifests": []}"#.to_vec()).await;
+        let (status, answer) = h
+            .call(
+                "POST",
+                "/v1/check/batch",
+                Some(&alice),
+                "application/json",
+                br#"{"manifests": []}"#.to_vec(),
+            )
+            .await;
         assert_eq!(status, 429, "{answer}");
         assert_eq!(answer["error"]["code"], "rate_limited");
         let retry = answer["error"]["retry_after_s"].as_u64().expect("retry_after_s");
         assert!((1..=20).contains(&retry), "3 a minute refill one every 20 s; retry after {retry}");
         // Another token has its own bucket.
-        let (status, _) = h.call("POST", "/v1/check", Some(&bob), "application/json", manifest.clone()).await;
+        let (status, _) =
+            h.call("POST", "/v1/check", Some(&bob), "application/json", manifest.clone()).await;
         assert_eq!(status, 200);
         // Publishes have their own limit: one, then 429 before any work.
-        let (status, answer) = h.call("POST", "/v1/rules", Some(&alice), "application/wasm", b"not wasm".to_vec()).await;
+        let (status, answer) = h
+            .call("POST", "/v1/rules", Some(&alice), "application/wasm", b"not wasm".to_vec())
+            .await;
         assert_eq!(status, 422, "{answer}");
-        let (status, answer) = h.call("POST", "/v1/rules", Some(&alice), "application/wasm", b"not wasm".to_vec()).await;
+        let (status, answer) = h
+            .call("POST", "/v1/rules", Some(&alice), "application/wasm", b"not wasm".to_vec())
+            .await;
         assert_eq!(status, 429, "{answer}");
     });
 }
@@ -359,21 +458,42 @@ fn checks_and_publishes_are_rate_limited_per_token() {
 #[test]
 fn checks_are_rate_limited_per_ip_on_a_real_server_with_retry_after() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = crate::live::Server::start_with_vars(dir.path(), None, false, &[("PITFALL_RATE_CHECK_PER_IP", "4")]);
+    let server = crate::live::Server::start_with_vars(
+        dir.path(),
+        None,
+        false,
+        &[("PITFALL_RATE_CHECK_PER_IP", "4")],
+    );
     let manifest = br#"{"manifest_version": 1}"#;
     for i in 0..4 {
         // A made-up token each time: it must not buy a fresh bucket.
         let token = format!("Bearer pft_made-up-{i}");
-        let (status, _) = crate::live::exchange(server.addr, "POST", "/v1/check", &[("authorization", &token)], manifest);
+        let (status, _) = crate::live::exchange(
+            server.addr,
+            "POST",
+            "/v1/check",
+            &[("authorization", &token)],
+            manifest,
+        );
         assert_eq!(status, 200, "check {i}");
     }
-    let (status, body) = crate::live::exchange(server.addr, "POST", "/v1/check", &[("authorization", "Bearer pft_other")], manifest);
+    let (status, body) = crate::live::exchange(
+        server.addr,
+        "POST",
+        "/v1/check",
+        &[("authorization", "Bearer pft_other")],
+        manifest,
+    );
     assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
     let answer: Value = serde_json::from_slice(&body).expect("envelope");
     assert_eq!(answer["error"]["code"], "rate_limited");
     // The Retry-After header says what the envelope says.
     let mut stream = std::net::TcpStream::connect(server.addr).expect("connect");
-    let head = format!("POST /v1/check HTTP/1.1\r\nhost: {}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n", server.addr, manifest.len());
+    let head = format!(
+        "POST /v1/check HTTP/1.1\r\nhost: {}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        server.addr,
+        manifest.len()
+    );
     std::io::Write::write_all(&mut stream, head.as_bytes()).expect("write");
     std::io::Write::write_all(&mut stream, manifest).expect("write");
     let mut response = String::new();
@@ -383,7 +503,10 @@ fn checks_are_rate_limited_per_ip_on_a_real_server_with_retry_after() {
         .find_map(|l| l.strip_prefix("retry-after: "))
         .and_then(|v| v.trim().parse::<u64>().ok())
         .unwrap_or_else(|| panic!("no Retry-After header: {response}"));
-    assert!((1..=15).contains(&retry_after), "4 a minute refill one every 15 s; Retry-After {retry_after}");
+    assert!(
+        (1..=15).contains(&retry_after),
+        "4 a minute refill one every 15 s; Retry-After {retry_after}"
+    );
     // Reads are not limited.
     let (status, _) = server.call("GET", "/healthz", None, b"");
     assert_eq!(status, 200);

@@ -42,7 +42,8 @@ fn start_chromedriver() -> (Killed, SocketAddr) {
              `cargo xtask setup` installs them (apt-get install chromium chromium-driver)"
         );
     }
-    let port = TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
+    let port =
+        TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
     let child = Command::new(CHROMEDRIVER)
         .arg(format!("--port={port}"))
         .stdout(Stdio::null())
@@ -93,13 +94,16 @@ impl Browser {
             "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"],
         });
         if phone {
-            options["mobileEmulation"] = json!({ "deviceMetrics": { "width": 390, "height": 844, "pixelRatio": 2 } });
+            options["mobileEmulation"] =
+                json!({ "deviceMetrics": { "width": 390, "height": 844, "pixelRatio": 2 } });
         }
         let (status, answer) = http(
             driver,
             "POST",
             "/session",
-            Some(&json!({ "capabilities": { "alwaysMatch": { "browserName": "chrome", "goog:chromeOptions": options } } })),
+            Some(
+                &json!({ "capabilities": { "alwaysMatch": { "browserName": "chrome", "goog:chromeOptions": options } } }),
+            ),
         );
         assert_eq!(status, 200, "new session: {answer}");
         let session = answer["value"]["sessionId"].as_str().expect("a session id").to_owned();
@@ -109,7 +113,8 @@ impl Browser {
     }
 
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        let (status, answer) = http(self.driver, method, &format!("/session/{}{path}", self.session), body.as_ref());
+        let (status, answer) =
+            http(self.driver, method, &format!("/session/{}{path}", self.session), body.as_ref());
         assert_eq!(status, 200, "{method} {path}: {answer}");
         answer["value"].clone()
     }
@@ -127,7 +132,8 @@ impl Browser {
     }
 
     fn find(&self, css: &str) -> String {
-        let value = self.call("POST", "/element", Some(json!({ "using": "css selector", "value": css })));
+        let value =
+            self.call("POST", "/element", Some(json!({ "using": "css selector", "value": css })));
         value[ELEMENT].as_str().unwrap_or_else(|| panic!("no element {css}")).to_owned()
     }
 
@@ -149,9 +155,18 @@ impl Browser {
     fn keys(&self, keys: &str) {
         let actions: Vec<Value> = keys
             .chars()
-            .flat_map(|c| [json!({ "type": "keyDown", "value": c.to_string() }), json!({ "type": "keyUp", "value": c.to_string() })])
+            .flat_map(|c| {
+                [
+                    json!({ "type": "keyDown", "value": c.to_string() }),
+                    json!({ "type": "keyUp", "value": c.to_string() }),
+                ]
+            })
             .collect();
-        self.call("POST", "/actions", Some(json!({ "actions": [{ "type": "key", "id": "keyboard", "actions": actions }] })));
+        self.call(
+            "POST",
+            "/actions",
+            Some(json!({ "actions": [{ "type": "key", "id": "keyboard", "actions": actions }] })),
+        );
     }
 
     fn wait_for_url(&self, part: &str) {
@@ -164,7 +179,9 @@ impl Browser {
 
     fn screenshot(&self, name: &str) {
         let data = self.call("GET", "/screenshot", None);
-        let png = base64::engine::general_purpose::STANDARD.decode(data.as_str().unwrap_or("")).expect("base64 png");
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(data.as_str().unwrap_or(""))
+            .expect("base64 png");
         let path = self.shots.join(format!("{name}.png"));
         std::fs::write(&path, png).expect("write screenshot");
         eprintln!("screenshot: {}", path.display());
@@ -172,7 +189,9 @@ impl Browser {
 
     /// The page's width beyond the viewport (0: no sideways scrolling).
     fn overflow(&self) -> i64 {
-        self.script("return document.documentElement.scrollWidth - window.innerWidth;").as_i64().unwrap_or(i64::MAX)
+        self.script("return document.documentElement.scrollWidth - window.innerWidth;")
+            .as_i64()
+            .unwrap_or(i64::MAX)
     }
 }
 
@@ -256,7 +275,8 @@ fn keyboard_navigation_and_a_phone_width() {
         assert!(browser.source().contains("href=\"/rules/vllm-heterogeneous-head-dim\""));
         // The focused element shows a visible outline.
         browser.keys("\u{E004}");
-        let outline = browser.script("return getComputedStyle(document.activeElement).outlineStyle;");
+        let outline =
+            browser.script("return getComputedStyle(document.activeElement).outlineStyle;");
         assert_ne!(outline.as_str(), Some("none"), "focus is visible");
     }
     let phone = Browser::open(driver, addr, true);
@@ -264,14 +284,21 @@ fn keyboard_navigation_and_a_phone_width() {
         ("phone-home", "/"),
         ("phone-search", "/rules?q=no+kernel+image+is+available"),
         ("phone-rule", "/rules/vllm-heterogeneous-head-dim"),
-        ("phone-check-g5g", "/check?arch=aarch64&gpu=T4G&packages=vllm%3D%3D0.27.1&model=google%2Fgemma-4-E2B-it&dtype=bfloat16"),
+        (
+            "phone-check-g5g",
+            "/check?arch=aarch64&gpu=T4G&packages=vllm%3D%3D0.27.1&model=google%2Fgemma-4-E2B-it&dtype=bfloat16",
+        ),
         ("phone-matrix", "/matrix?package=vllm"),
         ("phone-contribute", "/contribute"),
     ] {
         phone.go(path);
         let width = phone.script("return window.innerWidth;").as_i64().unwrap_or(0);
         assert!(width <= 400, "a phone's viewport: {width}");
-        assert!(phone.overflow() <= 0, "{path} scrolls sideways on a phone ({} px)", phone.overflow());
+        assert!(
+            phone.overflow() <= 0,
+            "{path} scrolls sideways on a phone ({} px)",
+            phone.overflow()
+        );
         phone.screenshot(name);
     }
 }

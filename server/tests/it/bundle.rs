@@ -16,19 +16,30 @@ use tower::ServiceExt;
 
 use crate::common::databases;
 
-const SEEDED: &[&str] = &["rule-aarch64-official-image-needs-sm80", "rule-vllm-heterogeneous-head-dim"];
+const SEEDED: &[&str] =
+    &["rule-aarch64-official-image-needs-sm80", "rule-vllm-heterogeneous-head-dim"];
 const LATER: &str = "rule-vllm-bf16-needs-sm80";
 
 fn module(crate_name: &str) -> &'static [u8] {
-    pitfall_bundled_rules::MODULES.iter().find(|m| m.crate_name == crate_name).expect("bundled").wasm
+    pitfall_bundled_rules::MODULES
+        .iter()
+        .find(|m| m.crate_name == crate_name)
+        .expect("bundled")
+        .wasm
 }
 
-async fn get(state: &AppState, if_none_match: Option<&str>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+async fn get(
+    state: &AppState,
+    if_none_match: Option<&str>,
+) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
     let mut request = Request::get("/v1/bundle");
     if let Some(tag) = if_none_match {
         request = request.header(header::IF_NONE_MATCH, tag);
     }
-    let response = app(state.clone()).oneshot(request.body(Body::empty()).expect("request")).await.expect("answered");
+    let response = app(state.clone())
+        .oneshot(request.body(Body::empty()).expect("request"))
+        .await
+        .expect("answered");
     let (parts, body) = response.into_parts();
     (parts.status, parts.headers, body.collect().await.expect("body").to_bytes().to_vec())
 }
@@ -39,10 +50,14 @@ async fn the_bundle_is_the_served_set_signed_and_tagged_on_both_backends() {
         let backend = db.backend();
         let store = Store::connect(db.url()).await.expect("store");
         let engine = Engine::new(Limits::default()).expect("engine");
-        let seeded =
-            pitfall_bundled_rules::MODULES.iter().copied().filter(|m| SEEDED.contains(&m.crate_name)).collect();
+        let seeded = pitfall_bundled_rules::MODULES
+            .iter()
+            .copied()
+            .filter(|m| SEEDED.contains(&m.crate_name))
+            .collect();
         seed_modules(&store, &engine, seeded).await.expect("seed");
-        let registry = Arc::new(Registry::open(store.clone(), engine.clone()).await.expect("registry"));
+        let registry =
+            Arc::new(Registry::open(store.clone(), engine.clone()).await.expect("registry"));
         let signer = BundleSigner::from_seed(&[5; 32]);
         let key = signer.public_key();
         let state = AppState::with_signer(registry.clone(), ServerLimits::default(), signer);
@@ -56,10 +71,15 @@ async fn the_bundle_is_the_served_set_signed_and_tagged_on_both_backends() {
         let bundle = Bundle::verify(&bytes, &key).expect("verifies with the state's key");
         assert_eq!(bundle.index.ruleset_revision, revision);
         assert_eq!(bundle.etag(), etag);
-        let mut served: Vec<_> =
-            registry.rules().rules().iter().map(|r| (r.id().to_owned(), r.sha256.clone())).collect();
+        let mut served: Vec<_> = registry
+            .rules()
+            .rules()
+            .iter()
+            .map(|r| (r.id().to_owned(), r.sha256.clone()))
+            .collect();
         served.sort();
-        let listed: Vec<_> = bundle.index.rules.iter().map(|r| (r.id.clone(), r.sha256.clone())).collect();
+        let listed: Vec<_> =
+            bundle.index.rules.iter().map(|r| (r.id.clone(), r.sha256.clone())).collect();
         assert_eq!(listed, served, "{backend:?}: the bundle is exactly the served set");
 
         // Conditional fetches: the tag, a list with it, a weak form, `*`.
@@ -72,9 +92,14 @@ async fn the_bundle_is_the_served_set_signed_and_tagged_on_both_backends() {
         assert_eq!(get(&state, Some("\"0-other\"")).await.0, StatusCode::OK);
 
         // An approval moves the revision: a new bundle, a new tag.
-        let accepted = pitfall_server::publish::assess(&engine, module(LATER).into()).await.expect("accepted");
+        let accepted =
+            pitfall_server::publish::assess(&engine, module(LATER).into()).await.expect("accepted");
         store
-            .insert_version(new_version(&accepted, module(LATER)), &Actor::System, VersionState::Approved)
+            .insert_version(
+                new_version(&accepted, module(LATER)),
+                &Actor::System,
+                VersionState::Approved,
+            )
             .await
             .expect("stored");
         registry.refresh().await.expect("refreshed");

@@ -66,7 +66,12 @@ pub async fn postgres() -> TestDb {
         )
     });
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    let name = format!("pitfall_test_{}_{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed), nanos);
+    let name = format!(
+        "pitfall_test_{}_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        nanos
+    );
     conn.execute(format!("CREATE DATABASE {name}").as_str()).await.expect("CREATE DATABASE");
     let _ = conn.close().await;
     let url = with_database(&admin, &name);
@@ -94,10 +99,14 @@ impl Drop for TestDb {
         // drop the database from a thread with a runtime of its own.
         // WITH (FORCE) ends connections the test's pools still hold.
         let dropped = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
             rt.block_on(async {
                 let mut conn = PgConnection::connect(&admin).await?;
-                conn.execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str()).await?;
+                conn.execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                    .await?;
                 conn.close().await?;
                 Ok::<(), sqlx::Error>(())
             })

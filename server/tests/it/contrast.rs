@@ -30,15 +30,23 @@ fn variables(after: &str) -> HashMap<String, [f64; 3]> {
     let block = &STYLESHEET[start..];
     let block = &block[block.find('{').expect("{") + 1..];
     // The dark scheme nests `:root {` inside the media query.
-    let block = block.trim_start().strip_prefix(":root").map_or(block, |b| &b[b.find('{').expect("{") + 1..]);
+    let block = block
+        .trim_start()
+        .strip_prefix(":root")
+        .map_or(block, |b| &b[b.find('{').expect("{") + 1..]);
     let block = &block[..block.find('}').expect("}")];
     block
         .split(';')
         .filter_map(|decl| {
             let (name, value) = decl.trim().split_once(':')?;
             let hex = value.trim().strip_prefix('#')?;
-            let channel = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).ok().map(|c| f64::from(c) / 255.0);
-            Some((name.trim().trim_start_matches("--").to_owned(), [channel(0)?, channel(2)?, channel(4)?]))
+            let channel = |i: usize| {
+                u8::from_str_radix(&hex[i..i + 2], 16).ok().map(|c| f64::from(c) / 255.0)
+            };
+            Some((
+                name.trim().trim_start_matches("--").to_owned(),
+                [channel(0)?, channel(2)?, channel(4)?],
+            ))
         })
         .collect()
 }
@@ -58,7 +66,10 @@ fn text_colours_meet_wcag_aa_in_both_schemes() {
     let light = variables(":root");
     let mut dark = light.clone();
     dark.extend(variables("@media (prefers-color-scheme: dark)"));
-    assert!(light.len() >= 10 && dark["bg"] != light["bg"], "the stylesheet's variables were not found");
+    assert!(
+        light.len() >= 10 && dark["bg"] != light["bg"],
+        "the stylesheet's variables were not found"
+    );
     let mut failures = Vec::new();
     for (scheme, vars) in [("light", &light), ("dark", &dark)] {
         for (text, background) in PAIRS {

@@ -33,7 +33,11 @@ fn modules() -> Vec<(String, &'static [u8])> {
 
 /// Sends a publish and reads whatever comes back, never panicking: the
 /// server may die under it.
-fn publish_in_background(addr: SocketAddr, token: &str, module: &'static [u8]) -> std::thread::JoinHandle<Option<u16>> {
+fn publish_in_background(
+    addr: SocketAddr,
+    token: &str,
+    module: &'static [u8],
+) -> std::thread::JoinHandle<Option<u16>> {
     let head = format!(
         "POST /v1/rules HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\nauthorization: Bearer {token}\r\ncontent-type: application/wasm\r\ncontent-length: {}\r\n\r\n",
         module.len()
@@ -45,7 +49,10 @@ fn publish_in_background(addr: SocketAddr, token: &str, module: &'static [u8]) -
         stream.write_all(module).ok()?;
         let mut response = Vec::new();
         let _ = stream.read_to_end(&mut response);
-        String::from_utf8_lossy(&response).strip_prefix("HTTP/1.1 ").and_then(|s| s.get(..3)).and_then(|s| s.parse().ok())
+        String::from_utf8_lossy(&response)
+            .strip_prefix("HTTP/1.1 ")
+            .and_then(|s| s.get(..3))
+            .and_then(|s| s.parse().ok())
     })
 }
 
@@ -63,9 +70,17 @@ fn stored_versions(server: &Server, token: &str, id: &str, module: &[u8]) -> usi
         let version = v["version"].as_str().expect("version");
         let auth = format!("Bearer {token}");
         let path = format!("/v1/rules/{id}/versions/{version}/module");
-        let (status, bytes) = crate::live::exchange(server.addr, "GET", &path, &[("authorization", &auth)], b"");
-        assert_eq!(status, 200, "{id} {version}: the version is listed but its module is not served");
-        assert_eq!(sha256_hex(&bytes), v["sha256"].as_str().expect("sha256"), "{id} {version}: the stored module is not what its record says");
+        let (status, bytes) =
+            crate::live::exchange(server.addr, "GET", &path, &[("authorization", &auth)], b"");
+        assert_eq!(
+            status, 200,
+            "{id} {version}: the version is listed but its module is not served"
+        );
+        assert_eq!(
+            sha256_hex(&bytes),
+            v["sha256"].as_str().expect("sha256"),
+            "{id} {version}: the stored module is not what its record says"
+        );
         assert_eq!(bytes, module, "{id} {version}: the stored module is not the one published");
     }
     versions.len()
@@ -94,7 +109,11 @@ fn kill_during_publish(database_url: Option<&str>) {
         server = Server::start(dir.path(), database_url, false);
         // Nothing acknowledged is lost, and every stored version is whole.
         for (id, module) in &acknowledged {
-            assert_eq!(stored_versions(&server, &alice, id, module), 1, "{backend}: {id} was acknowledged, then lost");
+            assert_eq!(
+                stored_versions(&server, &alice, id, module),
+                1,
+                "{backend}: {id} was acknowledged, then lost"
+            );
         }
         let stored = stored_versions(&server, &alice, &id, module);
         assert!(stored <= 1);
@@ -111,7 +130,10 @@ fn kill_during_publish(database_url: Option<&str>) {
         }
         acknowledged.push((id, module));
     }
-    eprintln!("{backend}: {} kills during a publish: {landed} had stored it whole, {lost_in_flight} had stored nothing", delays_ms.len());
+    eprintln!(
+        "{backend}: {} kills during a publish: {landed} had stored it whole, {lost_in_flight} had stored nothing",
+        delays_ms.len()
+    );
     assert!(server.log().lines().all(|l| !l.contains("internal error")), "{}", server.log());
 }
 
@@ -147,18 +169,32 @@ impl PrivatePostgres {
             .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
             .find(|b| b.join("initdb").exists() && b.join("pg_ctl").exists());
         let Some(bin) = bin else {
-            eprintln!("SKIPPED: no initdb/pg_ctl under /usr/lib/postgresql (apt-get install postgresql)");
+            eprintln!(
+                "SKIPPED: no initdb/pg_ctl under /usr/lib/postgresql (apt-get install postgresql)"
+            );
             return None;
         };
         let dir = tempfile::tempdir().expect("tempdir");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("a free port")
+            .local_addr()
+            .expect("addr")
+            .port();
         let pg = PrivatePostgres { bin, dir, port };
         if is_root() {
-            let status = Command::new("chown").arg("-R").arg("postgres:postgres").arg(pg.dir.path()).status().expect("chown");
+            let status = Command::new("chown")
+                .arg("-R")
+                .arg("postgres:postgres")
+                .arg(pg.dir.path())
+                .status()
+                .expect("chown");
             assert!(status.success(), "chown the cluster dir to postgres");
         }
         let data = pg.data().display().to_string();
-        pg.run("initdb", &["-D", &data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
+        pg.run(
+            "initdb",
+            &["-D", &data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
+        );
         pg.start_again();
         Some(pg)
     }
@@ -179,13 +215,22 @@ impl PrivatePostgres {
             Command::new(&exe).args(args).output()
         }
         .unwrap_or_else(|e| panic!("{tool}: {e}"));
-        assert!(output.status.success(), "{tool} {args:?} failed: {}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{tool} {args:?} failed: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 
     fn start_again(&self) {
         let data = self.data().display().to_string();
         let log = self.dir.path().join("postgres.log").display().to_string();
-        let options = format!("-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", self.port, self.dir.path().display());
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port,
+            self.dir.path().display()
+        );
         self.run("pg_ctl", &["-D", &data, "-l", &log, "-o", &options, "-w", "-t", "60", "start"]);
     }
 
@@ -209,7 +254,10 @@ impl Drop for PrivatePostgres {
 }
 
 fn is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 fn fixture(name: &str) -> Value {
@@ -218,7 +266,9 @@ fn fixture(name: &str) -> Value {
 }
 
 fn finding_ids(answer: &Value) -> Vec<String> {
-    answer["findings"].as_array().map_or_else(Vec::new, |f| f.iter().filter_map(|f| f["rule_id"].as_str().map(str::to_owned)).collect())
+    answer["findings"].as_array().map_or_else(Vec::new, |f| {
+        f.iter().filter_map(|f| f["rule_id"].as_str().map(str::to_owned)).collect()
+    })
 }
 
 /// Waits up to `within` for `/readyz` to answer `status`; how long it took.
@@ -240,9 +290,15 @@ fn postgres_stopped_under_load_checks_go_on_readyz_says_not_ready_and_service_re
     let url = pg.url();
     let dir = tempfile::tempdir().expect("tempdir");
     let alice = admin_token(dir.path(), Some(&url), "alice", "contributor");
-    let server = Server::start_with_vars(dir.path(), Some(&url), true, &[("PITFALL_RATE_CHECK_PER_IP", "0")]);
+    let server = Server::start_with_vars(
+        dir.path(),
+        Some(&url),
+        true,
+        &[("PITFALL_RATE_CHECK_PER_IP", "0")],
+    );
     let g5g = fixture("g5g-gemma4-vllm0271.json");
-    let (status, answer) = server.call("POST", "/v1/check", None, &serde_json::to_vec(&g5g).expect("json"));
+    let (status, answer) =
+        server.call("POST", "/v1/check", None, &serde_json::to_vec(&g5g).expect("json"));
     assert_eq!(status, 200, "{answer}");
     let expected = finding_ids(&answer);
     assert!(!expected.is_empty());
@@ -252,7 +308,8 @@ fn postgres_stopped_under_load_checks_go_on_readyz_says_not_ready_and_service_re
     let stop = Arc::new(AtomicBool::new(false));
     let (answered, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let load = {
-        let (stop, answered, failed, addr) = (stop.clone(), answered.clone(), failed.clone(), server.addr);
+        let (stop, answered, failed, addr) =
+            (stop.clone(), answered.clone(), failed.clone(), server.addr);
         let expected = expected.clone();
         std::thread::spawn(move || {
             let mut i = 0u64;
@@ -261,7 +318,13 @@ fn postgres_stopped_under_load_checks_go_on_readyz_says_not_ready_and_service_re
                 i += 1;
                 let mut manifest = g5g.clone();
                 manifest["env"]["PITFALL_LOAD_N"] = Value::from(i.to_string());
-                let (status, body) = crate::live::exchange(addr, "POST", "/v1/check", &[], &serde_json::to_vec(&manifest).expect("json"));
+                let (status, body) = crate::live::exchange(
+                    addr,
+                    "POST",
+                    "/v1/check",
+                    &[],
+                    &serde_json::to_vec(&manifest).expect("json"),
+                );
                 let answer: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 if status == 200 && finding_ids(&answer) == expected {
                     answered.fetch_add(1, Ordering::Relaxed);
@@ -283,26 +346,43 @@ fn postgres_stopped_under_load_checks_go_on_readyz_says_not_ready_and_service_re
     assert_eq!((status, body["status"].as_str()), (503, Some("not_ready")), "{body}");
     // A write cannot be taken: an envelope, in bounded time.
     let start = Instant::now();
-    let module = modules().into_iter().find(|(id, _)| id == "vllm-bf16-needs-sm80").expect("module").1;
+    let module =
+        modules().into_iter().find(|(id, _)| id == "vllm-bf16-needs-sm80").expect("module").1;
     // The rule is seeded; a publish of it by alice is refused one way or
     // another, but never with a 500 or a hang.
     let (status, answer) = server.call("POST", "/v1/rules", Some(&alice), module);
-    assert!(start.elapsed() < Duration::from_secs(20), "a write during the outage took {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "a write during the outage took {:?}",
+        start.elapsed()
+    );
     assert_eq!((status, answer["error"]["code"].as_str()), (503, Some("unavailable")), "{answer}");
     std::thread::sleep(Duration::from_secs(2));
     let during = answered.load(Ordering::Relaxed);
-    assert!(during > before + 5, "checks stalled during the outage: {before} before, {during} after {:?}", outage.elapsed());
+    assert!(
+        during > before + 5,
+        "checks stalled during the outage: {before} before, {during} after {:?}",
+        outage.elapsed()
+    );
 
     pg.start_again();
     let took = await_ready(&server, 200, Duration::from_secs(30));
-    eprintln!("/readyz ready again {took:?} after PostgreSQL came back (outage {:?})", outage.elapsed());
+    eprintln!(
+        "/readyz ready again {took:?} after PostgreSQL came back (outage {:?})",
+        outage.elapsed()
+    );
     // Writes work again: a token issued by alice (an audited write).
-    let (status, answer) = server.call("POST", "/v1/tokens", Some(&alice), br#"{"label": "after the outage"}"#);
+    let (status, answer) =
+        server.call("POST", "/v1/tokens", Some(&alice), br#"{"label": "after the outage"}"#);
     assert_eq!(status, 201, "{answer}");
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::Relaxed);
     let failures = load.join().expect("load");
-    eprintln!("{} checks answered with the expected findings, {} not", answered.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    eprintln!(
+        "{} checks answered with the expected findings, {} not",
+        answered.load(Ordering::Relaxed),
+        failed.load(Ordering::Relaxed)
+    );
     assert!(failures.is_empty(), "{} checks failed, e.g. {:?}", failures.len(), failures.first());
 }
 
@@ -315,7 +395,10 @@ impl Tmpfs {
         let holder = tempfile::tempdir().expect("tempdir");
         let path = holder.path().join("mnt");
         std::fs::create_dir(&path).expect("mount point");
-        let output = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(&path).output();
+        let output = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .output();
         match output {
             Ok(o) if o.status.success() => Some(Tmpfs(path, holder)),
             other => {
@@ -326,7 +409,8 @@ impl Tmpfs {
     }
 
     fn remount_read_only(&self) {
-        let status = Command::new("mount").args(["-o", "remount,ro"]).arg(&self.0).status().expect("mount");
+        let status =
+            Command::new("mount").args(["-o", "remount,ro"]).arg(&self.0).status().expect("mount");
         assert!(status.success(), "remount read-only");
     }
 }
@@ -400,13 +484,27 @@ fn a_full_data_dir_answers_writes_with_an_envelope_and_loses_nothing_stored() {
         }
     }
     let Some((status, answer)) = refused else {
-        panic!("3 MiB held every bundled module ({}); the test needs a smaller disk", acknowledged.len());
+        panic!(
+            "3 MiB held every bundled module ({}); the test needs a smaller disk",
+            acknowledged.len()
+        );
     };
     eprintln!("{} publishes stored, then {status}: {answer}", acknowledged.len());
-    assert!(answer["error"]["code"].as_str().is_some(), "a full disk is answered in the envelope: {answer}");
-    assert_eq!((status, answer["error"]["code"].as_str()), (507, Some("storage_full")), "a full disk is said as such: {answer}");
+    assert!(
+        answer["error"]["code"].as_str().is_some(),
+        "a full disk is answered in the envelope: {answer}"
+    );
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (507, Some("storage_full")),
+        "a full disk is said as such: {answer}"
+    );
     for (id, module) in &acknowledged {
-        assert_eq!(stored_versions(&server, &alice, id, module), 1, "{id} was stored before the disk filled, then lost");
+        assert_eq!(
+            stored_versions(&server, &alice, id, module),
+            1,
+            "{id} was stored before the disk filled, then lost"
+        );
     }
     let (status, _) = server.call("POST", "/v1/check", None, br#"{"manifest_version": 1}"#);
     assert_eq!(status, 200, "checks go on with a full disk");
@@ -427,7 +525,8 @@ fn a_full_data_dir_is_a_clear_error_at_start() {
     eprintln!("{stderr}");
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
-        stderr.contains(&data.display().to_string()) && (stderr.contains("No space left") || stderr.contains("disk is full")),
+        stderr.contains(&data.display().to_string())
+            && (stderr.contains("No space left") || stderr.contains("disk is full")),
         "the error names the dir and the cause: {stderr}"
     );
 }

@@ -42,13 +42,20 @@ async fn hostile_modules_are_refused_at_publish_on_both_backends() {
     for db in databases().await {
         eprintln!("-- hostile publish on {}", db.backend().as_str());
         let store = Store::connect(db.url()).await.expect("store");
-        let account = store.create_account("mallory", Role::Contributor, &Actor::System).await.expect("account");
+        let account = store
+            .create_account("mallory", Role::Contributor, &Actor::System)
+            .await
+            .expect("account");
         let token = store.issue_token(account.id, "test", &Actor::System).await.expect("token").0;
         let engine = Engine::new(Limits::default()).expect("engine");
         let registry = Arc::new(Registry::open(store.clone(), engine).await.expect("registry"));
         // 60+ publishes with one token in a few seconds: the publish rate
         // limits (tested in authz.rs) would answer 429 long before the end.
-        let limits = ServerLimits { rate_publish_per_token: 0, rate_publish_per_ip: 0, ..ServerLimits::default() };
+        let limits = ServerLimits {
+            rate_publish_per_token: 0,
+            rate_publish_per_ip: 0,
+            ..ServerLimits::default()
+        };
         let state = AppState::new(registry, limits);
         let revision = store.revision().await.expect("revision");
 
@@ -59,10 +66,18 @@ async fn hostile_modules_are_refused_at_publish_on_both_backends() {
             let message = error["message"].as_str().unwrap_or_default();
             match &m.fate {
                 Fate::Refused { step, reason } => {
-                    let want = if step == "size" { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::UNPROCESSABLE_ENTITY };
+                    let want = if step == "size" {
+                        StatusCode::PAYLOAD_TOO_LARGE
+                    } else {
+                        StatusCode::UNPROCESSABLE_ENTITY
+                    };
                     assert_eq!(status, want, "{}: {answer}", m.name);
                     assert_eq!(error["step"], step.as_str(), "{}: {answer}", m.name);
-                    assert!(message.contains(reason.as_str()), "{}: {message:?} lacks {reason:?}", m.name);
+                    assert!(
+                        message.contains(reason.as_str()),
+                        "{}: {message:?} lacks {reason:?}",
+                        m.name
+                    );
                 }
                 // They load, but carry no embedded cases: the reviewer's
                 // lint (step `metadata`, a case for every outcome) refuses
@@ -74,6 +89,10 @@ async fn hostile_modules_are_refused_at_publish_on_both_backends() {
                 }
             }
         }
-        assert_eq!(store.revision().await.expect("revision"), revision, "a refused module moved the revision");
+        assert_eq!(
+            store.revision().await.expect("revision"),
+            revision,
+            "a refused module moved the revision"
+        );
     }
 }

@@ -51,7 +51,8 @@ fn generate(spec: &Value) -> String {
     let field = |name: &str| spec[name].as_str().unwrap_or("");
     let count = usize::try_from(spec["count"].as_u64().expect("generate.count")).expect("count");
     let (repeat, separator, close) = (field("repeat"), field("separator"), field("close"));
-    let mut out = String::with_capacity(count * (repeat.len() + separator.len() + close.len()) + 64);
+    let mut out =
+        String::with_capacity(count * (repeat.len() + separator.len() + close.len()) + 64);
     out.push_str(field("prefix"));
     for i in 0..count {
         if i > 0 {
@@ -68,18 +69,25 @@ fn generate(spec: &Value) -> String {
 }
 
 fn hex(text: &str) -> Vec<u8> {
-    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex")).collect()
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+        .collect()
 }
 
 fn load_cases() -> Vec<Case> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile-requests");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir).expect("the hostile-requests folder").map(|e| e.expect("entry").path()).collect();
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the hostile-requests folder")
+        .map(|e| e.expect("entry").path())
+        .collect();
     paths.sort();
     paths
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .map(|path| {
-            let spec: Value = serde_json::from_slice(&std::fs::read(&path).expect("case")).expect("case JSON");
+            let spec: Value =
+                serde_json::from_slice(&std::fs::read(&path).expect("case")).expect("case JSON");
             let name = path.file_stem().expect("stem").to_string_lossy().into_owned();
             let body = if let Some(body) = spec.get("body") {
                 serde_json::to_vec(body).expect("body")
@@ -98,7 +106,11 @@ fn load_cases() -> Vec<Case> {
             }
             let mut headers: Vec<(String, String)> = spec["headers"]
                 .as_object()
-                .map(|h| h.iter().map(|(k, v)| (k.clone(), v.as_str().expect("header value").to_owned())).collect())
+                .map(|h| {
+                    h.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().expect("header value").to_owned()))
+                        .collect()
+                })
                 .unwrap_or_default();
             if let Some(g) = spec.get("header_generate") {
                 headers.push((g["name"].as_str().expect("name").to_owned(), generate(g)));
@@ -110,7 +122,8 @@ fn load_cases() -> Vec<Case> {
                 path,
                 headers,
                 body,
-                status: u16::try_from(expect["status"].as_u64().expect("expect.status")).expect("status"),
+                status: u16::try_from(expect["status"].as_u64().expect("expect.status"))
+                    .expect("status"),
                 code: expect["code"].as_str().map(str::to_owned),
                 envelope: expect["envelope"].as_bool().unwrap_or(true),
             }
@@ -128,8 +141,12 @@ fn raw_exchange(addr: SocketAddr, head: &str, body: &[u8]) -> (Option<u16>, Vec<
     let mut response = Vec::new();
     let _ = stream.read_to_end(&mut response);
     let text = String::from_utf8_lossy(&response);
-    let status = text.strip_prefix("HTTP/1.1 ").and_then(|s| s.get(..3)).and_then(|s| s.parse().ok());
-    let body = response.windows(4).position(|w| w == b"\r\n\r\n").map_or_else(Vec::new, |i| response[i + 4..].to_vec());
+    let status =
+        text.strip_prefix("HTTP/1.1 ").and_then(|s| s.get(..3)).and_then(|s| s.parse().ok());
+    let body = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or_else(Vec::new, |i| response[i + 4..].to_vec());
     (status, body)
 }
 
@@ -138,7 +155,11 @@ fn normal_check_is_fast(server: &Server) {
     let start = Instant::now();
     let (status, answer) = server.call("POST", "/v1/check", None, manifest);
     assert_eq!(status, 200, "{answer}");
-    assert!(start.elapsed() < Duration::from_secs(5), "a normal check took {:?} after the hostile ones", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "a normal check took {:?} after the hostile ones",
+        start.elapsed()
+    );
 }
 
 #[test]
@@ -150,7 +171,11 @@ fn hostile_requests_get_4xx_envelopes_never_a_5xx() {
     let mut failures = Vec::new();
     for case in &cases {
         let extra: String = case.headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
-        let content_type = if case.headers.iter().any(|(k, _)| k == "content-type") { "" } else { "content-type: application/json\r\n" };
+        let content_type = if case.headers.iter().any(|(k, _)| k == "content-type") {
+            ""
+        } else {
+            "content-type: application/json\r\n"
+        };
         let head = format!(
             "{} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n{content_type}{extra}content-length: {}\r\n\r\n",
             case.method,
@@ -171,8 +196,14 @@ fn hostile_requests_get_4xx_envelopes_never_a_5xx() {
         if status.is_some_and(|s| s >= 500) {
             wrong.push("a server error".to_owned());
         }
-        if case.envelope && case.status >= 400 && (code.is_none() || answer["error"]["message"].as_str().is_none()) {
-            wrong.push(format!("no error envelope: {}", String::from_utf8_lossy(&body[..body.len().min(200)])));
+        if case.envelope
+            && case.status >= 400
+            && (code.is_none() || answer["error"]["message"].as_str().is_none())
+        {
+            wrong.push(format!(
+                "no error envelope: {}",
+                String::from_utf8_lossy(&body[..body.len().min(200)])
+            ));
         }
         if let Some(expected) = &case.code
             && code != Some(expected.as_str())
@@ -187,8 +218,18 @@ fn hostile_requests_get_4xx_envelopes_never_a_5xx() {
         }
     }
     normal_check_is_fast(&server);
-    assert!(!server.log().contains("internal error"), "the server logged an internal error:\n{}", server.log());
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        !server.log().contains("internal error"),
+        "the server logged an internal error:\n{}",
+        server.log()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 /// Writes `bytes` a byte at a time, `gap` apart, until the server closes
@@ -216,7 +257,10 @@ fn drip(addr: SocketAddr, prefix: &[u8], bytes: &[u8], gap: Duration) -> (Durati
     let mut response = Vec::new();
     let _ = stream.read_to_end(&mut response);
     let text = String::from_utf8_lossy(&response);
-    (start.elapsed(), text.strip_prefix("HTTP/1.1 ").and_then(|s| s.get(..3)).and_then(|s| s.parse().ok()))
+    (
+        start.elapsed(),
+        text.strip_prefix("HTTP/1.1 ").and_then(|s| s.get(..3)).and_then(|s| s.parse().ok()),
+    )
 }
 
 #[test]
@@ -226,39 +270,59 @@ fn slow_and_idle_clients_are_cut_off_in_bounded_time_and_others_are_served() {
     let gap = Duration::from_millis(200);
     std::thread::scope(|s| {
         // Headers dripped a byte every 200 ms: 60 bytes would take 12 s.
-        let slow_head = s.spawn(|| drip(server.addr, b"POST /v1/check HTTP/1.1\r\n", &[b'x'; 60], gap));
+        let slow_head =
+            s.spawn(|| drip(server.addr, b"POST /v1/check HTTP/1.1\r\n", &[b'x'; 60], gap));
         // A body announced as 100 bytes and dripped: 20 s if let be.
-        let head = format!("POST /v1/check HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n", server.addr);
+        let head = format!(
+            "POST /v1/check HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n",
+            server.addr
+        );
         let slow_body = s.spawn(move || drip(server.addr, head.as_bytes(), &[b' '; 100], gap));
         // Meanwhile other clients are answered as usual.
         std::thread::sleep(Duration::from_millis(300));
         normal_check_is_fast(&server);
         let (took, status) = slow_head.join().expect("slow head");
         eprintln!("slow headers: closed after {took:?}, status {status:?}");
-        assert!(took < Duration::from_millis(HEADER_TIMEOUT_MS) + SLACK, "slow headers held the connection {took:?}");
+        assert!(
+            took < Duration::from_millis(HEADER_TIMEOUT_MS) + SLACK,
+            "slow headers held the connection {took:?}"
+        );
         assert!(status.is_none_or(|s| (400..500).contains(&s)), "slow headers answered {status:?}");
         let (took, status) = slow_body.join().expect("slow body");
         eprintln!("slow body: answered after {took:?}, status {status:?}");
-        assert!(took < Duration::from_millis(BODY_TIMEOUT_MS) + SLACK, "a slow body held the connection {took:?}");
+        assert!(
+            took < Duration::from_millis(BODY_TIMEOUT_MS) + SLACK,
+            "a slow body held the connection {took:?}"
+        );
         assert_eq!(status, Some(408), "a slow body is answered 408");
     });
 
     // Every connection slot taken by idle clients: one more is closed at
     // once; the idle ones are closed after the header timeout, and then
     // normal clients are served again.
-    let idle: Vec<TcpStream> =
-        (0..MAX_CONNECTIONS).map(|_| TcpStream::connect_timeout(&server.addr, Duration::from_secs(5)).expect("connect")).collect();
+    let idle: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+        .map(|_| TcpStream::connect_timeout(&server.addr, Duration::from_secs(5)).expect("connect"))
+        .collect();
     std::thread::sleep(Duration::from_millis(200));
-    let (status, _) = raw_exchange(server.addr, &format!("GET /healthz HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n", server.addr), b"");
+    let (status, _) = raw_exchange(
+        server.addr,
+        &format!("GET /healthz HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n", server.addr),
+        b"",
+    );
     assert_eq!(status, None, "a connection over the bound is closed without an answer");
     let start = Instant::now();
     for mut stream in idle {
-        stream.set_read_timeout(Some(Duration::from_millis(HEADER_TIMEOUT_MS) + SLACK)).expect("timeout");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(HEADER_TIMEOUT_MS) + SLACK))
+            .expect("timeout");
         let mut buf = [0u8; 256];
         let closed = stream.read(&mut buf).is_ok();
         assert!(closed, "an idle connection was still open after {:?}", start.elapsed());
     }
-    eprintln!("{MAX_CONNECTIONS} idle connections closed by the server within {:?}", start.elapsed());
+    eprintln!(
+        "{MAX_CONNECTIONS} idle connections closed by the server within {:?}",
+        start.elapsed()
+    );
     std::thread::sleep(Duration::from_millis(100));
     normal_check_is_fast(&server);
     let (status, _) = exchange(server.addr, "GET", "/healthz", &[], b"");

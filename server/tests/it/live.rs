@@ -49,14 +49,25 @@ impl Server {
     }
 
     /// [`Server::start`] with these environment variables set as well.
-    pub fn start_with_env(data_dir: &Path, database_url: Option<&str>, seed: bool, env: &[(&str, &Path)]) -> Server {
-        let vars: Vec<(&str, &std::ffi::OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+    pub fn start_with_env(
+        data_dir: &Path,
+        database_url: Option<&str>,
+        seed: bool,
+        env: &[(&str, &Path)],
+    ) -> Server {
+        let vars: Vec<(&str, &std::ffi::OsStr)> =
+            env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
         Server::start_with_vars(data_dir, database_url, seed, &vars)
     }
 
     /// [`Server::start`] with these environment variables set as well
     /// (after the defaults, so they may override `RUST_LOG` and the like).
-    pub fn start_with_vars<V: AsRef<std::ffi::OsStr>>(data_dir: &Path, database_url: Option<&str>, seed: bool, env: &[(&str, V)]) -> Server {
+    pub fn start_with_vars<V: AsRef<std::ffi::OsStr>>(
+        data_dir: &Path,
+        database_url: Option<&str>,
+        seed: bool,
+        env: &[(&str, V)],
+    ) -> Server {
         let mut command = Command::new(SERVER);
         command
             .args(["--listen", "127.0.0.1:0", "--data-dir"])
@@ -78,7 +89,8 @@ impl Server {
         let sink = log.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let addr = line.split("listen=").nth(1).and_then(|rest| rest.split_whitespace().next());
+                let addr =
+                    line.split("listen=").nth(1).and_then(|rest| rest.split_whitespace().next());
                 if let Some(addr) = addr.filter(|_| line.contains("serving")) {
                     let _ = tx.send(addr.parse::<SocketAddr>());
                 }
@@ -91,7 +103,10 @@ impl Server {
             Ok(Ok(addr)) => addr,
             other => {
                 let _ = child.kill();
-                panic!("the server did not start ({other:?}); its log:\n{}", log.lock().unwrap_or_else(|p| p.into_inner()));
+                panic!(
+                    "the server did not start ({other:?}); its log:\n{}",
+                    log.lock().unwrap_or_else(|p| p.into_inner())
+                );
             }
         };
         Server { child, addr, log }
@@ -116,7 +131,8 @@ impl Server {
     /// A JSON exchange, with a bearer token if given.
     pub fn call(&self, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> (u16, Value) {
         let auth = token.map(|t| format!("Bearer {t}"));
-        let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
+        let headers: Vec<(&str, &str)> =
+            auth.iter().map(|a| ("authorization", a.as_str())).collect();
         let (status, bytes) = exchange(self.addr, method, path, &headers, body);
         (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
@@ -125,7 +141,13 @@ impl Server {
 /// One HTTP/1.1 exchange; the status and the body (de-chunked). Reads
 /// exactly the announced content-length when there is one (chromedriver
 /// keeps connections open), else to the end.
-pub fn exchange(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, Vec<u8>) {
+pub fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, Vec<u8>) {
     let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
     stream.set_read_timeout(Some(Duration::from_secs(120))).expect("timeout");
@@ -151,7 +173,11 @@ pub fn exchange(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &s
     let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("a status");
     let length = head
         .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim().eq_ignore_ascii_case("content-length")).map(|(_, v)| v.trim().to_owned()))
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+                .map(|(_, v)| v.trim().to_owned())
+        })
         .and_then(|v| v.parse::<usize>().ok());
     let mut data = response[split + 4..].to_vec();
     match length {
@@ -171,7 +197,8 @@ pub fn exchange(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &s
         let mut out = Vec::new();
         let mut rest = &data[..];
         while let Some(end) = rest.windows(2).position(|w| w == b"\r\n") {
-            let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..end]).trim(), 16).unwrap_or(0);
+            let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..end]).trim(), 16)
+                .unwrap_or(0);
             if size == 0 {
                 break;
             }
@@ -182,4 +209,3 @@ pub fn exchange(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &s
     }
     (status, data)
 }
-

@@ -2,8 +2,8 @@
 
 mod api;
 mod authz;
-mod bundle;
 mod browser;
+mod bundle;
 mod common;
 mod contrast;
 mod faults;

@@ -12,25 +12,41 @@ use serde_json::Value;
 use crate::common::postgres;
 use crate::live::{SERVER, Server};
 
-pub(crate) fn admin_token(data_dir: &Path, database_url: Option<&str>, name: &str, role: &str) -> String {
+pub(crate) fn admin_token(
+    data_dir: &Path,
+    database_url: Option<&str>,
+    name: &str,
+    role: &str,
+) -> String {
     let mut command = Command::new(SERVER);
-    command.arg("--data-dir").arg(data_dir).args(["admin", "create-token", "--name", name, "--role", role]).env_remove("DATABASE_URL");
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["admin", "create-token", "--name", name, "--role", role])
+        .env_remove("DATABASE_URL");
     if let Some(url) = database_url {
         command.env("DATABASE_URL", url);
     }
     let output = command.output().expect("run admin create-token");
-    assert!(output.status.success(), "admin create-token failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "admin create-token failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let token = String::from_utf8(output.stdout).expect("utf-8").trim().to_owned();
     assert!(!token.is_empty() && !token.contains('\n'), "stdout holds the token alone: {token:?}");
     token
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!("{}/../../shared/fixtures/manifests/{name}", env!("CARGO_MANIFEST_DIR"))).expect("fixture")
+    std::fs::read(format!("{}/../../shared/fixtures/manifests/{name}", env!("CARGO_MANIFEST_DIR")))
+        .expect("fixture")
 }
 
 fn finding_ids(answer: &Value) -> Vec<String> {
-    answer["findings"].as_array().map_or_else(Vec::new, |f| f.iter().filter_map(|f| f["rule_id"].as_str().map(str::to_owned)).collect())
+    answer["findings"].as_array().map_or_else(Vec::new, |f| {
+        f.iter().filter_map(|f| f["rule_id"].as_str().map(str::to_owned)).collect()
+    })
 }
 
 #[test]
@@ -39,15 +55,23 @@ fn the_default_run_serves_the_bundled_rules_from_sqlite_and_reseeds_idempotently
     let first_revision;
     {
         let server = Server::start(dir.path(), None, true);
-        let (status, answer) = server.call("POST", "/v1/check", None, &fixture("g5g-gemma4-vllm0271.json"));
+        let (status, answer) =
+            server.call("POST", "/v1/check", None, &fixture("g5g-gemma4-vllm0271.json"));
         assert_eq!(status, 200, "{answer}");
         let ids = finding_ids(&answer);
-        for id in ["aarch64-official-image-needs-sm80", "vllm-bf16-needs-sm80", "vllm-heterogeneous-head-dim"] {
+        for id in [
+            "aarch64-official-image-needs-sm80",
+            "vllm-bf16-needs-sm80",
+            "vllm-heterogeneous-head-dim",
+        ] {
             assert!(ids.contains(&id.to_owned()), "{id} missing from {ids:?}");
         }
         assert_eq!(answer["stats"]["rules_total"], pitfall_bundled_rules::MODULES.len());
         first_revision = answer["ruleset_revision"].clone();
-        assert!(dir.path().join("pitfall.db").exists(), "the default database is a SQLite file in the data dir");
+        assert!(
+            dir.path().join("pitfall.db").exists(),
+            "the default database is a SQLite file in the data dir"
+        );
     }
     // A restart on the same data dir seeds nothing new.
     let server = Server::start(dir.path(), None, true);
@@ -61,13 +85,18 @@ fn two_replicas_on_one_postgres_are_one_registry() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let db = runtime.block_on(postgres());
     let url = Some(db.url());
-    let (dir_a, dir_b) = (tempfile::tempdir().expect("tempdir"), tempfile::tempdir().expect("tempdir"));
+    let (dir_a, dir_b) =
+        (tempfile::tempdir().expect("tempdir"), tempfile::tempdir().expect("tempdir"));
     let maintainer = admin_token(dir_a.path(), url, "mia", "maintainer");
     let alice = admin_token(dir_a.path(), url, "alice", "contributor");
 
     // One bundle signing key for the registry, as configuration.
     let key_file = dir_a.path().join("shared-signing-key.pem");
-    std::fs::write(&key_file, pitfall_api::BundleSigner::from_seed(&[11; 32]).to_pkcs8_pem().expect("pem")).expect("key");
+    std::fs::write(
+        &key_file,
+        pitfall_api::BundleSigner::from_seed(&[11; 32]).to_pkcs8_pem().expect("pem"),
+    )
+    .expect("key");
     let signing = [("PITFALL_SIGNING_KEY_FILE", key_file.as_path())];
 
     // Both start at once on an empty registry (no seed: the rule is
@@ -80,10 +109,17 @@ fn two_replicas_on_one_postgres_are_one_registry() {
     let g5g = fixture("g5g-gemma4-vllm0271.json");
     assert_eq!(finding_ids(&b.call("POST", "/v1/check", None, &g5g).1), Vec::<String>::new());
 
-    let module = pitfall_bundled_rules::MODULES.iter().find(|m| m.crate_name == "rule-vllm-bf16-needs-sm80").expect("bundled").wasm;
+    let module = pitfall_bundled_rules::MODULES
+        .iter()
+        .find(|m| m.crate_name == "rule-vllm-bf16-needs-sm80")
+        .expect("bundled")
+        .wasm;
     let (status, version) = a.call("POST", "/v1/rules", Some(&alice), module);
     assert_eq!(status, 201, "{version}");
-    let path = format!("/v1/rules/vllm-bf16-needs-sm80/versions/{}/approve", version["version"].as_str().expect("version"));
+    let path = format!(
+        "/v1/rules/vllm-bf16-needs-sm80/versions/{}/approve",
+        version["version"].as_str().expect("version")
+    );
     let (status, approved) = a.call("POST", &path, Some(&maintainer), b"");
     assert_eq!(status, 200, "{approved}");
     let approved_at = Instant::now();
@@ -95,7 +131,10 @@ fn two_replicas_on_one_postgres_are_one_registry() {
         if finding_ids(&answer).contains(&"vllm-bf16-needs-sm80".to_owned()) {
             break;
         }
-        assert!(approved_at.elapsed() < Duration::from_secs(5), "replica B did not pick up the approval within 5 s");
+        assert!(
+            approved_at.elapsed() < Duration::from_secs(5),
+            "replica B did not pick up the approval within 5 s"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("replica B served the approved rule {:?} after the approval", approved_at.elapsed());
@@ -114,13 +153,18 @@ fn two_replicas_on_one_postgres_are_one_registry() {
         .output()
         .expect("admin bundle-key");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let pinned: pitfall_api::PublicKey = String::from_utf8_lossy(&output.stdout).trim().parse().expect("a public key");
+    let pinned: pitfall_api::PublicKey =
+        String::from_utf8_lossy(&output.stdout).trim().parse().expect("a public key");
     let (status_a, bundle_a) = crate::live::exchange(a.addr, "GET", "/v1/bundle", &[], b"");
     let (status_b, bundle_b) = crate::live::exchange(b.addr, "GET", "/v1/bundle", &[], b"");
     assert_eq!((status_a, status_b), (200, 200));
     assert_eq!(bundle_a, bundle_b, "the replicas serve different bundles");
-    let bundle = pitfall_api::Bundle::verify(&bundle_a, &pinned).expect("verifies with the pinned key");
-    assert_eq!(bundle.index.rules.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), vec!["vllm-bf16-needs-sm80"]);
+    let bundle =
+        pitfall_api::Bundle::verify(&bundle_a, &pinned).expect("verifies with the pinned key");
+    assert_eq!(
+        bundle.index.rules.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        vec!["vllm-bf16-needs-sm80"]
+    );
 
     // Tokens never reach a log line.
     for (name, server) in [("a", &a), ("b", &b)] {

@@ -52,8 +52,12 @@ fn checks_spinning_in_every_evaluation_slot_leave_the_server_answering() {
         publish_spinning(&server, &alice, &mia, rules..rules + SPINNING_BATCH);
         rules += SPINNING_BATCH;
         let alone = Instant::now();
-        let (status, answer) =
-            server.call("POST", "/v1/check", None, &serde_json::to_vec(&spin_manifest(0)).expect("json"));
+        let (status, answer) = server.call(
+            "POST",
+            "/v1/check",
+            None,
+            &serde_json::to_vec(&spin_manifest(0)).expect("json"),
+        );
         let one_check = alone.elapsed();
         assert_eq!(status, 200, "{answer}");
         let errors = answer["rule_errors"].as_array().map_or(0, Vec::len);
@@ -88,10 +92,15 @@ fn publish_spinning(server: &Server, alice: &str, mia: &str, range: std::ops::Ra
     let total = range.end;
     for k in range {
         let id = format!("slots-spin-{k}");
-        let (status, answer) = server.call("POST", "/v1/rules", Some(alice), &hostile_module(&id, "1.0.0"));
+        let (status, answer) =
+            server.call("POST", "/v1/rules", Some(alice), &hostile_module(&id, "1.0.0"));
         assert_eq!(status, 201, "publish {id}: {answer}");
         let approve = format!("/v1/rules/{id}/versions/1.0.0/approve");
-        assert_eq!(server.call("POST", &approve, Some(mia), br#"{"reason": "slots test"}"#).0, 200, "approve {id}");
+        assert_eq!(
+            server.call("POST", &approve, Some(mia), br#"{"reason": "slots test"}"#).0,
+            200,
+            "approve {id}"
+        );
     }
     let served = Instant::now();
     while server.call("GET", "/healthz", None, b"").1["rules"].as_u64() != Some(total as u64) {
@@ -103,14 +112,25 @@ fn publish_spinning(server: &Server, alice: &str, mia: &str, range: std::ops::Ra
 /// Sends a spin check of each of `manifests` at once, then, a quarter of
 /// `one_check` later, asks for each of `paths`: every answer is 200, and
 /// each of the others arrives before the first check's.
-fn answered_before_the_checks(server: &Server, manifests: &[usize], paths: &[&str], one_check: Duration) {
+fn answered_before_the_checks(
+    server: &Server,
+    manifests: &[usize],
+    paths: &[&str],
+    one_check: Duration,
+) {
     std::thread::scope(|s| {
         let checks: Vec<_> = manifests
             .iter()
             .map(|&n| {
                 let addr = server.addr;
                 s.spawn(move || {
-                    let (status, _) = exchange(addr, "POST", "/v1/check", &[], &serde_json::to_vec(&spin_manifest(n)).expect("json"));
+                    let (status, _) = exchange(
+                        addr,
+                        "POST",
+                        "/v1/check",
+                        &[],
+                        &serde_json::to_vec(&spin_manifest(n)).expect("json"),
+                    );
                     (status, Instant::now())
                 })
             })
@@ -121,7 +141,8 @@ fn answered_before_the_checks(server: &Server, manifests: &[usize], paths: &[&st
             let (status, _) = exchange(server.addr, "GET", path, &[], b"");
             others.push((path, status, Instant::now()));
         }
-        let finished: Vec<(u16, Instant)> = checks.into_iter().map(|c| c.join().expect("check thread")).collect();
+        let finished: Vec<(u16, Instant)> =
+            checks.into_iter().map(|c| c.join().expect("check thread")).collect();
         assert!(finished.iter().all(|(status, _)| *status == 200), "the spin checks: {finished:?}");
         let first = finished.iter().map(|(_, at)| *at).min().expect("checks");
         for (path, status, at) in others {

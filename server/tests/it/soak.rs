@@ -94,21 +94,32 @@ fn fixtures() -> Vec<(String, Value)> {
         .expect("fixtures")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .map(|p| (p.file_name().expect("name").to_string_lossy().into_owned(), serde_json::from_slice(&std::fs::read(&p).expect("read")).expect("json")))
+        .map(|p| {
+            (
+                p.file_name().expect("name").to_string_lossy().into_owned(),
+                serde_json::from_slice(&std::fs::read(&p).expect("read")).expect("json"),
+            )
+        })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }
 
 fn finding_ids(answer: &Value) -> Vec<String> {
-    let mut ids: Vec<String> = answer["findings"].as_array().map_or_else(Vec::new, |f| f.iter().filter_map(|f| f["rule_id"].as_str().map(str::to_owned)).collect());
+    let mut ids: Vec<String> = answer["findings"].as_array().map_or_else(Vec::new, |f| {
+        f.iter().filter_map(|f| f["rule_id"].as_str().map(str::to_owned)).collect()
+    });
     ids.sort();
     ids
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse().ok())
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -141,39 +152,58 @@ impl Tally {
 
 #[test]
 fn soak_mixed_checks_and_publishes_with_hostile_rules() {
-    let seconds: u64 = std::env::var("PITFALL_SOAK_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let seconds: u64 =
+        std::env::var("PITFALL_SOAK_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     let dir = tempfile::tempdir().expect("tempdir");
     let alice = admin_token(dir.path(), None, "alice", "contributor");
     let mia = admin_token(dir.path(), None, "mia", "maintainer");
-    let vars = [RATE_LIMITS_OFF[0], RATE_LIMITS_OFF[1], RATE_LIMITS_OFF[2], RATE_LIMITS_OFF[3], ("PITFALL_REFRESH_MS", "500")];
+    let vars = [
+        RATE_LIMITS_OFF[0],
+        RATE_LIMITS_OFF[1],
+        RATE_LIMITS_OFF[2],
+        RATE_LIMITS_OFF[3],
+        ("PITFALL_REFRESH_MS", "500"),
+    ];
     let server = Server::start_with_vars(dir.path(), None, true, &vars);
     let fixtures = fixtures();
     // What each fixture's answer is without the hostile rules.
     let baseline: Vec<Vec<String>> = fixtures
         .iter()
         .map(|(name, m)| {
-            let (status, answer) = server.call("POST", "/v1/check", None, &serde_json::to_vec(m).expect("json"));
+            let (status, answer) =
+                server.call("POST", "/v1/check", None, &serde_json::to_vec(m).expect("json"));
             assert_eq!(status, 200, "{name}: {answer}");
             finding_ids(&answer)
         })
         .collect();
     let publish = |id: &str, version: &str| -> (u16, u16) {
-        let (published, answer) = server.call("POST", "/v1/rules", Some(&alice), &hostile_module(id, version));
+        let (published, answer) =
+            server.call("POST", "/v1/rules", Some(&alice), &hostile_module(id, version));
         if published != 201 {
             eprintln!("publish {id} {version}: {published} {answer}");
             return (published, 0);
         }
-        let path = format!("/v1/rules/{id}/versions/{}/approve", answer["version"].as_str().unwrap_or(version));
+        let path = format!(
+            "/v1/rules/{id}/versions/{}/approve",
+            answer["version"].as_str().unwrap_or(version)
+        );
         (published, server.call("POST", &path, Some(&mia), br#"{"reason": "soak"}"#).0)
     };
     for k in 0..HOSTILE_RULES {
-        assert_eq!(publish(&format!("soak-hostile-{k}"), "1.0.0"), (201, 200), "the hostile rules pass publish");
+        assert_eq!(
+            publish(&format!("soak-hostile-{k}"), "1.0.0"),
+            (201, 200),
+            "the hostile rules pass publish"
+        );
     }
     // Served by the next refresh.
     std::thread::sleep(Duration::from_secs(1));
     let (_, health) = server.call("GET", "/healthz", None, b"");
     let rules = health["rules"].as_u64().expect("rules");
-    eprintln!("soak: {seconds} s, {rules} rules served, {HOSTILE_RULES} hostile ({:.1}%)", 100.0 * HOSTILE_RULES as f64 / rules as f64);
+    eprintln!(
+        "soak: {seconds} s, {rules} rules served, {HOSTILE_RULES} hostile ({:.1}%)",
+        100.0 * HOSTILE_RULES as f64 / rules as f64
+    );
 
     let stop = Arc::new(AtomicBool::new(false));
     let tally = Arc::new(Mutex::new(Tally::default()));
@@ -181,7 +211,8 @@ fn soak_mixed_checks_and_publishes_with_hostile_rules() {
     let start = Instant::now();
     std::thread::scope(|s| {
         for thread in 0..CHECK_THREADS {
-            let (stop, tally, fixtures, baseline, addr) = (stop.clone(), tally.clone(), &fixtures, &baseline, server.addr);
+            let (stop, tally, fixtures, baseline, addr) =
+                (stop.clone(), tally.clone(), &fixtures, &baseline, server.addr);
             s.spawn(move || {
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
@@ -243,7 +274,9 @@ fn soak_mixed_checks_and_publishes_with_hostile_rules() {
                     let mut tally = tally.lock().unwrap_or_else(|p| p.into_inner());
                     tally.record("publish+approve", published, took);
                     if (published, approved) != (201, 200) {
-                        tally.problems.push(format!("publish {id}: {published}, approve {approved}"));
+                        tally
+                            .problems
+                            .push(format!("publish {id}: {published}, approve {approved}"));
                     }
                     drop(tally);
                     std::thread::sleep(Duration::from_millis(500));
@@ -269,8 +302,13 @@ fn soak_mixed_checks_and_publishes_with_hostile_rules() {
     let tally = tally.lock().unwrap_or_else(|p| p.into_inner());
     let rss = rss.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let total: u64 = tally.statuses.values().sum();
-    let server_errors: u64 = tally.statuses.iter().filter(|(s, _)| **s >= 500).map(|(_, n)| n).sum();
-    eprintln!("soak: {total} requests in {elapsed:.1?} ({:.0}/s), statuses {:?}, 5xx: {server_errors}", total as f64 / elapsed.as_secs_f64(), tally.statuses);
+    let server_errors: u64 =
+        tally.statuses.iter().filter(|(s, _)| **s >= 500).map(|(_, n)| n).sum();
+    eprintln!(
+        "soak: {total} requests in {elapsed:.1?} ({:.0}/s), statuses {:?}, 5xx: {server_errors}",
+        total as f64 / elapsed.as_secs_f64(),
+        tally.statuses
+    );
     for (kind, latencies) in &tally.latencies {
         let mut sorted = latencies.clone();
         sorted.sort_unstable();
@@ -283,7 +321,8 @@ fn soak_mixed_checks_and_publishes_with_hostile_rules() {
         );
     }
     let quarter = (rss.len() / 4).max(1);
-    let (first, last) = (median(&rss[..quarter.min(rss.len())]), median(&rss[rss.len().saturating_sub(quarter)..]));
+    let (first, last) =
+        (median(&rss[..quarter.min(rss.len())]), median(&rss[rss.len().saturating_sub(quarter)..]));
     let quarters: Vec<u64> = rss.chunks(quarter).take(4).map(median).collect();
     eprintln!(
         "soak: RSS first-quarter median {first} KiB, last-quarter median {last} KiB, max {} KiB, {} samples; quarter medians {quarters:?} KiB",
@@ -294,11 +333,23 @@ fn soak_mixed_checks_and_publishes_with_hostile_rules() {
     let (_, metrics) = exchange(server.addr, "GET", "/metrics", &[], b"");
     let metrics = String::from_utf8_lossy(&metrics);
     let gauge = |name: &str| metrics.lines().find(|l| l.starts_with(name)).unwrap_or("").to_owned();
-    eprintln!("soak: {} (bounded by PITFALL_RESULT_CACHE_ENTRIES), {}", gauge("pitfall_result_cache_entries"), gauge("pitfall_rules_served"));
+    eprintln!(
+        "soak: {} (bounded by PITFALL_RESULT_CACHE_ENTRIES), {}",
+        gauge("pitfall_result_cache_entries"),
+        gauge("pitfall_rules_served")
+    );
     assert_eq!(server_errors, 0, "5xx answers in the soak");
-    assert!(tally.problems.is_empty(), "{} problems, e.g. {:?}", tally.problems.len(), &tally.problems[..tally.problems.len().min(5)]);
+    assert!(
+        tally.problems.is_empty(),
+        "{} problems, e.g. {:?}",
+        tally.problems.len(),
+        &tally.problems[..tally.problems.len().min(5)]
+    );
     assert!(rss.len() >= 4, "too few RSS samples");
     let bound = (first as f64 * RSS_FACTOR) as u64 + RSS_SLACK_KIB;
-    assert!(last <= bound, "memory grew: last-quarter median {last} KiB over the bound {bound} KiB (first quarter {first} KiB)");
+    assert!(
+        last <= bound,
+        "memory grew: last-quarter median {last} KiB over the bound {bound} KiB (first quarter {first} KiB)"
+    );
     assert!(!server.log().contains("internal error"), "{}", server.log());
 }

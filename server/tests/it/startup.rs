@@ -14,8 +14,16 @@ fn config(data_dir: &std::path::Path) -> Config {
     let dir = data_dir.display().to_string();
     // SQLite in the data dir, whatever the environment says.
     let url = format!("sqlite://{}/pitfall.db", dir);
-    Config::from_args(["pitfall-server", "--listen", "127.0.0.1:0", "--data-dir", &dir, "--database-url", &url])
-        .expect("config")
+    Config::from_args([
+        "pitfall-server",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        &dir,
+        "--database-url",
+        &url,
+    ])
+    .expect("config")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,7 +33,11 @@ async fn the_bundled_seed_waits_on_an_empty_registry_and_lands_beside_serving_on
     // Empty: ready with every bundled rule served.
     let empty = tempfile::tempdir().expect("tempdir");
     let registry = pitfall_server::server::open(&config(empty.path())).await.expect("opens");
-    assert_eq!(registry.rules().rules().len(), bundled.len(), "an empty registry waits for the seed");
+    assert_eq!(
+        registry.rules().rules().len(),
+        bundled.len(),
+        "an empty registry waits for the seed"
+    );
 
     // Holding one rule (a bundled one, stored as a publish would): served
     // at once, the other bundled rules swapped in afterwards.

@@ -38,7 +38,8 @@ fn bundled() -> &'static [NewVersion] {
         pitfall_bundled_rules::MODULES
             .iter()
             .map(|m| {
-                let info = pitfall_engine::inspect::inspect(m.wasm, &Limits::default()).expect("bundled module inspects");
+                let info = pitfall_engine::inspect::inspect(m.wasm, &Limits::default())
+                    .expect("bundled module inspects");
                 NewVersion {
                     meta: info.meta,
                     tests: info.tests,
@@ -53,7 +54,11 @@ fn bundled() -> &'static [NewVersion] {
 
 /// A bundled rule by id.
 fn rule(id: &str) -> NewVersion {
-    bundled().iter().find(|v| v.meta.id == id).unwrap_or_else(|| panic!("no bundled rule {id}")).clone()
+    bundled()
+        .iter()
+        .find(|v| v.meta.id == id)
+        .unwrap_or_else(|| panic!("no bundled rule {id}"))
+        .clone()
 }
 
 /// `base` as another version (and, if given, another id), with distinct
@@ -100,7 +105,13 @@ fn principal(actor: &Actor) -> &Principal {
 }
 
 async fn served(store: &Store) -> Vec<(String, String)> {
-    store.served_versions().await.expect("served").into_iter().map(|s| (s.rule_id, s.version)).collect()
+    store
+        .served_versions()
+        .await
+        .expect("served")
+        .into_iter()
+        .map(|s| (s.rule_id, s.version))
+        .collect()
 }
 
 async fn ids(store: &Store, query: RuleQuery) -> Vec<String> {
@@ -568,7 +579,13 @@ on_both_backends! {
 
 /// Asserts that exactly one write happened since `counters` (revision,
 /// audit entries) and that it was `action` on `id` `version`.
-async fn expect_one_write(store: &Store, counters: &mut (i64, usize), action: &str, id: &str, version: &str) {
+async fn expect_one_write(
+    store: &Store,
+    counters: &mut (i64, usize),
+    action: &str,
+    id: &str,
+    version: &str,
+) {
     counters.0 += 1;
     counters.1 += 1;
     assert_eq!(store.revision().await.expect("revision"), counters.0, "after {action} {version}");

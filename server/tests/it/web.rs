@@ -42,16 +42,27 @@ impl Site {
     async fn new(db: TestDb, hold_one: bool) -> Site {
         let store = Store::connect(db.url()).await.expect("store");
         let engine = Engine::new(Limits::default()).expect("engine");
-        let modules = pitfall_bundled_rules::MODULES.iter().copied().filter(|m| !hold_one || m.crate_name != PENDING_CRATE).collect();
+        let modules = pitfall_bundled_rules::MODULES
+            .iter()
+            .copied()
+            .filter(|m| !hold_one || m.crate_name != PENDING_CRATE)
+            .collect();
         seed_modules(&store, &engine, modules).await.expect("seed");
         let mut tokens = Vec::new();
         for (name, role) in [("mia", Role::Maintainer), ("alice", Role::Contributor)] {
             let account = store.create_account(name, role, &Actor::System).await.expect("account");
-            tokens.push(store.issue_token(account.id, "test", &Actor::System).await.expect("token").0);
+            tokens.push(
+                store.issue_token(account.id, "test", &Actor::System).await.expect("token").0,
+            );
         }
         let registry = Arc::new(Registry::open(store, engine).await.expect("registry"));
         let [maintainer, contributor] = <[String; 2]>::try_from(tokens).expect("two tokens");
-        Site { _db: db, state: AppState::new(registry, ServerLimits::default()), maintainer, contributor }
+        Site {
+            _db: db,
+            state: AppState::new(registry, ServerLimits::default()),
+            maintainer,
+            contributor,
+        }
     }
 
     async fn send(&self, request: Request<Body>) -> Answer {
@@ -74,7 +85,12 @@ impl Site {
         self.send(request.body(Body::empty()).expect("request")).await
     }
 
-    async fn post_form(&self, path: &str, form: &[(&str, &str)], headers: &[(&str, &str)]) -> Answer {
+    async fn post_form(
+        &self,
+        path: &str,
+        form: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> Answer {
         let body = serde_urlencoded::to_string(form).expect("form");
         let mut request = Request::builder()
             .method(Method::POST)
@@ -110,7 +126,13 @@ fn assert_page(answer: &Answer, status: StatusCode, what: &str) {
     let kind = answer.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
     assert!(kind.starts_with("text/html"), "{what}: content-type {kind}");
     assert!(answer.body.len() < MAX_PAGE_BYTES, "{what}: {} bytes", answer.body.len());
-    for needle in ["<html lang=\"en\">", "<main id=\"main\"", "<nav aria-label=\"Main\">", "name=\"viewport\"", "Skip to content"] {
+    for needle in [
+        "<html lang=\"en\">",
+        "<main id=\"main\"",
+        "<nav aria-label=\"Main\">",
+        "name=\"viewport\"",
+        "Skip to content",
+    ] {
         assert!(answer.body.contains(needle), "{what}: no {needle}");
     }
     assert!(answer.headers.get("content-security-policy").is_some(), "{what}: no CSP");
@@ -156,16 +178,31 @@ async fn every_page_answers_html_under_200_kb_on_both_backends() {
 async fn the_home_form_searches_by_error_text_and_reaches_the_rule() {
     let site = Site::new(sqlite(), false).await;
     let home = site.get("/").await;
-    assert!(home.body.contains("<form class=\"search\" action=\"/rules\" method=\"get\""), "a GET form: works without JS");
+    assert!(
+        home.body.contains("<form class=\"search\" action=\"/rules\" method=\"get\""),
+        "a GET form: works without JS"
+    );
     assert!(home.body.contains("name=\"q\""));
     // What the browser sends when the form is submitted.
-    let results = site.get(&format!("/rules?{}", q(&[("q", "no kernel image is available")]))).await;
+    let results =
+        site.get(&format!("/rules?{}", q(&[("q", "no kernel image is available")]))).await;
     assert_page(&results, StatusCode::OK, "results");
-    assert!(results.body.contains("href=\"/rules/aarch64-official-image-needs-sm80\""), "{}", results.body);
+    assert!(
+        results.body.contains("href=\"/rules/aarch64-official-image-needs-sm80\""),
+        "{}",
+        results.body
+    );
     assert!(results.body.contains("<mark>kernel</mark>"), "the matched words are marked");
     let rule = site.get("/rules/aarch64-official-image-needs-sm80").await;
     assert_page(&rule, StatusCode::OK, "rule");
-    for needle in ["no kernel image is available", "How to fix it", "Test cases", "Versions", "data-copy", "Check this manifest"] {
+    for needle in [
+        "no kernel image is available",
+        "How to fix it",
+        "Test cases",
+        "Versions",
+        "data-copy",
+        "Check this manifest",
+    ] {
         assert!(rule.body.contains(needle), "rule page lacks {needle}");
     }
     // Filters and an empty result.
@@ -197,7 +234,13 @@ async fn every_user_supplied_text_comes_back_escaped() {
         format!("/check?{}", q(&[("model", attack), ("image", "x"), ("packages", "vllm==0.27.1")])),
         format!("/check?{}", q(&[("packages", attack)])),
         format!("/check?{}", q(&[("manifest", attack)])),
-        format!("/check?{}", q(&[("manifest", &format!("{{\"manifest_version\": 1, \"workload\": {{\"model\": \"{attack}\"}}}}"))])),
+        format!(
+            "/check?{}",
+            q(&[(
+                "manifest",
+                &format!("{{\"manifest_version\": 1, \"workload\": {{\"model\": \"{attack}\"}}}}")
+            )])
+        ),
         format!("/matrix?{}", q(&[("package", "vllm"), ("model", attack)])),
         "/rules/%3Cscript%3Ealert(1)%3C%2Fscript%3E".to_owned(),
         "/no-such-page-%3Cscript%3Ealert(1)%3C%2Fscript%3E".to_owned(),
@@ -207,7 +250,10 @@ async fn every_user_supplied_text_comes_back_escaped() {
         assert!(!answer.body.contains(attack), "{path} echoes the script unescaped");
         assert!(!answer.body.contains("<script>alert"), "{path}");
         if answer.status == StatusCode::OK || answer.status == StatusCode::BAD_REQUEST {
-            assert!(answer.body.contains("&lt;script&gt;alert(1)&lt;"), "{path} does not show the text escaped");
+            assert!(
+                answer.body.contains("&lt;script&gt;alert(1)&lt;"),
+                "{path} does not show the text escaped"
+            );
         }
     }
 }
@@ -217,7 +263,9 @@ async fn the_check_form_with_the_g5g_setup_shows_the_head_dim_finding() {
     let site = Site::new(sqlite(), false).await;
     let answer = site.get(&format!("/check?{}", g5g_form())).await;
     assert_page(&answer, StatusCode::OK, "check");
-    for id in ["vllm-heterogeneous-head-dim", "vllm-bf16-needs-sm80", "aarch64-official-image-needs-sm80"] {
+    for id in
+        ["vllm-heterogeneous-head-dim", "vllm-bf16-needs-sm80", "aarch64-official-image-needs-sm80"]
+    {
         assert!(answer.body.contains(&format!("href=\"/rules/{id}\"")), "no {id} finding");
     }
     assert!(answer.body.contains("finding finding-error"));
@@ -230,8 +278,11 @@ async fn the_check_form_with_the_g5g_setup_shows_the_head_dim_finding() {
     assert!(again.body.contains("href=\"/rules/vllm-heterogeneous-head-dim\""));
 
     // The same setup pasted as a manifest.
-    let fixture = std::fs::read_to_string(format!("{}/../../shared/fixtures/manifests/g5g-gemma4-vllm0271.json", env!("CARGO_MANIFEST_DIR")))
-        .expect("fixture");
+    let fixture = std::fs::read_to_string(format!(
+        "{}/../../shared/fixtures/manifests/g5g-gemma4-vllm0271.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture");
     let pasted = site.get(&format!("/check?{}", q(&[("manifest", &fixture)]))).await;
     assert_page(&pasted, StatusCode::OK, "pasted");
     assert!(pasted.body.contains("href=\"/rules/vllm-heterogeneous-head-dim\""));
@@ -240,19 +291,38 @@ async fn the_check_form_with_the_g5g_setup_shows_the_head_dim_finding() {
 #[tokio::test]
 async fn input_errors_are_shown_next_to_their_fields() {
     let site = Site::new(sqlite(), false).await;
-    let answer = site.get(&format!("/check?{}", q(&[("arch", "sparc"), ("gpu", "Voodoo"), ("packages", "vllm"), ("tp", "zero")]))).await;
+    let answer = site
+        .get(&format!(
+            "/check?{}",
+            q(&[("arch", "sparc"), ("gpu", "Voodoo"), ("packages", "vllm"), ("tp", "zero")])
+        ))
+        .await;
     assert_page(&answer, StatusCode::BAD_REQUEST, "bad form");
     for field in ["arch", "gpu", "packages", "tp"] {
         assert!(answer.body.contains(&format!("id=\"{field}-error\"")), "no error for {field}");
-        assert!(answer.body.contains(&format!("aria-describedby=\"{field}")), "{field} not described by its error");
+        assert!(
+            answer.body.contains(&format!("aria-describedby=\"{field}")),
+            "{field} not described by its error"
+        );
     }
     assert!(!answer.body.contains("id=\"model-error\""));
     let not_json = site.get(&format!("/check?{}", q(&[("manifest", "{not json")]))).await;
     assert_page(&not_json, StatusCode::BAD_REQUEST, "not json");
-    assert!(not_json.body.contains("id=\"manifest-error\"") && not_json.body.contains("this is not JSON"));
-    let wrong = site.get(&format!("/check?{}", q(&[("manifest", "{\"manifest_version\": 1, \"accelerators\": 3}")]))).await;
+    assert!(
+        not_json.body.contains("id=\"manifest-error\"")
+            && not_json.body.contains("this is not JSON")
+    );
+    let wrong = site
+        .get(&format!(
+            "/check?{}",
+            q(&[("manifest", "{\"manifest_version\": 1, \"accelerators\": 3}")])
+        ))
+        .await;
     assert_page(&wrong, StatusCode::BAD_REQUEST, "invalid manifest");
-    assert!(wrong.body.contains("id=\"manifest-error\"") && wrong.body.contains("accelerators"), "the message names the field");
+    assert!(
+        wrong.body.contains("id=\"manifest-error\"") && wrong.body.contains("accelerators"),
+        "the message names the field"
+    );
 }
 
 #[tokio::test]
@@ -294,13 +364,22 @@ async fn unknown_pages_get_an_html_404_and_the_api_keeps_its_envelope() {
     let api_rule = site.get("/v1/rules/no-such-rule").await;
     assert!(api_rule.body.starts_with("{\"error\""), "{}", api_rule.body);
     // A client that does not ask for HTML gets the envelope, even off /v1.
-    let plain = site.send(Request::builder().uri("/nothing").body(Body::empty()).expect("request")).await;
+    let plain =
+        site.send(Request::builder().uri("/nothing").body(Body::empty()).expect("request")).await;
     assert!(plain.body.starts_with("{\"error\""));
 }
 
 fn cookie_of(answer: &Answer) -> String {
-    let set = answer.headers.get("set-cookie").and_then(|v| v.to_str().ok()).expect("a cookie").to_owned();
-    assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Path=/"), "{set}");
+    let set = answer
+        .headers
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("a cookie")
+        .to_owned();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Path=/"),
+        "{set}"
+    );
     set.split(';').next().expect("name=value").to_owned()
 }
 
@@ -314,7 +393,11 @@ async fn maintainers_review_pending_versions_with_forms() {
     for db in databases().await {
         let site = Site::new(db, true).await;
         // A contributor publishes through the API: pending.
-        let wasm = pitfall_bundled_rules::MODULES.iter().find(|m| m.crate_name == PENDING_CRATE).expect("bundled").wasm;
+        let wasm = pitfall_bundled_rules::MODULES
+            .iter()
+            .find(|m| m.crate_name == PENDING_CRATE)
+            .expect("bundled")
+            .wasm;
         let published = site
             .send(
                 Request::builder()
@@ -327,7 +410,10 @@ async fn maintainers_review_pending_versions_with_forms() {
             .await;
         assert_eq!(published.status, StatusCode::CREATED, "{}", published.body);
         // The version the bundled module carries (it moves when the rule does).
-        let version = pitfall_engine::inspect::embedded(wasm).expect("the bundled module's metadata").0.version;
+        let version = pitfall_engine::inspect::embedded(wasm)
+            .expect("the bundled module's metadata")
+            .0
+            .version;
 
         let anonymous = site.get("/review").await;
         assert_page(&anonymous, StatusCode::OK, "sign-in");
@@ -336,40 +422,81 @@ async fn maintainers_review_pending_versions_with_forms() {
 
         let wrong = site.post_form("/review/session", &[("token", "pft_00")], &[]).await;
         assert_page(&wrong, StatusCode::UNAUTHORIZED, "unknown token");
-        let contributor = site.post_form("/review/session", &[("token", &site.contributor)], &[]).await;
+        let contributor =
+            site.post_form("/review/session", &[("token", &site.contributor)], &[]).await;
         assert_page(&contributor, StatusCode::FORBIDDEN, "contributor");
-        let cross_site = site.post_form("/review/session", &[("token", &site.maintainer)], &[("origin", "https://evil.test")]).await;
+        let cross_site = site
+            .post_form(
+                "/review/session",
+                &[("token", &site.maintainer)],
+                &[("origin", "https://evil.test")],
+            )
+            .await;
         assert_eq!(cross_site.status, StatusCode::FORBIDDEN);
 
-        let signed_in = site.post_form("/review/session", &[("token", &site.maintainer)], &[("origin", "http://pitfall.test")]).await;
+        let signed_in = site
+            .post_form(
+                "/review/session",
+                &[("token", &site.maintainer)],
+                &[("origin", "http://pitfall.test")],
+            )
+            .await;
         assert_eq!(signed_in.status, StatusCode::SEE_OTHER);
         let cookie = cookie_of(&signed_in);
         assert!(!signed_in.body.contains(&site.maintainer));
 
         let queue = site.get_with("/review", &[("cookie", &cookie)]).await;
         assert_page(&queue, StatusCode::OK, "queue");
-        for needle in [PENDING_ID, "Tests</dt><dd>", "passed", "bytes, ABI 1", "/approve\" method=\"post\"", "Signed in as <strong>mia</strong>"] {
+        for needle in [
+            PENDING_ID,
+            "Tests</dt><dd>",
+            "passed",
+            "bytes, ABI 1",
+            "/approve\" method=\"post\"",
+            "Signed in as <strong>mia</strong>",
+        ] {
             assert!(queue.body.contains(needle), "queue lacks {needle}");
         }
         assert!(!queue.body.contains(&site.maintainer), "the token is never echoed");
         let csrf = csrf_of(&queue.body);
         // The pending rule's page is visible to the signed-in maintainer only.
         assert_eq!(site.get(&format!("/rules/{PENDING_ID}")).await.status, StatusCode::NOT_FOUND);
-        assert_eq!(site.get_with(&format!("/rules/{PENDING_ID}"), &[("cookie", &cookie)]).await.status, StatusCode::OK);
+        assert_eq!(
+            site.get_with(&format!("/rules/{PENDING_ID}"), &[("cookie", &cookie)]).await.status,
+            StatusCode::OK
+        );
 
         let action = format!("/review/{PENDING_ID}/{version}/approve");
-        let no_csrf = site.post_form(&action, &[("csrf", "0"), ("reason", "ok")], &[("cookie", &cookie)]).await;
+        let no_csrf = site
+            .post_form(&action, &[("csrf", "0"), ("reason", "ok")], &[("cookie", &cookie)])
+            .await;
         assert_page(&no_csrf, StatusCode::FORBIDDEN, "csrf");
-        let foreign = site.post_form(&action, &[("csrf", &csrf)], &[("cookie", &cookie), ("origin", "https://evil.test")]).await;
+        let foreign = site
+            .post_form(
+                &action,
+                &[("csrf", &csrf)],
+                &[("cookie", &cookie), ("origin", "https://evil.test")],
+            )
+            .await;
         assert_eq!(foreign.status, StatusCode::FORBIDDEN);
         let no_cookie = site.post_form(&action, &[("csrf", &csrf)], &[]).await;
         assert_eq!(no_cookie.status, StatusCode::UNAUTHORIZED);
 
-        let approved = site.post_form(&action, &[("csrf", &csrf), ("reason", "sources check out")], &[("cookie", &cookie)]).await;
+        let approved = site
+            .post_form(
+                &action,
+                &[("csrf", &csrf), ("reason", "sources check out")],
+                &[("cookie", &cookie)],
+            )
+            .await;
         assert_eq!(approved.status, StatusCode::SEE_OTHER, "{}", approved.body);
         let location = approved.headers["location"].to_str().expect("location").to_owned();
         let after = site.get_with(&location, &[("cookie", &cookie)]).await;
-        assert!(after.body.contains(&format!("{PENDING_ID} {version} approved.")), "{}", after.body);
+        assert!(
+            after.body.contains(&format!("{PENDING_ID} {version} approved.")),
+            "{}",
+            after.body
+        );
         assert!(after.body.contains("No version is waiting for review."));
         // Checks serve it now, and its page shows the review.
         let rule = site.get(&format!("/rules/{PENDING_ID}")).await;
@@ -378,7 +505,8 @@ async fn maintainers_review_pending_versions_with_forms() {
         let again = site.post_form(&action, &[("csrf", &csrf)], &[("cookie", &cookie)]).await;
         assert_page(&again, StatusCode::CONFLICT, "approve twice");
 
-        let out = site.post_form("/review/signout", &[("csrf", &csrf)], &[("cookie", &cookie)]).await;
+        let out =
+            site.post_form("/review/signout", &[("csrf", &csrf)], &[("cookie", &cookie)]).await;
         assert_eq!(out.status, StatusCode::SEE_OTHER);
         assert!(out.headers["set-cookie"].to_str().unwrap_or("").contains("Max-Age=0"));
     }
@@ -419,7 +547,10 @@ async fn rendered_pages_match_their_golden_files() {
     let bless = std::env::var_os("PITFALL_BLESS").is_some();
     let pages = [
         ("home", "/".to_owned()),
-        ("search-no-kernel-image", format!("/rules?{}", q(&[("q", "no kernel image is available")]))),
+        (
+            "search-no-kernel-image",
+            format!("/rules?{}", q(&[("q", "no kernel image is available")])),
+        ),
         ("rule-vllm-heterogeneous-head-dim", "/rules/vllm-heterogeneous-head-dim".to_owned()),
         ("check-g5g", format!("/check?{}", g5g_form())),
         ("check-errors", format!("/check?{}", q(&[("arch", "sparc"), ("tp", "0")]))),
@@ -444,5 +575,9 @@ async fn rendered_pages_match_their_golden_files() {
             Err(e) => mismatches.push(format!("{name}: {}: {e}", file.display())),
         }
     }
-    assert!(mismatches.is_empty(), "pages changed (PITFALL_BLESS=1 to accept, then review the diff):\n{}", mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "pages changed (PITFALL_BLESS=1 to accept, then review the diff):\n{}",
+        mismatches.join("\n")
+    );
 }

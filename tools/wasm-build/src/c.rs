@@ -44,10 +44,13 @@ pub fn build_c(source: &Path, out: &Path) -> Result<PathBuf, BuildError> {
             C_PACKAGES.join(" ")
         ))
     })?;
-    let source = std::path::absolute(source).map_err(|e| BuildError::Io { path: source.to_path_buf(), source: e })?;
-    let out = std::path::absolute(out).map_err(|e| BuildError::Io { path: out.to_path_buf(), source: e })?;
+    let source = std::path::absolute(source)
+        .map_err(|e| BuildError::Io { path: source.to_path_buf(), source: e })?;
+    let out = std::path::absolute(out)
+        .map_err(|e| BuildError::Io { path: out.to_path_buf(), source: e })?;
     if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| BuildError::Io { path: dir.to_path_buf(), source: e })?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| BuildError::Io { path: dir.to_path_buf(), source: e })?;
     }
     let mut cmd = Command::new(&clang);
     cmd.args(C_FLAGS).arg("-o").arg(&out).arg(&source);
@@ -55,7 +58,8 @@ pub fn build_c(source: &Path, out: &Path) -> Result<PathBuf, BuildError> {
         cmd.current_dir(dir);
     }
     let command = format!("{cmd:?}");
-    let status = cmd.status().map_err(|e| BuildError::Spawn { command: command.clone(), source: e })?;
+    let status =
+        cmd.status().map_err(|e| BuildError::Spawn { command: command.clone(), source: e })?;
     if !status.success() {
         return Err(BuildError::Failed { command, status });
     }

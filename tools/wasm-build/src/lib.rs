@@ -113,7 +113,8 @@ pub enum BuildError {
 /// Finds a route that works here, without installing anything.
 pub fn detect() -> Option<Toolchain> {
     if rustup_has_target() {
-        let cargo = std::env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("cargo"));
+        let cargo =
+            std::env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("cargo"));
         return Some(Toolchain::Rustup { cargo });
     }
     debian_ready().then_some(Toolchain::Debian)
@@ -151,7 +152,11 @@ fn rustup_has_target() -> bool {
         Ok(o) if o.status.success() => {
             let dir = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
             std::fs::read_dir(&dir)
-                .map(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("libcore-")))
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .any(|e| e.file_name().to_string_lossy().starts_with("libcore-"))
+                })
                 .unwrap_or(false)
         }
         _ => false,
@@ -210,7 +215,10 @@ pub fn build(toolchain: &Toolchain, request: &BuildRequest) -> Result<Vec<PathBu
 /// Like [`build`], for crates that need `std` (e.g. an Extism plug-in
 /// built with extism-pdk): on the Debian route `std` and `panic_abort`
 /// are built from source as well.
-pub fn build_with_std(toolchain: &Toolchain, request: &BuildRequest) -> Result<Vec<PathBuf>, BuildError> {
+pub fn build_with_std(
+    toolchain: &Toolchain,
+    request: &BuildRequest,
+) -> Result<Vec<PathBuf>, BuildError> {
     build_crates(toolchain, request, BuildStd::Std)
 }
 
@@ -232,7 +240,11 @@ impl BuildStd {
     }
 }
 
-fn build_crates(toolchain: &Toolchain, request: &BuildRequest, build_std: BuildStd) -> Result<Vec<PathBuf>, BuildError> {
+fn build_crates(
+    toolchain: &Toolchain,
+    request: &BuildRequest,
+    build_std: BuildStd,
+) -> Result<Vec<PathBuf>, BuildError> {
     let mut cmd = match toolchain {
         Toolchain::Rustup { cargo } => Command::new(cargo),
         Toolchain::Debian => Command::new(DEBIAN_CARGO),
@@ -249,7 +261,9 @@ fn build_crates(toolchain: &Toolchain, request: &BuildRequest, build_std: BuildS
     if let Some(dir) = request.manifest_path.parent().filter(|d| !d.as_os_str().is_empty()) {
         cmd.current_dir(dir);
     }
-    cmd.args(["--profile", PROFILE, "--target", TARGET]).arg("--target-dir").arg(&request.target_dir);
+    cmd.args(["--profile", PROFILE, "--target", TARGET])
+        .arg("--target-dir")
+        .arg(&request.target_dir);
     if let Toolchain::Debian = toolchain {
         cmd.arg(build_std.arg());
         // Rules only (core + alloc): `--config` arrays are appended to the
@@ -267,7 +281,8 @@ fn build_crates(toolchain: &Toolchain, request: &BuildRequest, build_std: BuildS
         cmd.args(["-p", p]);
     }
     let command = format!("{cmd:?}");
-    let status = cmd.status().map_err(|source| BuildError::Spawn { command: command.clone(), source })?;
+    let status =
+        cmd.status().map_err(|source| BuildError::Spawn { command: command.clone(), source })?;
     if !status.success() {
         return Err(BuildError::Failed { command, status });
     }
@@ -306,8 +321,11 @@ pub(crate) fn shrink_in_place(path: &Path) -> Result<(), BuildError> {
 fn clean_env(cmd: &mut Command) {
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
-        let leaks = (key.starts_with("CARGO_") && key != "CARGO_HOME" && !key.starts_with("CARGO_NET_")
-            && !key.starts_with("CARGO_REGISTRIES_") && !key.starts_with("CARGO_HTTP_"))
+        let leaks = (key.starts_with("CARGO_")
+            && key != "CARGO_HOME"
+            && !key.starts_with("CARGO_NET_")
+            && !key.starts_with("CARGO_REGISTRIES_")
+            && !key.starts_with("CARGO_HTTP_"))
             || key.starts_with("RUSTC")
             || key.starts_with("RUSTDOC")
             || key == "RUSTFLAGS"

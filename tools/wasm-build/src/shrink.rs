@@ -19,8 +19,9 @@ const TABLE_SECTION: u8 = 4;
 /// `wasm` without its table section when nothing uses the table, else
 /// `None` (no table, a table in use, or bytes that are not a valid module).
 pub fn drop_unused_table(wasm: &[u8]) -> Option<Vec<u8>> {
-    let has_defined_table =
-        Parser::new(0).parse_all(wasm).any(|p| matches!(p, Ok(Payload::TableSection(r)) if r.count() > 0));
+    let has_defined_table = Parser::new(0)
+        .parse_all(wasm)
+        .any(|p| matches!(p, Ok(Payload::TableSection(r)) if r.count() > 0));
     if !has_defined_table || !validates(wasm) {
         return None;
     }
@@ -114,7 +115,8 @@ mod tests {
             r#"(func (export "f") (result i32) (table.size 0))"#,
         ];
         for body in uses {
-            let wasm = wat::parse_str(format!("(module (table 1 1 funcref) {body})")).expect("parses");
+            let wasm =
+                wat::parse_str(format!("(module (table 1 1 funcref) {body})")).expect("parses");
             assert_eq!(drop_unused_table(&wasm), None, "{body}");
         }
     }

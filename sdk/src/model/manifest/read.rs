@@ -13,8 +13,8 @@ use serde::de::{Error, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::{
-    Accelerator, Build, Cloud, Container, Drivers, Extra, HealthCheck, Host, Manifest, Os, Package, Workload,
-    string_or_number,
+    Accelerator, Build, Cloud, Container, Drivers, Extra, HealthCheck, Host, Manifest, Os, Package,
+    Workload, string_or_number,
 };
 
 /// A member's name: borrowed from the text when it has no escapes, so a

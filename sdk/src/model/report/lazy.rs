@@ -32,7 +32,12 @@ pub struct LazyFinding {
 impl LazyFinding {
     /// A finding, its text still to be written.
     pub fn new(finding: Finding) -> LazyFinding {
-        LazyFinding { severity: finding.severity, rule_id: String::new(), finding: OnceLock::from(finding), json: OnceLock::new() }
+        LazyFinding {
+            severity: finding.severity,
+            rule_id: String::new(),
+            finding: OnceLock::from(finding),
+            json: OnceLock::new(),
+        }
     }
 
     /// A finding known by its text: `json` must be what [`LazyFinding::json`]
@@ -67,7 +72,8 @@ impl LazyFinding {
     pub fn finding(&self) -> &Finding {
         self.finding.get_or_init(|| {
             let text = self.json.get().map_or("", |t| &t[..]);
-            serde_json::from_str(text).unwrap_or_else(|e| unreadable(&self.rule_id, self.severity, &e))
+            serde_json::from_str(text)
+                .unwrap_or_else(|e| unreadable(&self.rule_id, self.severity, &e))
         })
     }
 
@@ -188,12 +194,20 @@ mod tests {
         assert_eq!(from_text, lazy);
         assert!(Arc::ptr_eq(from_text.json(), &text), "the text is shared, not copied");
         assert_eq!(from_text.into_finding(), finding());
-        assert_eq!((lazy.severity(), lazy.rule_id()), (Severity::Warning, "demo-rule"), "made from a finding: its own");
+        assert_eq!(
+            (lazy.severity(), lazy.rule_id()),
+            (Severity::Warning, "demo-rule"),
+            "made from a finding: its own"
+        );
     }
 
     #[test]
     fn it_serialises_as_the_finding() {
-        let from_text = LazyFinding::from_json(Severity::Warning, "demo-rule".into(), LazyFinding::new(finding()).json().clone());
+        let from_text = LazyFinding::from_json(
+            Severity::Warning,
+            "demo-rule".into(),
+            LazyFinding::new(finding()).json().clone(),
+        );
         assert_eq!(serde_json::to_string(&from_text).ok(), serde_json::to_string(&finding()).ok());
         let value = serde_json::to_value(&from_text).unwrap_or_default();
         assert_eq!(value, serde_json::to_value(finding()).unwrap_or_default());
@@ -203,7 +217,8 @@ mod tests {
 
     #[test]
     fn its_schema_is_the_findings() {
-        let lazy = serde_json::to_value(schemars::schema_for!(Vec<LazyFinding>)).unwrap_or_default();
+        let lazy =
+            serde_json::to_value(schemars::schema_for!(Vec<LazyFinding>)).unwrap_or_default();
         let plain = serde_json::to_value(schemars::schema_for!(Vec<Finding>)).unwrap_or_default();
         assert_eq!(lazy, plain);
     }
