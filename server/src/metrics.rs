@@ -16,7 +16,7 @@ const LATENCY_BUCKETS: [f64; 12] =
 /// The server's metrics.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    requests: Mutex<BTreeMap<(String, String, u16), RouteStats>>,
+    requests: Mutex<BTreeMap<(&'static str, String, u16), RouteStats>>,
     /// Manifests checked (a batch counts each manifest).
     pub checks: AtomicU64,
     /// Checks answered from the result cache.
@@ -24,6 +24,15 @@ pub struct Metrics {
     /// Rule errors reported in answers (traps, timeouts, malformed output).
     pub rule_errors: AtomicU64,
     publishes: Mutex<BTreeMap<String, u64>>,
+}
+
+/// The methods the API answers, labelled as themselves; every other
+/// method is `OTHER`.
+const KNOWN_METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/// A request method as a metrics label: one of [`KNOWN_METHODS`] or `OTHER`.
+fn method_label(method: &str) -> &'static str {
+    KNOWN_METHODS.into_iter().find(|known| *known == method).unwrap_or("OTHER")
 }
 
 #[derive(Debug, Default)]
@@ -35,11 +44,15 @@ struct RouteStats {
 }
 
 impl Metrics {
-    /// Records one answered request.
+    /// Records one answered request. `route` is the router's matched
+    /// template (or `unmatched`), a fixed set; the method is bounded here,
+    /// since any token is a valid HTTP method and one series per made-up
+    /// method would let a client grow the table without end.
     pub fn record_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
         let seconds = elapsed.as_secs_f64();
         let mut requests = self.requests.lock().unwrap_or_else(|p| p.into_inner());
-        let stats = requests.entry((method.to_owned(), route.to_owned(), status)).or_default();
+        let key = (method_label(method), route.to_owned(), status);
+        let stats = requests.entry(key).or_default();
         stats.count += 1;
         stats.sum_seconds += seconds;
         for (bucket, bound) in stats.buckets.iter_mut().zip(LATENCY_BUCKETS) {
@@ -121,5 +134,37 @@ impl Metrics {
             );
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(rendered: &str) -> usize {
+        rendered
+            .lines()
+            .filter(|l| l.starts_with("pitfall_http_request_duration_seconds_count"))
+            .count()
+    }
+
+    #[test]
+    fn made_up_methods_share_one_series() {
+        let metrics = Metrics::default();
+        for i in 0..10_000 {
+            metrics.record_request(&format!("M{i}"), "unmatched", 405, Duration::from_micros(5));
+        }
+        metrics.record_request("GET", "/healthz", 200, Duration::from_micros(5));
+        let rendered = metrics.render(&[], &[]);
+        assert_eq!(series(&rendered), 2, "{rendered}");
+        assert!(rendered.contains(r#"method="OTHER",route="unmatched",status="405"} 10000"#));
+    }
+
+    #[test]
+    fn known_methods_keep_their_names() {
+        for method in KNOWN_METHODS {
+            assert_eq!(method_label(method), method);
+        }
+        assert_eq!(method_label("get"), "OTHER", "methods are case-sensitive (RFC 9110 §9.1)");
     }
 }

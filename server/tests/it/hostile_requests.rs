@@ -328,3 +328,104 @@ fn slow_and_idle_clients_are_cut_off_in_bounded_time_and_others_are_served() {
     let (status, _) = exchange(server.addr, "GET", "/healthz", &[], b"");
     assert_eq!(status, 200);
 }
+
+/// Resident memory of a process, from `/proc/PID/status`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// The request-latency series `/metrics` holds.
+fn request_series(server: &Server) -> usize {
+    let head =
+        format!("GET /metrics HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n", server.addr);
+    let (status, body) = raw_exchange(server.addr, &head, b"");
+    assert_eq!(status, Some(200));
+    String::from_utf8_lossy(&body)
+        .lines()
+        .filter(|l| l.starts_with("pitfall_http_request_duration_seconds_count"))
+        .count()
+}
+
+/// Sends `count` requests, each with a method of its own, over a few
+/// keep-alive connections; returns how many got an answer.
+fn distinct_methods(addr: SocketAddr, first: usize, count: usize) -> usize {
+    const PER_CONNECTION: usize = 500;
+    let mut answered = 0;
+    let mut sent = 0;
+    while sent < count {
+        let mut stream =
+            TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        let batch = PER_CONNECTION.min(count - sent);
+        let mut reader = std::io::BufReader::new(stream.try_clone().expect("clone"));
+        for i in 0..batch {
+            let head = format!(
+                "XMETHOD{} /v1/check HTTP/1.1\r\nhost: {addr}\r\ncontent-length: 0\r\n\r\n",
+                first + sent + i
+            );
+            if stream.write_all(head.as_bytes()).is_err() {
+                break;
+            }
+            if read_one_response(&mut reader).is_none() {
+                break;
+            }
+            answered += 1;
+        }
+        sent += batch;
+    }
+    answered
+}
+
+/// Reads one HTTP/1.1 response (status line, headers, a content-length
+/// body) from a keep-alive connection; its status.
+fn read_one_response(reader: &mut impl std::io::BufRead) -> Option<u16> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok().filter(|n| *n > 0)?;
+    let status =
+        line.strip_prefix("HTTP/1.1 ").and_then(|s| s.get(..3)).and_then(|s| s.parse().ok());
+    let mut length = 0usize;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok().filter(|n| *n > 0)?;
+        let header = line.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().ok()?;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    status
+}
+
+/// Any token is a valid HTTP method, and the metrics once labelled
+/// requests by the method as sent: each made-up method added a series for
+/// good, so unauthenticated requests could grow the server's memory and
+/// `/metrics` without bound. Labels are a fixed set now.
+#[test]
+fn ten_thousand_made_up_methods_add_no_metric_series_and_no_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let vars = [("PITFALL_RATE_CHECK_PER_IP", "0".to_owned())];
+    let server = Server::start_with_vars(dir.path(), None, true, &vars);
+    // Warm-up: the allocator's and the tables' first growth is not the leak.
+    assert_eq!(distinct_methods(server.addr, 0, 1_000), 1_000);
+    let series_before = request_series(&server);
+    let rss_before = rss_kib(server.pid());
+    assert_eq!(distinct_methods(server.addr, 1_000, 10_000), 10_000);
+    let series_after = request_series(&server);
+    let rss_after = rss_kib(server.pid());
+    eprintln!("series {series_before} -> {series_after}, RSS {rss_before} -> {rss_after} KiB");
+    assert!(series_after <= series_before + 1, "series {series_before} -> {series_after}");
+    // 10,000 series of 15 lines each cost tens of MiB; 8 MiB is noise.
+    assert!(rss_after < rss_before + 8 * 1024, "RSS grew {rss_before} -> {rss_after} KiB");
+    normal_check_is_fast(&server);
+}
