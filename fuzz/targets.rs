@@ -8,15 +8,16 @@
 
 use std::sync::{Arc, OnceLock};
 
-use pitfall_sdk::model::cases::{Evaluation, failure_report, run_cases};
-use pitfall_sdk::model::fields::FieldMap;
-use pitfall_sdk::model::meta::{
+use pitfall_contract::cases::{Evaluation, failure_report, run_cases};
+use pitfall_contract::fields::FieldMap;
+use pitfall_contract::meta::{
     RuleMeta, decode_abi_section, decode_meta_section, decode_tests_section,
 };
-use pitfall_sdk::model::report::{RawOutcome, render};
-use pitfall_sdk::model::selector::Selector;
-use pitfall_sdk::model::session::{RawOutput, Session, guest_range, guest_range_mut};
-use pitfall_sdk::model::{Prepared, parse_manifest};
+use pitfall_contract::report::{RawOutcome, render};
+use pitfall_contract::selector::Selector;
+use pitfall_contract::session::{RawOutput, Session};
+use pitfall_contract::{Prepared, parse_manifest};
+use pitfall_engine::guest::{guest_range, guest_range_mut};
 
 /// `manifest`: parse, normalise, enrich and flatten a client's bytes; what
 /// the host hands rules must serialise and parse again.

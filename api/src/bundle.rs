@@ -19,7 +19,7 @@
 //! module does. Nothing is read as trusted before the signature holds.
 
 use ed25519_dalek::{Signature, Signer, SigningKey};
-use pitfall_sdk::model::meta::{RuleMeta, Severity};
+use pitfall_contract::meta::{RuleMeta, Severity};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

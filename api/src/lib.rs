@@ -15,4 +15,4 @@ pub mod types;
 
 pub use bundle::{Bundle, BundleError, BundleIndex, BundleSigner, SignedBundle};
 pub use key::PublicKey;
-pub use pitfall_sdk::model::report::CheckResponse;
+pub use pitfall_contract::report::CheckResponse;

@@ -3,8 +3,8 @@
 //! them and the client deserialises the same types; each derives a JSON
 //! Schema for `/v1/openapi.json`.
 
-use pitfall_sdk::model::meta::{RuleMeta, TestCase};
-use pitfall_sdk::model::report::CheckResponse;
+use pitfall_contract::meta::{RuleMeta, TestCase};
+use pitfall_contract::report::CheckResponse;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

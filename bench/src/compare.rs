@@ -14,9 +14,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use pitfall_contract::cases::Evaluation;
+use pitfall_contract::{Prepared, manifest_from_value};
 use pitfall_engine::{Engine, Evaluator, Limits};
-use pitfall_sdk::model::cases::Evaluation;
-use pitfall_sdk::model::{Prepared, manifest_from_value};
 
 use crate::corpus::{RuleSpec, Template};
 use crate::native::NativeRule;

@@ -505,8 +505,8 @@ mod tests {
     fn releases_are_ordered() {
         for i in 1..RELEASES {
             let (a, b) = (
-                pitfall_sdk::version::Version::parse(&release(i)).expect("pep 440"),
-                pitfall_sdk::version::Version::parse(&release(i - 1)).expect("pep 440"),
+                pitfall_version::Version::parse(&release(i)).expect("pep 440"),
+                pitfall_version::Version::parse(&release(i - 1)).expect("pep 440"),
             );
             assert!(a > b, "{} vs {}", release(i), release(i - 1));
         }
@@ -537,11 +537,11 @@ mod tests {
     #[test]
     fn every_rule_parses_its_selectors_and_passes_its_lint() {
         for spec in specs(200, 5) {
-            let meta: pitfall_sdk::model::meta::RuleMeta =
+            let meta: pitfall_contract::meta::RuleMeta =
                 serde_json::from_value(meta(&spec)).expect("meta");
             assert!(meta.problems().is_empty(), "{}: {:?}", spec.id(), meta.problems());
             for s in &meta.applies_to {
-                pitfall_sdk::model::selector::Selector::parse(s).unwrap_or_else(|e| panic!("{e}"));
+                pitfall_contract::selector::Selector::parse(s).unwrap_or_else(|e| panic!("{e}"));
             }
         }
     }

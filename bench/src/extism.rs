@@ -15,11 +15,11 @@
 //! Extism's price for it.
 
 use extism::{CompiledPlugin, Manifest, Plugin, PluginBuilder, UserData, Wasm, host_fn};
-use pitfall_sdk::model::Prepared;
-use pitfall_sdk::model::cases::Evaluation;
-use pitfall_sdk::model::meta::RuleMeta;
-use pitfall_sdk::model::report::render;
-use pitfall_sdk::model::session::Session;
+use pitfall_contract::Prepared;
+use pitfall_contract::cases::Evaluation;
+use pitfall_contract::meta::RuleMeta;
+use pitfall_contract::report::render;
+use pitfall_contract::session::Session;
 
 use crate::corpus::{RuleSpec, Template, package_name};
 

@@ -113,7 +113,7 @@ mod tests {
         assert_ne!(a, fleet(50, 10_000, 4));
         for (i, m) in a.iter().enumerate() {
             assert!(a[..i].iter().all(|other| other != m), "manifest {i} repeats");
-            pitfall_sdk::model::manifest_from_value(m.clone()).unwrap_or_else(|e| panic!("{e:?}"));
+            pitfall_contract::manifest_from_value(m.clone()).unwrap_or_else(|e| panic!("{e:?}"));
             let packages = m["packages"].as_array().expect("packages");
             assert!((100..=300).contains(&packages.len()), "{} packages", packages.len());
             let ml = packages

@@ -11,8 +11,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use pitfall_contract::Prepared;
 use pitfall_engine::{Engine, Rule};
-use pitfall_sdk::model::Prepared;
 
 use crate::stats::median;
 

@@ -18,8 +18,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use pitfall_bench::scale::ScalePoint;
 use pitfall_bench::stats::{Summary, median};
 use pitfall_bench::{compare, corpus, fleet, floor, http, parts, plot, publish, scale, startup};
+use pitfall_contract::{Manifest, Prepared, manifest_from_value, parse_manifest};
 use pitfall_engine::{Engine, Limits, Rule};
-use pitfall_sdk::model::{Manifest, Prepared, manifest_from_value, parse_manifest};
 
 /// The seed of every corpus and fleet (change it to draw others).
 const SEED: u64 = 7;

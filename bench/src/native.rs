@@ -5,11 +5,11 @@
 //! difference to the engine's figure is the price of the sandbox: a fresh
 //! instance, fuel, the deadline, and the host-call boundary.
 
-use pitfall_sdk::model::Prepared;
-use pitfall_sdk::model::cases::Evaluation;
-use pitfall_sdk::model::meta::RuleMeta;
-use pitfall_sdk::model::report::{RawOutcome, render};
-use pitfall_sdk::model::session::{Session, status};
+use pitfall_contract::Prepared;
+use pitfall_contract::cases::Evaluation;
+use pitfall_contract::meta::RuleMeta;
+use pitfall_contract::report::{RawOutcome, render};
+use pitfall_contract::session::{Session, status};
 
 use crate::corpus::{RuleSpec, Template, package_name};
 

@@ -8,7 +8,7 @@
 //! it"). The slow path of reading (through a JSON value, which names the
 //! field at fault) is timed too: what the one-pass reader saves.
 
-use pitfall_sdk::model::{Prepared, manifest_from_slice, manifest_from_value};
+use pitfall_contract::{Prepared, manifest_from_slice, manifest_from_value};
 use pitfall_server::result_cache::text_digest;
 use serde_json::Value;
 

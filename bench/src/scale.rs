@@ -10,8 +10,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use pitfall_contract::{Manifest, Prepared};
 use pitfall_engine::{Engine, Rule, RuleSet};
-use pitfall_sdk::model::{Manifest, Prepared};
 use rayon::prelude::*;
 
 use crate::corpus::RuleSpec;
@@ -263,10 +263,10 @@ pub fn thread_cpu_time() -> Duration {
 
 #[cfg(test)]
 mod tests {
+    use pitfall_contract::manifest_from_value;
+    use pitfall_contract::normalize::normalize;
+    use pitfall_contract::selector::{ManifestFacts, Selector};
     use pitfall_engine::index::CandidateIndex;
-    use pitfall_sdk::model::manifest_from_value;
-    use pitfall_sdk::model::normalize::normalize;
-    use pitfall_sdk::model::selector::{ManifestFacts, Selector};
 
     use crate::corpus::specs;
     use crate::fleet::fleet;

@@ -11,10 +11,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use pitfall_client::Client;
 use pitfall_client::api::types::{BatchItem, ErrorBody};
+use pitfall_contract::meta::Severity;
+use pitfall_contract::report::CheckResponse;
+use pitfall_contract::{Manifest, parse_manifest};
 use pitfall_engine::{Engine, RuleSet};
-use pitfall_sdk::model::meta::Severity;
-use pitfall_sdk::model::report::CheckResponse;
-use pitfall_sdk::model::{Manifest, parse_manifest};
 use serde_json::Value;
 
 use crate::config::UserConfig;

@@ -129,7 +129,7 @@ fn main() -> ExitCode {
         Command::Bundle(command) => bundle::run(&command),
         Command::Rule(command) => rule::run(&command),
         Command::Schema => {
-            let schema = pitfall_sdk::model::manifest_schema();
+            let schema = pitfall_contract::manifest_schema();
             serde_json::to_string_pretty(&schema)
                 .map(|s| {
                     outln!("{s}");

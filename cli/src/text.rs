@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use pitfall_sdk::model::meta::Severity;
-use pitfall_sdk::model::report::{CheckResponse, EvidenceSource, Finding};
+use pitfall_contract::meta::Severity;
+use pitfall_contract::report::{CheckResponse, EvidenceSource, Finding};
 
 pub(crate) fn render(name: &str, answer: &CheckResponse) -> String {
     let count = |s: Severity| answer.findings.iter().filter(|f| f.severity == s).count();

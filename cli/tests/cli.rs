@@ -313,7 +313,7 @@ fn scan_of_each_machine_capture_matches_its_golden_manifest() {
         let out = pitfall(&["scan", "--from-dir", &dir.display().to_string(), "--format", "json"]);
         assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         // What the scan prints is a valid manifest v1.
-        pitfall_sdk::model::parse_manifest(&out.stdout).unwrap_or_else(|e| panic!("{name}: {e}"));
+        pitfall_contract::parse_manifest(&out.stdout).unwrap_or_else(|e| panic!("{name}: {e}"));
         let actual = String::from_utf8(out.stdout).expect("utf-8");
         compare_golden(
             &golden_dir.join(format!("scan-{name}.json")),
@@ -408,7 +408,7 @@ fn scan_falls_back_to_the_csv_query_without_the_xml() {
 fn scan_of_a_collect_env_paste() {
     let file = machines().join("h200-x86_64/collect_env.txt");
     let m = scan_json(&["--from-collect-env", &file.display().to_string()]);
-    pitfall_sdk::model::manifest_from_value(m.clone()).expect("valid manifest");
+    pitfall_contract::manifest_from_value(m.clone()).expect("valid manifest");
     assert_eq!(m["accelerators"][0]["model"], "H200");
     assert_eq!(m["accelerators"][0]["count"], 1);
     assert_eq!(m["drivers"]["nvidia"], "580.159.04");

@@ -7,8 +7,8 @@ use pitfall_api::types::{
     AccountView, BatchItem, BatchResponse, ErrorBody, ErrorEnvelope, Health, LimitsView,
     ReviewRequest, RuleDetail, SearchQuery, SearchResponse, VersionDetail,
 };
-use pitfall_sdk::model::Manifest;
-use pitfall_sdk::model::report::CheckResponse;
+use pitfall_contract::Manifest;
+use pitfall_contract::report::CheckResponse;
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;

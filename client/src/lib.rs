@@ -8,7 +8,7 @@
 //!
 //! ```no_run
 //! let client = pitfall_client::Client::new("http://127.0.0.1:8080")?;
-//! let manifest = pitfall_sdk::model::parse_manifest(br#"{"manifest_version": 1}"#).expect("manifest");
+//! let manifest = pitfall_contract::parse_manifest(br#"{"manifest_version": 1}"#).expect("manifest");
 //! let answer = client.check(&manifest)?;
 //! println!("{} finding(s) from ruleset {}", answer.findings.len(), answer.ruleset_revision);
 //! # Ok::<(), pitfall_client::Error>(())

@@ -44,11 +44,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion};
+use pitfall_contract::cases::Evaluation;
+use pitfall_contract::report::render;
+use pitfall_contract::session::{RawOutput, Session};
+use pitfall_contract::{Manifest, Prepared, parse_manifest};
 use pitfall_engine::{Engine, Limits, Rule, RuleSet};
-use pitfall_sdk::model::cases::Evaluation;
-use pitfall_sdk::model::report::render;
-use pitfall_sdk::model::session::{RawOutput, Session};
-use pitfall_sdk::model::{Manifest, Prepared, parse_manifest};
 
 /// The manifest of the reference incident (a Graviton G5g with a
 /// T4G running vLLM 0.27.1): several bundled rules match it, so the
@@ -263,7 +263,7 @@ fn module_stats(wasm: &[u8]) -> ModuleStats {
 /// matched finding can be timed on its own. The evaluations timed above all
 /// go through `Engine::evaluate`.
 mod probe {
-    use pitfall_sdk::model::session::{RawOutput, Session};
+    use pitfall_contract::session::{RawOutput, Session};
     use wasmtime::{Caller, Engine, Linker, Memory, Module, Store};
 
     pub(crate) struct Probe {

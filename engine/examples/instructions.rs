@@ -35,8 +35,8 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Duration;
 
+use pitfall_contract::{Prepared, parse_manifest};
 use pitfall_engine::{Engine, Limits, Rule};
-use pitfall_sdk::model::{Prepared, parse_manifest};
 
 /// Evaluations per module.
 const N: usize = 100;

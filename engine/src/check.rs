@@ -13,12 +13,10 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
-use pitfall_sdk::model::cases::Evaluation;
-use pitfall_sdk::model::report::{
-    CheckResponse, CheckStats, RuleError, Undetermined, evidence_for,
-};
-use pitfall_sdk::model::selector::ManifestFacts;
-use pitfall_sdk::model::{Manifest, Prepared};
+use pitfall_contract::cases::Evaluation;
+use pitfall_contract::report::{CheckResponse, CheckStats, RuleError, Undetermined, evidence_for};
+use pitfall_contract::selector::ManifestFacts;
+use pitfall_contract::{Manifest, Prepared};
 use rayon::prelude::*;
 
 use crate::engine::{Engine, Evaluator};

@@ -9,12 +9,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Instant;
 
-use pitfall_sdk::model::Prepared;
-use pitfall_sdk::model::cases::{CaseResult, Evaluation, run_cases};
-use pitfall_sdk::model::fields::FieldMap;
-use pitfall_sdk::model::meta::RuleMeta;
-use pitfall_sdk::model::report::{RawOutcome, render};
-use pitfall_sdk::model::session::{RawOutput, Read, Session};
+use pitfall_contract::Prepared;
+use pitfall_contract::cases::{CaseResult, Evaluation, run_cases};
+use pitfall_contract::fields::FieldMap;
+use pitfall_contract::meta::RuleMeta;
+use pitfall_contract::report::{RawOutcome, render};
+use pitfall_contract::session::{RawOutput, Session};
+
+use crate::observe::{Read, ReadLog};
 use wasmtime::{
     Config, Global, Instance, InstanceAllocationStrategy, Linker, Memory, Module, OptLevel,
     PoolingAllocationConfig, Store, Trap, TypedFunc,
@@ -367,7 +369,7 @@ impl Engine {
     fn new_store(&self) -> Store<HostState> {
         let limits = &self.inner.limits;
         let state = HostState {
-            session: Session::new(Arc::default(), 0),
+            session: Session::recording(Arc::default(), 0, None),
             memory: None,
             limiter: GrowthLimiter {
                 max_memory_bytes: limits.max_memory_bytes,
@@ -623,7 +625,8 @@ impl Evaluator<'_> {
         let (store, result) = self.run(linked, prepared, record);
         match result {
             Ok(sandboxed) => {
-                let reads = store.data_mut().session.take_reads();
+                let reads =
+                    store.data_mut().session.recorder_mut().take().and_then(ReadLog::into_reads);
                 let size = store.data().memory.map_or(0, |m| m.data_size(&*store));
                 if size > KEEP_RESIDENT_BYTES || self.instances >= Self::INSTANCES_PER_STORE {
                     self.retire();
@@ -668,11 +671,11 @@ impl Evaluator<'_> {
         let limits = &engine.inner.limits;
         let store = store.get_or_insert_with(|| engine.new_store());
         let state = store.data_mut();
-        state.session = if record {
-            Session::recording(prepared.fields.clone(), limits.max_output_bytes)
-        } else {
-            Session::new(prepared.fields.clone(), limits.max_output_bytes)
-        };
+        state.session = Session::recording(
+            prepared.fields.clone(),
+            limits.max_output_bytes,
+            record.then(ReadLog::default),
+        );
         state.memory = None;
         state.limiter.refused_memory = false;
         state.limiter.refused_table = false;

@@ -18,8 +18,8 @@ use std::collections::HashMap;
 
 use foldhash::fast::RandomState;
 
-use pitfall_sdk::model::selector::{ManifestFacts, PackageVersion, Selector};
-use pitfall_sdk::version::{PackedInterval, Version};
+use pitfall_contract::selector::{ManifestFacts, PackageVersion, Selector};
+use pitfall_version::{PackedInterval, Version};
 
 use crate::prefetch::prefetch;
 
@@ -217,8 +217,8 @@ impl GateFacts<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pitfall_sdk::model::manifest_from_value;
-    use pitfall_sdk::model::normalize::normalize;
+    use pitfall_contract::manifest_from_value;
+    use pitfall_contract::normalize::normalize;
 
     /// Gates decide every rule as its selectors do, on manifests whose
     /// versions sit on and around every bound (pre-, dev-, post-releases,

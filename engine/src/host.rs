@@ -1,19 +1,20 @@
 //! The host module `pitfall`: what a rule can call. Every call reads the
-//! manifest through the per-check [`Session`] (no JSON parsing in rules),
+//! manifest through the per-check session (`pitfall_contract::session::Session`) (no JSON parsing in rules),
 //! checks the guest's pointers, and pays for its work in fuel so a loop
 //! around host calls runs out as surely as any other loop.
 
-use pitfall_sdk::model::session::{
-    OutputError, Session, SpecifierError, guest_range, guest_range_mut,
-};
+use pitfall_contract::session::{OutputError, SpecifierError};
 use wasmtime::{Caller, Linker, Memory};
 
 use crate::limits::{HOST_CALL_FUEL, HOST_MODULE};
 
+use crate::guest::{guest_range, guest_range_mut};
+use crate::observe::EvalSession;
+
 /// What one evaluation's store holds.
 #[derive(Debug)]
 pub(crate) struct HostState {
-    pub(crate) session: Session,
+    pub(crate) session: EvalSession,
     /// The rule's exported memory, set right after instantiation.
     pub(crate) memory: Option<Memory>,
     pub(crate) limiter: GrowthLimiter,
@@ -106,7 +107,7 @@ fn two_ranges<R>(
     call: &'static str,
     (a_ptr, a_len): (i32, i32),
     (b_ptr, b_len): (i32, i32),
-    f: impl FnOnce(&mut Session, &[u8], &[u8]) -> wasmtime::Result<R>,
+    f: impl FnOnce(&mut EvalSession, &[u8], &[u8]) -> wasmtime::Result<R>,
 ) -> wasmtime::Result<R> {
     charge(caller, (a_len as u32 as usize).saturating_add(b_len as u32 as usize))?;
     let mem = memory(caller, call)?;

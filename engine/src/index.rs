@@ -17,8 +17,8 @@ use std::collections::{HashMap, HashSet};
 
 use foldhash::fast::RandomState;
 
-use pitfall_sdk::model::selector::{ManifestFacts, Selector};
-use pitfall_sdk::version::{Specifier, Version};
+use pitfall_contract::selector::{ManifestFacts, Selector};
+use pitfall_version::{Specifier, Version};
 
 use crate::interval::{IntervalTree, Range, non_empty};
 use crate::prefetch::prefetch;
@@ -202,8 +202,8 @@ impl CandidateIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pitfall_sdk::model::normalize::normalize;
-    use pitfall_sdk::model::{Manifest, manifest_from_value};
+    use pitfall_contract::normalize::normalize;
+    use pitfall_contract::{Manifest, manifest_from_value};
 
     fn selectors(texts: &[&str]) -> Vec<Selector> {
         texts.iter().map(|t| Selector::parse(t).unwrap_or_else(|e| panic!("{e}"))).collect()

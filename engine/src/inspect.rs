@@ -3,7 +3,7 @@
 //! imports, exports, memory, complexity bounds, and the embedded metadata
 //! and test cases.
 
-use pitfall_sdk::model::meta::{
+use pitfall_contract::meta::{
     RuleMeta, TestCase, decode_abi_section, decode_meta_section, decode_tests_section, sections,
 };
 use wasmparser::{

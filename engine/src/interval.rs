@@ -4,7 +4,7 @@
 //! it for version and compute-capability selectors, so a registry of
 //! thousands of rules about old vLLM releases costs a current vLLM nothing.
 
-use pitfall_sdk::version::Version;
+use pitfall_version::Version;
 
 use crate::prefetch::prefetch;
 

@@ -42,11 +42,13 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use pitfall_sdk::model::cases::Evaluation;
-use pitfall_sdk::model::fields::FieldMap;
-use pitfall_sdk::model::meta::RuleMeta;
-use pitfall_sdk::model::report::{Evidence, LazyFinding, evidence_holds};
-use pitfall_sdk::model::session::{RawOutput, Read};
+use pitfall_contract::cases::Evaluation;
+use pitfall_contract::fields::FieldMap;
+use pitfall_contract::meta::RuleMeta;
+use pitfall_contract::report::{Evidence, LazyFinding, evidence_holds};
+use pitfall_contract::session::RawOutput;
+
+use crate::observe::Read;
 
 use crate::engine::rendered;
 use crate::memo_image::{self, Found, Leaf};

@@ -52,9 +52,9 @@
 
 use std::hash::{BuildHasher, Hasher};
 
+use crate::observe::{Observed, Read, observe};
 use foldhash::fast::FixedState;
-use pitfall_sdk::model::fields::{Field, FieldKind, FieldMap, Source};
-use pitfall_sdk::model::session::{Observed, Read, observe};
+use pitfall_contract::fields::{Field, FieldKind, FieldMap, Source};
 
 const READ: u8 = 0;
 const CLEAR: u8 = 1;
@@ -639,7 +639,7 @@ pub(crate) fn compact(image: &[u8]) -> Option<Vec<u8>> {
 /// Copies the node at `at`, and everything below it, to the end of `out`.
 fn copy_node(image: &[u8], at: usize, out: &mut Vec<u8>, depth: usize) -> Option<()> {
     // A trace is at most `MAX_RECORDED_READS` reads long.
-    if depth > pitfall_sdk::model::session::MAX_RECORDED_READS {
+    if depth > crate::observe::MAX_RECORDED_READS {
         return None;
     }
     match *image.get(at)? {
@@ -687,8 +687,8 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    use pitfall_sdk::model::manifest_from_value;
-    use pitfall_sdk::model::normalize::Enrichment;
+    use pitfall_contract::manifest_from_value;
+    use pitfall_contract::normalize::Enrichment;
 
     fn fields(json: serde_json::Value) -> FieldMap {
         let manifest = manifest_from_value(json).expect("valid manifest");

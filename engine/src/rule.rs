@@ -7,8 +7,8 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use pitfall_sdk::model::meta::RuleMeta;
-use pitfall_sdk::model::selector::Selector;
+use pitfall_contract::meta::RuleMeta;
+use pitfall_contract::selector::Selector;
 use wasmtime::{InstancePre, ModuleExport};
 
 use crate::error::LoadError;

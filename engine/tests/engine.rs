@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use pitfall_contract::report::EvidenceSource;
+use pitfall_contract::{Manifest, parse_manifest};
 use pitfall_engine::{Engine, Limits, PastDeadline, Rule, RuleSet};
-use pitfall_sdk::model::report::EvidenceSource;
-use pitfall_sdk::model::{Manifest, parse_manifest};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("engine/ has a parent").to_path_buf()
@@ -49,7 +49,7 @@ fn every_bundled_rule_loads_and_passes_its_cases_as_wasm() {
             m.wasm.len()
         );
         let results = engine.run_tests(&rule);
-        report.push_str(&pitfall_sdk::model::cases::failure_report(rule.id(), &results));
+        report.push_str(&pitfall_contract::cases::failure_report(rule.id(), &results));
     }
     assert!(report.is_empty(), "embedded cases failed as wasm:\n{report}");
 }
@@ -106,7 +106,7 @@ fn example_wat_rule_of_abi_md_passes_its_cases() {
     let wasm = wat::parse_str(&text).expect("example parses");
     let rule = engine.load(&wasm).expect("example loads");
     let results = engine.run_tests(&rule);
-    let report = pitfall_sdk::model::cases::failure_report(rule.id(), &results);
+    let report = pitfall_contract::cases::failure_report(rule.id(), &results);
     assert!(report.is_empty(), "{report}");
     assert_eq!(results.len(), 4);
 }
@@ -373,14 +373,14 @@ fn hostile_modules_contained_leave_every_other_answer_unchanged() {
 #[test]
 fn hostile_state_never_carries_over_between_evaluations() {
     let engine = engine();
-    let prepared = pitfall_sdk::model::Prepared::new(fixture("g5g-gemma4-vllm0271.json"));
+    let prepared = pitfall_contract::Prepared::new(fixture("g5g-gemma4-vllm0271.json"));
     for m in clean_modules() {
         let rule = engine.load(&m.wasm).unwrap_or_else(|e| panic!("{}: {e}", m.name));
         for i in 0..20 {
             let e = engine.evaluate(&rule, &prepared);
             assert_eq!(
                 e,
-                pitfall_sdk::model::cases::Evaluation::Clear,
+                pitfall_contract::cases::Evaluation::Clear,
                 "{}, evaluation {i}: state carried over",
                 m.name
             );
@@ -422,7 +422,7 @@ const REUSED: &[&str] = &[
 #[test]
 fn hostile_state_never_carries_over_within_one_evaluator() {
     let clean = clean_modules();
-    let prepared = pitfall_sdk::model::Prepared::new(fixture("g5g-gemma4-vllm0271.json"));
+    let prepared = pitfall_contract::Prepared::new(fixture("g5g-gemma4-vllm0271.json"));
     for max_instances in [Limits::default().max_instances, 2] {
         let engine = Engine::new(Limits { max_instances, ..Limits::default() }).expect("engine");
         let rules: Vec<Rule> = clean
@@ -445,7 +445,7 @@ fn hostile_state_never_carries_over_within_one_evaluator() {
                     let e = evaluator.evaluate(&rules[rule], &prepared);
                     assert_eq!(
                         e,
-                        pitfall_sdk::model::cases::Evaluation::Clear,
+                        pitfall_contract::cases::Evaluation::Clear,
                         "pool of {max_instances}, {} (beside {}), evaluation {n}: state carried over",
                         clean[rule].name,
                         m.name
@@ -496,12 +496,12 @@ fn deferred_rules_compile_on_first_use_and_answer_the_same() {
     assert!(deferred.iter().all(|r| !r.is_linked()));
     let lazy = RuleSet::new(deferred, "eager");
     let (a, b) = (eager.check(&engine, manifest.clone()), lazy.check(&engine, manifest.clone()));
-    let json = |mut r: pitfall_sdk::model::report::CheckResponse| {
+    let json = |mut r: pitfall_contract::report::CheckResponse| {
         r.stats.elapsed_us = 0;
         serde_json::to_value(r).expect("serialises")
     };
     assert_eq!(json(a), json(b));
-    let candidates = lazy.candidates(&pitfall_sdk::model::Prepared::new(manifest));
+    let candidates = lazy.candidates(&pitfall_contract::Prepared::new(manifest));
     assert!(candidates.iter().all(|r| r.is_linked()), "the check linked its candidates");
     assert!(lazy.rules().iter().any(|r| !r.is_linked()), "and only them");
     for rule in lazy.rules() {

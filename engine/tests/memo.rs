@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 #[path = "hostile/corpus.rs"]
 mod corpus;
 
+use pitfall_contract::report::{CheckResponse, EvidenceSource};
+use pitfall_contract::{Manifest, manifest_from_value, parse_manifest};
 use pitfall_engine::{Engine, Limits, Rule, RuleSet};
-use pitfall_sdk::model::report::{CheckResponse, EvidenceSource};
-use pitfall_sdk::model::{Manifest, manifest_from_value, parse_manifest};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("engine/ has a parent").to_path_buf()

@@ -1,7 +1,8 @@
 //! The raw calls of ABI v1 (`sdk/ABI.md`), wrapped in safe functions.
 //!
 //! On `wasm32` they are imports from the host module `pitfall`; natively
-//! they go to the [`crate::testing`] harness's session, so a rule's code is
+//! they go to the native test harness's session (the `testing` feature),
+//! so a rule's code is
 //! the same in both.
 
 #[cfg(target_arch = "wasm32")]
@@ -186,8 +187,59 @@ pub fn param_field(key: &str, path: &str) {
     unsafe { raw::param_field(key.as_ptr(), key.len(), path.as_ptr(), path.len()) }
 }
 
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "testing"))]
 pub use crate::testing::native::{
     evidence, field_kind, field_len, field_num, field_str, missing, param, param_field, remedy,
     text_contains, version_in,
 };
+
+#[cfg(all(not(target_arch = "wasm32"), not(feature = "testing")))]
+pub use no_host::{
+    evidence, field_kind, field_len, field_num, field_str, missing, param, param_field, remedy,
+    text_contains, version_in,
+};
+
+/// Natively without the `testing` feature there is no host to call: a
+/// rule compiles (so a workspace builds), and running it says why not.
+#[cfg(all(not(target_arch = "wasm32"), not(feature = "testing")))]
+#[allow(missing_docs)]
+mod no_host {
+    use alloc::string::String;
+
+    fn no_host() -> ! {
+        panic!("pitfall-sdk: a rule ran natively without its `testing` feature (the native host)")
+    }
+    pub fn field_kind(_: &str) -> i32 {
+        no_host()
+    }
+    pub fn field_len(_: &str) -> Option<usize> {
+        no_host()
+    }
+    pub fn field_num(_: &str) -> Option<f64> {
+        no_host()
+    }
+    pub fn field_str(_: &str) -> Option<String> {
+        no_host()
+    }
+    pub fn evidence(_: &str) {
+        no_host()
+    }
+    pub fn missing(_: &str) {
+        no_host()
+    }
+    pub fn param(_: &str, _: &str) {
+        no_host()
+    }
+    pub fn param_field(_: &str, _: &str) {
+        no_host()
+    }
+    pub fn version_in(_: &str, _: &str) -> i32 {
+        no_host()
+    }
+    pub fn text_contains(_: &str, _: &str) -> i32 {
+        no_host()
+    }
+    pub fn remedy(_: u32) {
+        no_host()
+    }
+}

@@ -12,9 +12,10 @@
 //! - [`export_rule!`]: exports a rule with its metadata and test cases.
 //!
 //! On `wasm32` the crate is `no_std` + `alloc` and provides the allocator
-//! and panic handler; natively it also carries the data contract
-//! ([`model`]) and the test harness ([`testing`]) so `cargo test` runs a
-//! rule's embedded cases. The ABI itself is specified in `sdk/ABI.md`.
+//! and panic handler; natively, with the `testing` feature (on by
+//! default), it carries the test harness (`testing`) so `cargo test` runs
+//! a rule's embedded cases through the host's own semantics. The ABI
+//! itself is specified in `sdk/ABI.md`.
 
 #![cfg_attr(target_arch = "wasm32", no_std)]
 #![warn(missing_docs)]
@@ -25,15 +26,16 @@ pub mod abi;
 mod macros;
 pub mod outcome;
 pub mod text;
-pub mod version;
 pub mod view;
+
+/// Versions: PEP 440, dotted, compute capability, semver, specifiers
+/// (the `pitfall-version` crate, which the host shares).
+pub use pitfall_version as version;
 
 #[cfg(target_arch = "wasm32")]
 mod wasm_rt;
 
-#[cfg(not(target_arch = "wasm32"))]
-pub mod model;
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(feature = "testing", not(target_arch = "wasm32")))]
 pub mod testing;
 
 pub use outcome::{IntoOutcome, Outcome};
@@ -42,6 +44,7 @@ pub use view::Manifest;
 /// Everything a rule usually needs.
 pub mod prelude {
     pub use crate::outcome::{IntoOutcome, Outcome};
+    pub use crate::text::CapabilityText;
     pub use crate::version::{
         ComputeCapability, Dotted, Version, dotted_ge, dotted_lt, pep440_ge, pep440_lt,
     };

@@ -53,6 +53,17 @@ macro_rules! export_rule {
             let _ = $evaluate;
         };
 
+        $crate::__native_cases_test!($evaluate);
+    };
+}
+
+/// The `#[test]` that runs a rule's embedded cases natively, when the
+/// SDK's `testing` feature (the native host) is on; nothing otherwise.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __native_cases_test {
+    ($evaluate:path) => {
         #[cfg(all(test, not(target_arch = "wasm32")))]
         #[test]
         fn embedded_cases_pass_natively() {
@@ -63,4 +74,12 @@ macro_rules! export_rule {
             );
         }
     };
+}
+
+/// Without the `testing` feature there is no native host: no test.
+#[cfg(not(feature = "testing"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __native_cases_test {
+    ($evaluate:path) => {};
 }

@@ -1,18 +1,18 @@
 //! The native test harness: runs a rule's embedded cases as plain Rust,
-//! through the same host-call semantics ([`crate::model::session`]) and the
-//! same case logic ([`crate::model::cases`]) as the registry's engine.
+//! through the same host-call semantics ([`pitfall_contract::session`]) and the
+//! same case logic ([`pitfall_contract::cases`]) as the registry's engine.
 //!
 //! `export_rule!` generates a `#[test]` that calls [`assert_cases_pass`], so
 //! `cargo test` on a rule crate runs its `tests.json`.
 
 use std::cell::RefCell;
 
-use crate::model::Prepared;
-use crate::model::cases::{CaseResult, Evaluation, failure_report, run_cases};
-use crate::model::meta::{RuleMeta, TestCase};
-use crate::model::report::{RawOutcome, render};
-use crate::model::selector::Selector;
-use crate::model::session::Session;
+use pitfall_contract::Prepared;
+use pitfall_contract::cases::{CaseResult, Evaluation, failure_report, run_cases};
+use pitfall_contract::meta::{RuleMeta, TestCase};
+use pitfall_contract::report::{RawOutcome, render};
+use pitfall_contract::selector::Selector;
+use pitfall_contract::session::Session;
 
 /// The output budget natively: the engine's default, so a rule that is too
 /// chatty fails its tests before it fails in the registry.
@@ -27,7 +27,7 @@ thread_local! {
 /// The ABI calls, natively (what `crate::abi` uses off wasm).
 pub mod native {
     use super::{OUTPUT_ERROR, SESSION};
-    use crate::model::session::Session;
+    use pitfall_contract::session::Session;
 
     fn with<R>(f: impl FnOnce(&mut Session) -> R) -> R {
         SESSION.with(|s| {
@@ -124,18 +124,6 @@ pub fn evaluate_native(
     }
 }
 
-/// Parses a rule's embedded metadata and cases.
-pub fn parse_embedded(
-    meta_json: &[u8],
-    tests_json: &[u8],
-) -> Result<(RuleMeta, Vec<TestCase>), String> {
-    let meta: RuleMeta =
-        serde_json::from_slice(meta_json).map_err(|e| format!("rule.json: {e}"))?;
-    let cases: Vec<TestCase> =
-        serde_json::from_slice(tests_json).map_err(|e| format!("tests.json: {e}"))?;
-    Ok((meta, cases))
-}
-
 /// Runs the embedded cases natively and returns each result. Selectors
 /// that do not parse count as holding (the metadata lint reports them).
 pub fn run_native(
@@ -151,7 +139,8 @@ pub fn run_native(
 /// Runs the embedded cases natively and panics with a readable report if
 /// any fails (this is the `#[test]` that `export_rule!` generates).
 pub fn assert_cases_pass(meta_json: &[u8], tests_json: &[u8], evaluate: &dyn Fn() -> i32) {
-    let (meta, cases) = parse_embedded(meta_json, tests_json).unwrap_or_else(|e| panic!("{e}"));
+    let (meta, cases) = pitfall_contract::meta::parse_embedded(meta_json, tests_json)
+        .unwrap_or_else(|e| panic!("{e}"));
     // The same lint the engine applies at load: a rule that passes here
     // is not refused there for its metadata.
     let problems = meta.problems();

@@ -6,7 +6,7 @@
 //! The findings are copied in as the text each keeps (`LazyFinding`): one
 //! the memo replayed was written once, when its rule's trace was recorded.
 
-use pitfall_sdk::model::report::{CheckResponse, CheckStats, Evidence, RuleError, Undetermined};
+use pitfall_contract::report::{CheckResponse, CheckStats, Evidence, RuleError, Undetermined};
 use serde::Serialize;
 
 /// An answer as JSON text, all but its `stats`.
@@ -92,11 +92,11 @@ impl SerializedAnswer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pitfall_sdk::model::meta::Severity;
-    use pitfall_sdk::model::report::{EvidenceSource, LazyFinding};
+    use pitfall_contract::meta::Severity;
+    use pitfall_contract::report::{EvidenceSource, LazyFinding};
 
     fn answer() -> CheckResponse {
-        let finding: pitfall_sdk::model::report::Finding =
+        let finding: pitfall_contract::report::Finding =
             serde_json::from_value(serde_json::json!({
                 "rule_id": "demo-rule", "rule_version": "1.0.0", "severity": "error",
                 "title": "t", "message": "m", "error_signatures": ["E \"quoted\""],

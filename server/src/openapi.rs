@@ -8,8 +8,8 @@ use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value, json};
 
 use crate::api::types::*;
-use pitfall_sdk::model::Manifest;
-use pitfall_sdk::model::report::CheckResponse;
+use pitfall_contract::Manifest;
+use pitfall_contract::report::CheckResponse;
 
 /// Who may call an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

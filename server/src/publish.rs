@@ -10,9 +10,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use pitfall_contract::cases::CaseResult;
+use pitfall_contract::lint;
 use pitfall_engine::{Engine, LoadError, Rule};
-use pitfall_sdk::model::cases::CaseResult;
-use pitfall_sdk::model::lint;
 use serde::Serialize;
 
 /// A module refused by the pipeline.

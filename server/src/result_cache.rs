@@ -122,7 +122,7 @@ pub fn text_digest(text: &[u8]) -> ManifestDigest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pitfall_sdk::model::report::{CheckResponse, CheckStats};
+    use pitfall_contract::report::{CheckResponse, CheckStats};
 
     fn answer(revision: &str, findings: usize) -> Arc<SerializedAnswer> {
         let finding = serde_json::json!({

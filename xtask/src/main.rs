@@ -9,7 +9,7 @@
 //!   under `target/schemathesis`, for the server's API conformance test).
 //! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
 //! - `test`: `setup`, then every test of the workspace.
-//! - `schema`: regenerate `sdk/schema/manifest-v1.schema.json`.
+//! - `schema`: regenerate `contract/schema/manifest-v1.schema.json`.
 //! - `soak [--seconds N]`: the server's soak test (`server/tests/it/soak.rs`)
 //!   for N seconds (default 600), at low CPU priority; prints its numbers.
 //! - `fuzz TARGET [--seconds N] [--update-corpus]`: run a cargo-fuzz target
@@ -224,7 +224,7 @@ fn schema(root: &Path) -> anyhow::Result<()> {
     let status = cargo()
         .current_dir(root)
         .env("PITFALL_BLESS", "1")
-        .args(["test", "-p", "pitfall-sdk", "--test", "schema"])
+        .args(["test", "-p", "pitfall-contract", "--test", "schema"])
         .status()
         .context("running the schema test")?;
     if !status.success() {

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use pitfall_contract::lint;
 use pitfall_engine::Limits;
-use pitfall_sdk::model::lint;
 
 use super::lint::print_issues;
 use super::source::{Source, wat_to_wasm};

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use pitfall_sdk::model::lint::{self, LintIssue};
+use pitfall_contract::lint::{self, LintIssue};
 
 use super::source::Source;
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use pitfall_sdk::model::lint::id_is_valid;
+use pitfall_contract::lint::id_is_valid;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct NewArgs {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use pitfall_sdk::model::meta::{RuleMeta, TestCase};
+use pitfall_contract::meta::{RuleMeta, TestCase};
 
 /// A rule, by the kind of its source.
 #[derive(Debug, Clone, PartialEq, Eq)]

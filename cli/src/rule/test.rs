@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 
 use anyhow::Context;
-use pitfall_sdk::model::cases::failure_report;
+use pitfall_contract::cases::failure_report;
 
 use super::build::build_module;
 use super::source::Source;

@@ -8,8 +8,8 @@
 //! anything else in the paste are never copied.
 
 use anyhow::bail;
-use pitfall_sdk::model::manifest::{Os, Package};
-use pitfall_sdk::model::normalize::canonical_arch;
+use pitfall_contract::manifest::{Os, Package};
+use pitfall_contract::normalize::canonical_arch;
 
 use super::os_release;
 use super::pip::pypi;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use pitfall_sdk::model::manifest::Workload;
+use pitfall_contract::manifest::Workload;
 
 use super::{OnBadSource, build, from_collect_env, from_dir, live, summary, vllm_args};
 

@@ -1,9 +1,9 @@
 //! What the nvidia-smi parsers agree on: a list of GPUs in nvidia-smi's
 //! index order, and how that list becomes manifest accelerators.
 
-use pitfall_sdk::model::hardware;
-use pitfall_sdk::model::manifest::Accelerator;
-use pitfall_sdk::model::normalize::canonical_compute_capability;
+use pitfall_contract::manifest::Accelerator;
+use pitfall_contract::normalize::canonical_compute_capability;
+use pitfall_facts::hardware;
 
 use super::topo::Topology;
 

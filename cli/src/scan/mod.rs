@@ -11,8 +11,8 @@
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use pitfall_sdk::model::Manifest;
-use pitfall_sdk::model::manifest::{
+use pitfall_contract::Manifest;
+use pitfall_contract::manifest::{
     Build, Container, Drivers, Host, MANIFEST_VERSION, Package, Workload,
 };
 

@@ -1,6 +1,6 @@
 //! `/etc/os-release`: the distribution id and version.
 
-use pitfall_sdk::model::manifest::Os;
+use pitfall_contract::manifest::Os;
 
 /// `ID=` and `VERSION_ID=`, unquoted; `None` when neither is there. Other
 /// lines (the fixtures' `os.txt` also holds `uname -a` and `nvcc --version`)

@@ -2,7 +2,7 @@
 //! `importlib.metadata`): the Python environment's packages.
 
 use anyhow::Context;
-use pitfall_sdk::model::manifest::Package;
+use pitfall_contract::manifest::Package;
 use serde::Deserialize;
 
 /// One entry of pip's JSON list. `editable_project_location` (a path, maybe

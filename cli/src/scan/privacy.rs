@@ -5,7 +5,7 @@
 //! second line: it walks the finished manifest and redacts anything that
 //! still looks like an identifier, whatever field it came through.
 
-use pitfall_sdk::model::Manifest;
+use pitfall_contract::Manifest;
 use serde_json::Value;
 
 /// What replaces a redacted identifier.

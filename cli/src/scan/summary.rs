@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use pitfall_sdk::model::Manifest;
+use pitfall_contract::Manifest;
 
 /// A few lines: host, GPUs, drivers, container, key packages, env, workload,
 /// then the scan's notes.

@@ -1,7 +1,7 @@
 //! `uname -a`: the kernel release and the machine architecture. The second
 //! word is the host name: it is read only so that it can be kept out.
 
-use pitfall_sdk::model::normalize::canonical_arch;
+use pitfall_contract::normalize::canonical_arch;
 
 /// What `uname -a` tells (the host name only to scrub it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! workload, and the environment variables set in front of it.
 
 use anyhow::{Context, bail};
-use pitfall_sdk::model::manifest::Workload;
+use pitfall_contract::manifest::Workload;
 
 /// What a vLLM command line says.
 #[derive(Debug, Clone, Default, PartialEq)]

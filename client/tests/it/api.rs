@@ -4,11 +4,11 @@
 use pitfall_api::types::{BatchItem, SearchQuery};
 use pitfall_api::{Bundle, PublicKey};
 use pitfall_client::{BundleFetch, Client, Progress};
-use pitfall_sdk::model::parse_manifest;
+use pitfall_contract::parse_manifest;
 
 use crate::server::{Live, PUBLISHED_CRATE, PUBLISHED_ID, SEEDED, bundled, fixture};
 
-fn ids(answer: &pitfall_sdk::model::report::CheckResponse) -> Vec<&str> {
+fn ids(answer: &pitfall_contract::report::CheckResponse) -> Vec<&str> {
     answer.findings.iter().map(|f| f.rule_id.as_str()).collect()
 }
 

@@ -8,8 +8,8 @@ use axum::body::Body;
 use axum::extract::{Extension, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use pitfall_sdk::model::manifest::MANIFEST_VERSION;
-use pitfall_sdk::model::{Manifest, manifest_from_slice, manifest_from_value};
+use pitfall_contract::manifest::MANIFEST_VERSION;
+use pitfall_contract::{Manifest, manifest_from_slice, manifest_from_value};
 use serde_json::Value;
 
 use crate::answer::SerializedAnswer;

@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG};
 use axum::response::IntoResponse;
-use pitfall_sdk::model::meta::Severity;
+use pitfall_contract::meta::Severity;
 
 use crate::api::types::{RuleDetail, RuleSummary, SearchQuery, SearchResponse, VersionDetail};
 use crate::app::{AppState, read_body};
@@ -91,7 +91,7 @@ fn to_store_query(query: &SearchQuery) -> Result<RuleQuery, AppError> {
 /// A GPU model of the hardware table stands for its vendor, which is what
 /// selectors name (`accelerator:nvidia`); anything else is taken as a vendor.
 fn accelerator_vendor(text: &str) -> String {
-    pitfall_sdk::model::hardware::lookup(text)
+    pitfall_facts::hardware::lookup(text)
         .map_or_else(|| text.to_ascii_lowercase(), |gpu| gpu.vendor.clone())
 }
 

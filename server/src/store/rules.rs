@@ -10,8 +10,8 @@
 
 use std::collections::HashMap;
 
-use pitfall_sdk::model::meta::Severity;
-use pitfall_sdk::model::selector::Selector;
+use pitfall_contract::meta::Severity;
+use pitfall_contract::selector::Selector;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::any::AnyRow;
@@ -435,7 +435,7 @@ fn severity_rank(s: Severity) -> i64 {
 }
 
 /// What free-text search matches against, lowercased.
-fn search_text(meta: &pitfall_sdk::model::meta::RuleMeta) -> String {
+fn search_text(meta: &pitfall_contract::meta::RuleMeta) -> String {
     let mut parts = vec![meta.id.as_str(), meta.title.as_str(), meta.summary.as_str()];
     parts.extend(meta.error_signatures.iter().map(String::as_str));
     parts.join("\n").to_lowercase()

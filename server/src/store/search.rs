@@ -1,8 +1,8 @@
 //! Searching rules: free text (e.g. a pasted error message) and filters on
 //! selectors, severity and state, one row per rule, paginated.
 
-use pitfall_sdk::model::meta::RuleMeta;
-use pitfall_sdk::model::selector::Selector;
+use pitfall_contract::meta::RuleMeta;
+use pitfall_contract::selector::Selector;
 use sqlx::Row;
 use sqlx::any::AnyArguments;
 use sqlx::query::Query;

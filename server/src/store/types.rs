@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use pitfall_sdk::model::meta::{RuleMeta, Severity, TestCase};
+use pitfall_contract::meta::{RuleMeta, Severity, TestCase};
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;

@@ -10,8 +10,8 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Query, State};
 use axum::response::Response;
 use minijinja::{Value, context};
-use pitfall_sdk::model::hardware;
-use pitfall_sdk::model::report::CheckResponse;
+use pitfall_contract::report::CheckResponse;
+use pitfall_facts::hardware;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 

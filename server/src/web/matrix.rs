@@ -12,11 +12,11 @@ use axum::extract::{Extension, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use minijinja::{Value, context};
+use pitfall_contract::actions::Action;
+use pitfall_contract::manifest_from_value;
 use pitfall_engine::Rule;
-use pitfall_sdk::model::actions::Action;
-use pitfall_sdk::model::hardware;
-use pitfall_sdk::model::manifest_from_value;
-use pitfall_sdk::version::Version;
+use pitfall_facts::hardware;
+use pitfall_version::Version;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -45,9 +45,9 @@ fn packages(rules: &[std::sync::Arc<Rule>]) -> Vec<String> {
     let set: BTreeSet<String> = rules
         .iter()
         .flat_map(|r| r.meta().applies_to.iter())
-        .filter_map(|s| match pitfall_sdk::model::selector::Selector::parse(s) {
+        .filter_map(|s| match pitfall_contract::selector::Selector::parse(s) {
             // A ranged selector (`package:vllm<0.27.2rc0`) is about its package.
-            Ok(pitfall_sdk::model::selector::Selector::Package { name, .. }) => Some(name),
+            Ok(pitfall_contract::selector::Selector::Package { name, .. }) => Some(name),
             _ => None,
         })
         .collect();

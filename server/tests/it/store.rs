@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
+use pitfall_contract::meta::Severity;
 use pitfall_engine::Limits;
-use pitfall_sdk::model::meta::Severity;
 use pitfall_server::store::{
     Actor, NewVersion, Principal, Role, RuleQuery, Store, StoreError, VersionState, audit,
 };
@@ -411,8 +411,8 @@ on_both_backends! {
         // A ranged selector (`package:vllm<0.27.2rc0`) is found under its package.
         let about_vllm = |v: &NewVersion| {
             v.meta.applies_to.iter().any(|s| {
-                matches!(pitfall_sdk::model::selector::Selector::parse(s),
-                    Ok(pitfall_sdk::model::selector::Selector::Package { name, .. }) if name == "vllm")
+                matches!(pitfall_contract::selector::Selector::parse(s),
+                    Ok(pitfall_contract::selector::Selector::Package { name, .. }) if name == "vllm")
             })
         };
         let vllm = set(ids(&store, RuleQuery { package: Some("vLLM".into()), ..q.clone() }).await);
@@ -640,7 +640,7 @@ on_both_backends! {
     /// (migration 0002; the first schema's CHECK refused them).
     #[tokio::test]
     async fn capability_selectors_are_stored_with_the_others(db) {
-        use pitfall_sdk::model::selector::Selector;
+        use pitfall_contract::selector::Selector;
         use sqlx::Row;
         let store = connect(db).await;
         store.seed(bundled().to_vec()).await.expect("seed");

@@ -7,7 +7,7 @@ use std::path::Path;
 #[test]
 fn checked_in_manifest_schema_is_current() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/manifest-v1.schema.json");
-    let generated = serde_json::to_string_pretty(&pitfall_sdk::model::manifest_schema())
+    let generated = serde_json::to_string_pretty(&pitfall_contract::manifest_schema())
         .expect("serialises")
         + "\n";
     if std::env::var_os("PITFALL_BLESS").is_some() {
@@ -23,7 +23,7 @@ fn checked_in_manifest_schema_is_current() {
 
 #[test]
 fn schema_names_every_contract_field() {
-    let schema = pitfall_sdk::model::manifest_schema();
+    let schema = pitfall_contract::manifest_schema();
     let text = schema.to_string();
     for field in [
         "manifest_version",
@@ -65,7 +65,7 @@ fn shared_fixture_manifests_parse() {
     for entry in std::fs::read_dir(&dir).expect("fixtures beside the repo").flatten() {
         if entry.path().extension().is_some_and(|e| e == "json") {
             let bytes = std::fs::read(entry.path()).expect("readable");
-            pitfall_sdk::model::parse_manifest(&bytes)
+            pitfall_contract::parse_manifest(&bytes)
                 .unwrap_or_else(|e| panic!("{}: {e}", entry.path().display()));
             n += 1;
         }

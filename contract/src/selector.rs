@@ -20,7 +20,7 @@ use foldhash::fast::RandomState;
 use super::Manifest;
 use super::manifest::Package;
 use super::normalize::{package_key, package_key_cow};
-use crate::version::{Specifier, Version};
+use pitfall_version::{Specifier, Version};
 
 /// One selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -336,8 +336,8 @@ impl fmt::Display for Selector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::manifest_from_value;
-    use crate::model::normalize::normalize;
+    use crate::manifest_from_value;
+    use crate::normalize::normalize;
 
     /// The manifest as a check sees it: normalised (`Prepared::new`'s step).
     fn prepared(json: serde_json::Value) -> Manifest {

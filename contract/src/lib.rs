@@ -1,4 +1,6 @@
-//! The data contract, natively: manifest v1 and its normalisation, the
+//! # pitfall-contract
+//!
+//! The host's data contract: manifest v1 and its normalisation, the
 //! flattened field view, rule metadata and test cases, remedy actions,
 //! findings. The engine, the server and the CLI all use these types, and the
 //! native test harness uses them so that `cargo test` on a rule sees exactly
@@ -7,7 +9,6 @@
 pub mod actions;
 pub mod cases;
 pub mod fields;
-pub mod hardware;
 pub mod lint;
 pub mod manifest;
 pub mod meta;

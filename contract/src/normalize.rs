@@ -4,7 +4,7 @@
 //! and `T4`, `sm_75` and `7.5`, `bf16` and `bfloat16`). Rules should compare
 //! against one spelling, so [`normalize`] rewrites those fields to the
 //! canonical one (DESIGN.md, "The manifest (v1)") and fills accelerator facts a
-//! client left out from the hardware table ([`super::hardware`]). It reports
+//! client left out from the hardware table ([`pitfall_facts::hardware`]). It reports
 //! which values it filled, because a finding must say when a value came from
 //! enrichment rather than from the client.
 //!
@@ -15,9 +15,9 @@
 
 use std::collections::BTreeSet;
 
-use super::hardware::{self, GpuSpec};
 use super::manifest::{Accelerator, Build, Host, Manifest, Package, Workload};
-use crate::view::trim;
+use pitfall_facts::hardware::{self, GpuSpec};
+use pitfall_version::name::trim;
 
 /// Which manifest values came from the hardware table rather than the client.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,7 +72,7 @@ pub fn normalize(manifest: &mut Manifest) -> Enrichment {
 
 /// PEP 503 package-name normalisation (one implementation, shared with
 /// the rule-side view so host and rules key packages alike).
-pub use crate::view::{package_key, package_key_cow};
+pub use pitfall_version::name::{package_key, package_key_cow};
 
 /// A compute capability in the `major.minor` spelling, from the spellings
 /// tools print: `7.5`, `8` (major only), `75` (nvcc/vLLM style: last digit is

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use pitfall_sdk::model::{Manifest, manifest_from_slice, manifest_from_value, parse_manifest};
+use pitfall_contract::{Manifest, manifest_from_slice, manifest_from_value, parse_manifest};
 
 fn through_value(text: &[u8]) -> Result<Manifest, String> {
     let value: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;

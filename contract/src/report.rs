@@ -399,11 +399,11 @@ mod tests {
 
     #[test]
     fn a_bound_parameter_renders_the_fields_text_and_the_last_setting_wins() {
-        let m = crate::model::parse_manifest(
+        let m = crate::parse_manifest(
             br#"{"manifest_version":1,"packages":[{"name":"vllm","version":"0.27.1"}]}"#,
         )
         .expect("parses");
-        let fields = crate::model::Prepared::new(m).fields;
+        let fields = crate::Prepared::new(m).fields;
         let params = vec![
             ("v".to_owned(), ParamValue::Text("typed".to_owned())),
             ("v".to_owned(), ParamValue::Field("packages.vllm.version".to_owned())),
@@ -456,7 +456,7 @@ mod tests {
 
     #[test]
     fn evidence_holds_exactly_where_evidence_for_gives_it_again() {
-        use crate::model::{Prepared, parse_manifest};
+        use crate::{Prepared, parse_manifest};
         let prepared = |text: &str| Prepared::new(parse_manifest(text.as_bytes()).expect("valid"));
         let a = prepared(
             r#"{"manifest_version":1,"accelerators":[{"vendor":"nvidia","model":"NVIDIA T4G","memory_mib":15360}],

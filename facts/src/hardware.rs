@@ -2,7 +2,7 @@
 //! naming only `"T4G"` can be enriched with its compute capability, memory,
 //! bandwidth and shared memory (DESIGN.md, "The manifest (v1)").
 //!
-//! The table is data (`sdk/data/hardware.json`), embedded at build time and
+//! The table is data (`facts/data/hardware.json`), embedded at build time and
 //! parsed once. Its numbers come from KNOWLEDGE.md part C plus a few vendor
 //! datasheets; every entry names its `source`.
 
@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 /// The table as shipped; a parse failure is a build bug (a unit test parses it).
-const TABLE_JSON: &str = include_str!("../../data/hardware.json");
+const TABLE_JSON: &str = include_str!("../data/hardware.json");
 
 /// Words tools put before a model name that say nothing about the model:
 /// `NVIDIA GeForce RTX 4090` and `RTX 4090` are the same card.
@@ -77,7 +77,7 @@ fn loaded() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
         let file: TableFile = serde_json::from_str(TABLE_JSON).expect(
-            "sdk/data/hardware.json is embedded at build time and must parse (see its unit test)",
+            "facts/data/hardware.json is embedded at build time and must parse (see its unit test)",
         );
         build(file.gpus)
     })

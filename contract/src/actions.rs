@@ -13,7 +13,7 @@ use super::manifest::{
     Accelerator, Build, Container, Drivers, HealthCheck, Manifest, Package, Workload,
 };
 use super::normalize::package_key;
-use crate::version::{Dotted, Version};
+use pitfall_version::{Dotted, Version};
 
 /// One concrete change to a deployment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

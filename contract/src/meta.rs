@@ -179,3 +179,15 @@ impl RuleMeta {
         super::lint::lint_meta(self).into_iter().map(|i| i.message).collect()
     }
 }
+
+/// Parses a rule's embedded metadata and cases.
+pub fn parse_embedded(
+    meta_json: &[u8],
+    tests_json: &[u8],
+) -> Result<(RuleMeta, Vec<TestCase>), String> {
+    let meta: RuleMeta =
+        serde_json::from_slice(meta_json).map_err(|e| format!("rule.json: {e}"))?;
+    let cases: Vec<TestCase> =
+        serde_json::from_slice(tests_json).map_err(|e| format!("tests.json: {e}"))?;
+    Ok((meta, cases))
+}

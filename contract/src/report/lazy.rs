@@ -16,7 +16,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::Finding;
-use crate::model::meta::Severity;
+use crate::meta::Severity;
 
 /// A [`Finding`] that reads as one, kept as the finding, its JSON text, or
 /// both. What a check sorts by (severity, rule id) is kept apart for one

@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use pitfall_sdk::model::lint::lint;
-use pitfall_sdk::model::meta::{RuleMeta, TestCase};
+use pitfall_contract::lint::lint;
+use pitfall_contract::meta::{RuleMeta, TestCase};
 use serde_json::Value;
 
 fn read(path: &Path) -> Value {
@@ -18,7 +18,7 @@ fn read(path: &Path) -> Value {
 #[test]
 fn each_lint_case_reports_exactly_its_issues() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let example = root.join("examples/c-vllm-cc-floor");
+    let example = root.join("../sdk/examples/c-vllm-cc-floor");
     let base_meta = read(&example.join("rule.json"));
     let base_tests = read(&example.join("tests.json"));
     let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("tests/lint"))
