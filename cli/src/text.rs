@@ -26,9 +26,20 @@ pub(crate) fn render(name: &str, answer: &CheckResponse) -> String {
         }
     }
     if !answer.enriched.is_empty() {
-        let items: Vec<String> =
-            answer.enriched.iter().map(|e| format!("{} = {}", e.path, e.value)).collect();
-        let _ = writeln!(out, "\nAssumed from the hardware table: {}", items.join("; "));
+        let _ = writeln!(out, "\nAssumed from the tables (not in the manifest):");
+        for e in &answer.enriched {
+            let _ = writeln!(
+                out,
+                "  {} = {}  ({} table, for {}: {})",
+                e.evidence.path, e.evidence.value, e.table, e.key, e.reference
+            );
+        }
+    }
+    if !answer.unresolved.is_empty() {
+        let _ = writeln!(out, "\nNot resolved (nothing was assumed from these):");
+        for u in &answer.unresolved {
+            let _ = writeln!(out, "  {} = {:?}: {} ({} table)", u.path, u.value, u.reason, u.table);
+        }
     }
     if !answer.undetermined.is_empty() {
         let _ = writeln!(out, "\nCould not decide (add these fields to the manifest):");

@@ -103,14 +103,26 @@ fn fixture_manifests_match_their_golden_findings() {
     assert!(mismatches.is_empty(), "findings changed (PITFALL_BLESS=1 to accept):\n{mismatches}");
 }
 
+/// The field reports' three errors: no sm_75 kernels in the arm64 image,
+/// bf16 below 8.0, and Gemma 4 failing on vLLM 0.27.1 (its official image
+/// ships transformers 5.15.0, which vLLM before 0.28.0 cannot read Gemma
+/// 4's per-layer head sizes with). The release table adds what the
+/// fixture's stack implies besides: PyPI's torch 2.12.0 is a CUDA 13.0
+/// build without sm_75 on aarch64, which driver 570 cannot run, and
+/// vLLM 0.27.1's wheel requires torch==2.13.0.
 #[test]
 fn g5g_field_report_setup_fails_with_the_three_known_errors() {
     let (code, answer) = check_json(&fixture("g5g-gemma4-vllm0271.json"));
     assert_eq!(code, 1);
     let errors = ids(&answer, "error");
-    for id in
-        ["aarch64-official-image-needs-sm80", "vllm-bf16-needs-sm80", "vllm-heterogeneous-head-dim"]
-    {
+    for id in [
+        "aarch64-official-image-needs-sm80",
+        "vllm-bf16-needs-sm80",
+        "gemma4-transformers-5-15-breaks-vllm",
+        "cuda-driver-too-old",
+        "torch-wheel-arch-list-lacks-gpu",
+        "vllm-torch-abi-mismatch",
+    ] {
         assert!(errors.contains(&id.to_owned()), "missing {id} in {errors:?}");
     }
     for f in
@@ -134,11 +146,28 @@ fn g5g_field_report_setup_fails_with_the_three_known_errors() {
     }
 }
 
+/// The shared H100 fixture with the torch its vLLM requires: vLLM
+/// 0.27.2's wheel pins torch==2.13.0 (PyPI metadata), and the fixture
+/// lists 2.12.0+cu129, which pip installs beside it only with --no-deps.
+fn healthy_h100() -> String {
+    let text =
+        std::fs::read_to_string(fixtures().join("h100x8-llama70b-healthy.json")).expect("fixture");
+    assert!(text.contains("2.12.0+cu129"), "the fixture's torch changed: revisit this test");
+    let dir = std::env::temp_dir().join(format!("pitfall-h100-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("h100x8-torch-2.13.json");
+    std::fs::write(&path, text.replace("2.12.0+cu129", "2.13.0+cu129")).expect("written");
+    path.display().to_string()
+}
+
 #[test]
 fn healthy_h100_stack_exits_zero() {
-    let (code, answer) = check_json(&fixture("h100x8-llama70b-healthy.json"));
+    let (code, answer) = check_json(&healthy_h100());
     assert_eq!(code, 0, "{answer}");
     assert!(ids(&answer, "error").is_empty());
+    // As the fixture stands, the one error is the torch its vLLM cannot import with.
+    let (code, answer) = check_json(&fixture("h100x8-llama70b-healthy.json"));
+    assert_eq!((code, ids(&answer, "error")), (1, vec!["vllm-torch-abi-mismatch".to_owned()]));
 }
 
 #[test]
@@ -248,9 +277,7 @@ fn manifest_from_standard_input() {
         .stdin
         .take()
         .expect("stdin")
-        .write_all(
-            &std::fs::read(fixtures().join("h100x8-llama70b-healthy.json")).expect("fixture"),
-        )
+        .write_all(&std::fs::read(healthy_h100()).expect("manifest"))
         .expect("written");
     let out = child.wait_with_output().expect("finishes");
     assert_eq!(out.status.code(), Some(0));
@@ -336,7 +363,7 @@ fn scan_of_the_h200_capture_reads_the_facts_the_tools_printed() {
     assert_eq!(gpus.len(), 1);
     let gpu = &gpus[0];
     assert_eq!(gpu["vendor"], "nvidia");
-    assert_eq!(gpu["model"], "H200");
+    assert_eq!(gpu["model"], "H200 SXM", "its memory names the variant");
     assert_eq!(gpu["count"], 1);
     assert_eq!(gpu["compute_capability"], "9.0");
     assert_eq!(gpu["memory_mib"], 143_771);
@@ -396,7 +423,7 @@ fn scan_falls_back_to_the_csv_query_without_the_xml() {
     }
     let m = scan_dir(dir.path());
     let gpu = &m["accelerators"][0];
-    assert_eq!((gpu["model"].as_str(), gpu["count"].as_u64()), (Some("H200"), Some(2)));
+    assert_eq!((gpu["model"].as_str(), gpu["count"].as_u64()), (Some("H200 SXM"), Some(2)));
     assert_eq!(gpu["compute_capability"], "9.0");
     assert_eq!(gpu["memory_mib"], 143_771);
     assert_eq!(gpu["interconnect"], "nvlink");
@@ -409,6 +436,7 @@ fn scan_of_a_collect_env_paste() {
     let file = machines().join("h200-x86_64/collect_env.txt");
     let m = scan_json(&["--from-collect-env", &file.display().to_string()]);
     pitfall_contract::manifest_from_value(m.clone()).expect("valid manifest");
+    // collect_env gives no memory size: which H200 is not known.
     assert_eq!(m["accelerators"][0]["model"], "H200");
     assert_eq!(m["accelerators"][0]["count"], 1);
     assert_eq!(m["drivers"]["nvidia"], "580.159.04");
@@ -599,7 +627,7 @@ fn scan_writes_to_a_file_and_summarises_as_text() {
     assert!(code == 0 || code == 1);
     let text = String::from_utf8(pitfall(&["scan", "--from-dir", &d]).stdout).expect("utf-8");
     assert!(
-        text.contains("2 × nvidia H200 (compute capability 9.0, 143771 MiB, nvlink)"),
+        text.contains("2 × nvidia H200 SXM (compute capability 9.0, 143771 MiB, nvlink)"),
         "{text}"
     );
 }

@@ -10,27 +10,29 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::manifest::{
-    Accelerator, Build, Container, Drivers, HealthCheck, Manifest, Package, Workload,
+    Accelerator, Build, Container, Drivers, HealthCheck, Host, Manifest, Package, Workload,
 };
 use super::normalize::package_key;
-use pitfall_version::{Dotted, Version};
+use pitfall_version::{Dotted, Specifier, Version};
 
 /// One concrete change to a deployment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Action {
-    /// Upgrade a package to at least `to` (PEP 440).
+    /// Upgrade a package: `to` is the lowest version that fixes it
+    /// (`0.10.2`) or a PEP 440 specifier (`>=2.3,<3`). Never lowers.
     UpgradePackage {
         /// Package name.
         package: String,
-        /// The lowest version that fixes it.
+        /// A version, or a specifier the installed version must meet.
         to: String,
     },
-    /// Install exactly `version` of a package (also a downgrade).
+    /// Install a version of a package (also a downgrade): exactly
+    /// `version`, or one the PEP 440 specifier admits (`<2`).
     PinPackage {
         /// Package name.
         package: String,
-        /// The version to pin.
+        /// A version, or a specifier.
         version: String,
     },
     /// Uninstall a package.
@@ -70,7 +72,8 @@ pub enum Action {
         /// The lowest driver version that fixes it.
         to: String,
     },
-    /// Use another CUDA version (e.g. a wheel built for an older CUDA).
+    /// Run the stack on another CUDA (`drivers.cuda_runtime`), e.g. with
+    /// wheels built for an older one.
     ChangeCuda {
         /// The CUDA version.
         version: String,
@@ -107,6 +110,14 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         count: Option<u32>,
     },
+    /// Change a fact of the host (`cpu_flags`, `glibc`, `arch`): another
+    /// machine or OS release.
+    SetHost {
+        /// The `host` field.
+        field: String,
+        /// Its new value.
+        value: Value,
+    },
     /// Change how the deployment's health is probed.
     ChangeHealthCheck {
         /// The path to probe.
@@ -120,7 +131,13 @@ impl std::fmt::Display for Action {
     /// One line, for people and terminals: what to run or change.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Action::UpgradePackage { package, to } if is_specifier(to) => {
+                write!(f, "upgrade {package} to {to}")
+            }
             Action::UpgradePackage { package, to } => write!(f, "upgrade {package} to >= {to}"),
+            Action::PinPackage { package, version } if is_specifier(version) => {
+                write!(f, "install {package}{version}")
+            }
             Action::PinPackage { package, version } => write!(f, "install {package}=={version}"),
             Action::RemovePackage { package } => write!(f, "uninstall {package}"),
             Action::SetEnv { name, value } => write!(f, "set {name}={value}"),
@@ -145,6 +162,7 @@ impl std::fmt::Display for Action {
             Action::InstallTool { tool, version: Some(v) } => write!(f, "install {tool} {v}"),
             Action::InstallTool { tool, version: None } => write!(f, "install {tool}"),
             Action::SetWorkload { field, value } => write!(f, "set workload.{field} = {value}"),
+            Action::SetHost { field, value } => write!(f, "use a host with {field} = {value}"),
             Action::ChangeAccelerator { model, count: Some(n) } => {
                 write!(f, "switch to {n}x {model}")
             }
@@ -195,6 +213,81 @@ pub enum ApplyError {
         /// What is wrong.
         reason: String,
     },
+    /// `set_host` on a field it cannot set, or with the wrong type.
+    #[error("host field `{field}`: {reason}")]
+    BadHostValue {
+        /// The field.
+        field: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A version or specifier that does not parse.
+    #[error("`{value}` is neither a PEP 440 version nor a specifier: {reason}")]
+    BadVersion {
+        /// The value given.
+        value: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A specifier no known release of the package meets and that names
+    /// no version to take (`<2` for a package the release table lacks).
+    #[error(
+        "no version to install for {package}{spec}: the release table has no release it admits and it names none (write ==X or >=X)"
+    )]
+    NoVersion {
+        /// The package.
+        package: String,
+        /// The specifier.
+        spec: String,
+    },
+    /// A driver version that is not a dotted number.
+    #[error("`{0}` is not a driver version (a dotted number such as 570.124.06)")]
+    BadDriver(String),
+}
+
+/// Whether `text` is a specifier (starts with an operator) rather than a
+/// plain version.
+pub fn is_specifier(text: &str) -> bool {
+    text.trim_start().starts_with(['<', '>', '=', '!', '~'])
+}
+
+/// The version to install for `package` given `wanted` (a version or a
+/// specifier), `current` the version installed if any, and `lowest`
+/// (an upgrade takes the lowest admitted release, a pin the highest).
+/// `None`: the installed one already meets the specifier.
+fn choose_version(
+    package: &str,
+    wanted: &str,
+    current: Option<&str>,
+    lowest: bool,
+) -> Result<Option<String>, ApplyError> {
+    if !is_specifier(wanted) {
+        Version::parse(wanted).map_err(|e| ApplyError::BadVersion {
+            value: wanted.to_owned(),
+            reason: e.reason().to_owned(),
+        })?;
+        return Ok(Some(wanted.to_owned()));
+    }
+    let spec = Specifier::parse(wanted).map_err(|e| ApplyError::BadVersion {
+        value: wanted.to_owned(),
+        reason: e.reason().to_owned(),
+    })?;
+    if current.and_then(|c| Version::parse(c).ok()).is_some_and(|c| spec.contains(&c)) {
+        return Ok(None);
+    }
+    let mut known: Vec<Version> = pitfall_facts::releases::versions(package)
+        .filter_map(|v| Version::parse(v).ok())
+        .filter(|v| spec.contains(v) && !v.is_prerelease())
+        .collect();
+    known.sort();
+    let from_table = if lowest { known.first() } else { known.last() };
+    if let Some(v) = from_table {
+        return Ok(Some(v.as_str().to_owned()));
+    }
+    // The specifier's own bound, where it names a version it admits.
+    spec.admitted_bound().map(|v| Some(v.as_str().to_owned())).ok_or_else(|| {
+        ApplyError::NoVersion { package: package.to_owned(), spec: wanted.to_owned() }
+    })
 }
 
 /// Applies `actions` in order to `manifest`. The manifest should be the
@@ -208,16 +301,28 @@ pub fn apply(manifest: &mut Manifest, action: &Action) -> Result<(), ApplyError>
     match action {
         Action::UpgradePackage { package, to } => {
             let entry = package_entry(manifest, package);
-            let below = match (entry.version.as_deref().map(Version::parse), Version::parse(to)) {
-                (Some(Ok(current)), Ok(target)) => current < target,
-                _ => true,
+            let chosen = if is_specifier(to) {
+                choose_version(package, to, entry.version.as_deref(), true)?
+            } else {
+                let target = Version::parse(to).map_err(|e| ApplyError::BadVersion {
+                    value: to.clone(),
+                    reason: e.reason().to_owned(),
+                })?;
+                let below = match entry.version.as_deref().map(Version::parse) {
+                    Some(Ok(current)) => current < target,
+                    _ => true,
+                };
+                below.then(|| to.clone())
             };
-            if below {
-                entry.version = Some(to.clone());
+            if let Some(v) = chosen {
+                install(manifest, package, v);
             }
         }
         Action::PinPackage { package, version } => {
-            package_entry(manifest, package).version = Some(version.clone());
+            let current = package_entry(manifest, package).version.clone();
+            if let Some(v) = choose_version(package, version, current.as_deref(), false)? {
+                install(manifest, package, v);
+            }
         }
         Action::RemovePackage { package } => {
             let key = package_key(package);
@@ -236,9 +341,10 @@ pub fn apply(manifest: &mut Manifest, action: &Action) -> Result<(), ApplyError>
             manifest.container.get_or_insert_with(Container::default).image = Some(image.clone());
         }
         Action::UpgradeDriver { to } => {
+            let target = Dotted::parse(to).map_err(|_| ApplyError::BadDriver(to.clone()))?;
             let drivers = manifest.drivers.get_or_insert_with(Drivers::default);
-            let below = match (drivers.nvidia.as_deref().map(Dotted::parse), Dotted::parse(to)) {
-                (Some(Ok(current)), Ok(target)) => current < target,
+            let below = match drivers.nvidia.as_deref().map(Dotted::parse) {
+                Some(Ok(current)) => current < target,
                 _ => true,
             };
             if below {
@@ -246,7 +352,12 @@ pub fn apply(manifest: &mut Manifest, action: &Action) -> Result<(), ApplyError>
             }
         }
         Action::ChangeCuda { version } => {
-            manifest.drivers.get_or_insert_with(Drivers::default).cuda = Some(version.clone());
+            Dotted::parse(version).map_err(|_| ApplyError::BadVersion {
+                value: version.clone(),
+                reason: "a CUDA version is a dotted number such as 12.6".into(),
+            })?;
+            manifest.drivers.get_or_insert_with(Drivers::default).cuda_runtime =
+                Some(version.clone());
         }
         Action::BuildFromSource { package, torch_cuda_arch_list } => {
             let build = manifest.build.get_or_insert_with(Build::default);
@@ -265,6 +376,7 @@ pub fn apply(manifest: &mut Manifest, action: &Action) -> Result<(), ApplyError>
                 .insert(tool.clone(), Some(version.clone().unwrap_or_else(|| "installed".into())));
         }
         Action::SetWorkload { field, value } => set_workload(manifest, field, value)?,
+        Action::SetHost { field, value } => set_host(manifest, field, value)?,
         Action::ChangeAccelerator { model, count } => {
             let vendor = manifest.accelerators.first().and_then(|a| a.vendor.clone());
             let count = count.or_else(|| manifest.accelerators.first().and_then(|a| a.count));
@@ -286,6 +398,36 @@ pub fn apply(manifest: &mut Manifest, action: &Action) -> Result<(), ApplyError>
         }
     }
     Ok(())
+}
+
+/// Installs `version` of `package` as pip would: the entry's build facts
+/// (its CUDA, arch list, torch) described the old build and are dropped,
+/// and a listed torch moves to the release's exact pin, which pip
+/// installs with it (the release table's `torch`).
+fn install(manifest: &mut Manifest, package: &str, version: String) {
+    let pin = pitfall_facts::releases::release(package, &version).and_then(|r| r.torch.clone());
+    let entry = package_entry(manifest, package);
+    entry.version = Some(version);
+    entry.cuda = None;
+    entry.cuda_arch_list.clear();
+    entry.torch = None;
+    entry.cxx11_abi = None;
+    let key = package_key(package);
+    if let Some(pin) = pin
+        && key != "torch"
+        && let Some(torch) = manifest.packages.iter_mut().find(|p| package_key(&p.name) == "torch")
+    {
+        let same = torch
+            .version
+            .as_deref()
+            .and_then(|v| Version::parse(v).ok())
+            .is_some_and(|v| Version::parse(&pin).is_ok_and(|p| v.cmp_public(&p).is_eq()));
+        if !same {
+            torch.version = Some(pin);
+            torch.cuda = None;
+            torch.cuda_arch_list.clear();
+        }
+    }
 }
 
 fn package_entry<'m>(manifest: &'m mut Manifest, name: &str) -> &'m mut Package {
@@ -419,6 +561,27 @@ fn set_workload(manifest: &mut Manifest, field: &str, value: &Value) -> Result<(
     Ok(())
 }
 
+/// The `host` fields `set_host` may set.
+pub const HOST_FIELDS: &[&str] = &["arch", "cpu_flags", "glibc", "os"];
+
+fn set_host(manifest: &mut Manifest, field: &str, value: &Value) -> Result<(), ApplyError> {
+    if !HOST_FIELDS.contains(&field) {
+        return Err(ApplyError::BadHostValue {
+            field: field.to_owned(),
+            reason: format!("set_host sets only {}", HOST_FIELDS.join(", ")),
+        });
+    }
+    let host = manifest.host.get_or_insert_with(Host::default);
+    let mut obj = match serde_json::to_value(&*host) {
+        Ok(Value::Object(obj)) => obj,
+        _ => serde_json::Map::new(),
+    };
+    obj.insert(field.to_owned(), value.clone());
+    *host = serde_json::from_value(Value::Object(obj))
+        .map_err(|e| ApplyError::BadHostValue { field: field.to_owned(), reason: e.to_string() })?;
+    Ok(())
+}
+
 /// The `workload` fields of manifest v1.
 pub const WORKLOAD_FIELDS: &[&str] = &[
     "engine",
@@ -437,6 +600,24 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "quantization",
     "disable_custom_all_reduce",
     "kv_cache_dtype",
+    "active_parameters_b",
+    "num_hidden_layers",
+    "hidden_size",
+    "max_context",
+    "model_dtype",
+    "model_type",
+    "architecture",
+    "min_transformers",
+    "quantization_scheme",
+    "multimodal",
+    "mm_encoder_attention_backend",
+    "mode",
+    "attention_dropout",
+    "checkpoint_format",
+    "engine_build_capability",
+    "engine_hardware_compatibility",
+    "max_input_tokens",
+    "sliding_window",
 ];
 
 #[cfg(test)]

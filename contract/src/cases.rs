@@ -289,6 +289,21 @@ fn exclusions(selector: &Selector, manifest: &Value) -> Vec<(String, Value)> {
 }
 
 /// The manifest of a matched case with remedy `index` of its finding applied.
+/// The manifest a `fixed` case checks: its `from` case's manifest with the
+/// remedy applied that the rule's own finding there offers.
+pub fn fixed_manifest(
+    cases: &[TestCase],
+    case: &TestCase,
+    evaluate: &mut dyn FnMut(&Prepared) -> Evaluation,
+) -> Result<Value, String> {
+    let from = cases
+        .iter()
+        .find(|c| Some(&c.name) == case.from.as_ref())
+        .ok_or_else(|| format!("from = {:?} names no case", case.from))?;
+    let original = from.manifest.as_ref().ok_or("case `from` has no manifest")?;
+    repaired(original, case.remedy.unwrap_or(0), evaluate)
+}
+
 fn repaired(
     original: &Value,
     index: usize,

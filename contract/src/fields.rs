@@ -8,7 +8,7 @@
 //! are fields too (kind `array`/`object`), so a rule can ask for a length.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use foldhash::fast::RandomState;
@@ -146,8 +146,10 @@ pub struct FieldMap {
     packages_object: OnceLock<Value>,
     /// The enriched paths (for the source of a lazily found field).
     enriched: BTreeSet<String>,
-    /// Whether any of them lies below `packages.`.
-    enriched_packages: bool,
+    /// The enriched paths below `packages.`, without that prefix
+    /// (`vllm.torch`): a package read finds its source without building
+    /// the full path.
+    enriched_packages: HashSet<Box<str>>,
 }
 
 /// The prefix below which fields are found from their package, not the table.
@@ -164,7 +166,12 @@ impl FieldMap {
             packages: PackageTable::default(),
             packages_object: OnceLock::new(),
             enriched: enrichment.paths.clone(),
-            enriched_packages: enrichment.paths.iter().any(|p| p.starts_with(PACKAGES)),
+            enriched_packages: enrichment
+                .paths
+                .iter()
+                .filter_map(|p| p.strip_prefix(PACKAGES))
+                .map(Box::from)
+                .collect(),
             manifest,
         };
         // Packages are looked up by name, not position; the first of a name
@@ -284,6 +291,10 @@ impl FieldMap {
                 let len = 1
                     + usize::from(package.version.is_some())
                     + usize::from(package.ecosystem.is_some())
+                    + usize::from(package.cuda.is_some())
+                    + usize::from(!package.cuda_arch_list.is_empty())
+                    + usize::from(package.torch.is_some())
+                    + usize::from(package.cxx11_abi.is_some())
                     + package.extra.len();
                 Some(Field { kind: FieldKind::Object, text: None, number: None, len, source })
             }
@@ -300,12 +311,11 @@ impl FieldMap {
         }
     }
 
-    /// [`FieldMap::source`] for `packages.BELOW`: the manifest's, without a
-    /// lookup, unless an enriched path lies below `packages.` (none does
-    /// today; every replay of a rule that reads a version asks this).
+    /// [`FieldMap::source`] for `packages.BELOW`, found without building
+    /// the full path (every replay of a rule that reads a version asks this).
     fn package_source(&self, below: &str) -> Source {
-        if self.enriched_packages {
-            self.source(&format!("{PACKAGES}{below}"))
+        if !self.enriched_packages.is_empty() && self.enriched_packages.contains(below) {
+            Source::Enriched
         } else {
             Source::Manifest
         }
@@ -376,6 +386,7 @@ fn without_packages(manifest: &Manifest) -> Manifest {
         build,
         workload,
         health_check,
+        python,
         extra,
     } = manifest;
     Manifest {
@@ -389,6 +400,7 @@ fn without_packages(manifest: &Manifest) -> Manifest {
         build: build.clone(),
         workload: workload.clone(),
         health_check: health_check.clone(),
+        python: python.clone(),
         extra: extra.clone(),
     }
 }
@@ -509,8 +521,10 @@ mod tests {
                 "workload":{"head_dims":[256,512]},"env":{"A":"b"}}"#,
         )
         .expect("parses");
-        let enrichment =
-            Enrichment { paths: BTreeSet::from(["accelerators.0.memory_mib".to_owned()]) };
+        let enrichment = Enrichment {
+            paths: BTreeSet::from(["accelerators.0.memory_mib".to_owned()]),
+            ..Enrichment::default()
+        };
         let f = FieldMap::new(Arc::new(m), &enrichment);
         assert_eq!(f.get("host.arch").and_then(|x| x.text).as_deref(), Some("aarch64"));
         assert_eq!(f.get("accelerators").map(|x| (x.kind, x.len)), Some((FieldKind::Array, 1)));

@@ -8,6 +8,7 @@
 
 pub mod actions;
 pub mod cases;
+pub mod enrich;
 pub mod fields;
 pub mod lint;
 pub mod manifest;
@@ -17,6 +18,7 @@ mod package_table;
 pub mod report;
 pub mod selector;
 pub mod session;
+pub mod template;
 
 use std::sync::Arc;
 

@@ -6,7 +6,9 @@
 
 use std::fmt;
 
-use super::meta::{Expect, RuleMeta, Severity, TestCase};
+use super::actions::{Action, ApplyError, apply};
+use super::manifest::Manifest;
+use super::meta::{COMPONENTS, ErrorSignature, Expect, RuleMeta, Severity, TestCase};
 use super::selector::Selector;
 
 /// One problem the lint found.
@@ -106,11 +108,25 @@ pub fn lint_meta(meta: &RuleMeta) -> Vec<LintIssue> {
             "error_signatures: an error-severity rule names the error text users see".into(),
         ));
     }
-    if meta.error_signatures.iter().any(|s| s.trim().is_empty()) {
+    for (i, sig) in meta.error_signatures.iter().enumerate() {
+        lint_signature(i, sig, &mut out);
+    }
+    if let Some(component) = &meta.component
+        && !COMPONENTS.contains(&component.as_str())
+    {
         out.push(issue(
-            "signature-empty",
-            "error_signatures",
-            "error_signatures: an entry is empty".into(),
+            "component-unknown",
+            "component",
+            format!("component {component:?}: use one of {}", COMPONENTS.join(", ")),
+        ));
+    }
+    if let Some(checked) = &meta.checked
+        && !is_date(checked)
+    {
+        out.push(issue(
+            "checked-format",
+            "checked",
+            format!("checked {checked:?}: the date the boundaries were checked, as YYYY-MM-DD"),
         ));
     }
     if meta.remedies.is_empty() {
@@ -130,6 +146,9 @@ pub fn lint_meta(meta: &RuleMeta) -> Vec<LintIssue> {
                 format!("remedies[{i}].actions"),
                 format!("remedies[{i}].actions: at least one machine-applicable action"),
             ));
+        }
+        for (j, action) in r.actions.iter().enumerate() {
+            lint_action(&format!("remedies[{i}].actions[{j}]"), action, &mut out);
         }
     }
     if meta.references.is_empty() {
@@ -160,6 +179,91 @@ pub fn lint_meta(meta: &RuleMeta) -> Vec<LintIssue> {
     out
 }
 
+/// An action's values are ones it can apply: versions and specifiers
+/// parse, flags are flags of a tool the manifest expresses, fields exist
+/// in the manifest contract. Checked by applying it to an empty manifest;
+/// an action with a `{placeholder}` is filled in only when a finding is
+/// rendered, so it is checked then.
+fn lint_action(at: &str, action: &Action, out: &mut Vec<LintIssue>) {
+    let text = serde_json::to_string(action).unwrap_or_default();
+    if text.contains('{') && text.trim_start_matches('{').contains('{') {
+        return;
+    }
+    if let Err(e) = apply(&mut Manifest::default(), action) {
+        let field = match (action, &e) {
+            (_, ApplyError::UnknownFlag { .. }) => "flag",
+            (_, ApplyError::BadFlagValue { .. }) => "value",
+            (_, ApplyError::UnknownWorkloadField(_)) => "field",
+            (_, ApplyError::BadWorkloadValue { .. } | ApplyError::BadHostValue { .. }) => "value",
+            (Action::PinPackage { .. } | Action::ChangeCuda { .. }, _) => "version",
+            (Action::UpgradePackage { .. } | Action::UpgradeDriver { .. }, _) => "to",
+            _ => "kind",
+        };
+        out.push(issue("action-invalid", format!("{at}.{field}"), format!("{at}.{field}: {e}")));
+    }
+}
+
+/// A signature's template parses and reproduces its example; a template
+/// with holes needs an example (the text it was read from), so a
+/// template cannot drift from what users see.
+fn lint_signature(i: usize, sig: &ErrorSignature, out: &mut Vec<LintIssue>) {
+    let field = format!("error_signatures[{i}]");
+    if sig.template.trim().is_empty() {
+        out.push(issue("signature-empty", field, format!("error_signatures[{i}]: empty")));
+        return;
+    }
+    let template = match sig.parse() {
+        Ok(t) => t,
+        Err(e) => {
+            out.push(issue(
+                "signature-template",
+                field,
+                format!("error_signatures[{i}].template: {e}"),
+            ));
+            return;
+        }
+    };
+    match &sig.example {
+        None if template.has_holes() => out.push(issue(
+            "signature-example-missing",
+            format!("{field}.example"),
+            format!(
+                "error_signatures[{i}].example: a template with holes needs the verbatim text it was read from"
+            ),
+        )),
+        Some(example) if template.match_exact(example).is_none() => out.push(issue(
+            "signature-example-mismatch",
+            format!("{field}.example"),
+            format!(
+                "error_signatures[{i}]: the template does not reproduce its example (fill each hole with the example's own text): {:?}",
+                sig.template
+            ),
+        )),
+        _ => {}
+    }
+    if let Some(source) = &sig.source
+        && !url_is_well_formed(source)
+    {
+        out.push(issue(
+            "signature-source",
+            format!("{field}.source"),
+            format!("error_signatures[{i}].source {source:?}: use an https:// address"),
+        ));
+    }
+}
+
+/// `YYYY-MM-DD` with a plausible month and day.
+fn is_date(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    let number = |s: &str, len: usize| {
+        (s.len() == len && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u32>().ok())
+    };
+    matches!(
+        (parts.as_slice(), parts.get(1).and_then(|m| number(m, 2)), parts.get(2).and_then(|d| number(d, 2))),
+        ([y, _, _], Some(Some(1..=12)), Some(Some(1..=31))) if number(y, 4).is_some()
+    )
+}
+
 /// `https://` and a host: at least one character after the scheme that is
 /// not `/`, and no whitespace anywhere.
 fn url_is_well_formed(url: &str) -> bool {
@@ -179,6 +283,7 @@ pub fn lint_cases(cases: &[TestCase]) -> Vec<LintIssue> {
         (Expect::Matched, "matched", "the breakage detected"),
         (Expect::Clear, "clear", "a stack it does not apply to"),
         (Expect::Fixed, "fixed", "a remedy that clears a matched case"),
+        (Expect::Undetermined, "undetermined", "the fields it names when one is missing"),
     ] {
         if !cases.iter().any(|c| c.expect == kind) {
             out.push(issue(
@@ -235,6 +340,14 @@ pub fn summary(issues: &[LintIssue]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_are_year_month_day() {
+        assert!(is_date("2026-12-06"));
+        for bad in ["2026-13-01", "2026-12-32", "26-12-06", "2026/12/06", "2026-12-6", ""] {
+            assert!(!is_date(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn urls_need_https_and_a_host() {

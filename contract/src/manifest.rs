@@ -54,6 +54,10 @@ pub struct Manifest {
     /// How the deployment is probed for health.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheck>,
+    /// The Python interpreter the stack runs on (its version is
+    /// `packages.python.version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<Python>,
     /// Unknown fields, kept.
     #[serde(flatten)]
     pub extra: Extra,
@@ -80,6 +84,22 @@ pub struct Host {
     /// Cloud placement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloud: Option<Cloud>,
+    /// CPU feature flags as `/proc/cpuinfo` lists them (`avx`, `avx2`,
+    /// `avx512f`, ...; on aarch64 its `Features`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_flags: Vec<String>,
+    /// The C library's version, e.g. `2.35` (`getconf GNU_LIBC_VERSION`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glibc: Option<String>,
+    /// Whether PCIe Access Control Services are enabled on the GPUs' path
+    /// (`lspci -vvv`: ACSCtl), which routes peer-to-peer traffic through
+    /// the root complex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_acs_enabled: Option<bool>,
+    /// Whether `packages` lists the OS's packages too (deb/rpm), so a
+    /// system package absent from it is not installed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_packages_listed: Option<bool>,
     /// Unknown fields, kept.
     #[serde(flatten)]
     pub extra: Extra,
@@ -144,6 +164,19 @@ pub struct Accelerator {
     /// How the devices are joined: `nvlink`, `pcie`, ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interconnect: Option<String>,
+    /// Architecture family, lowercase: `turing`, `ampere`, `hopper`,
+    /// `blackwell`, `cdna3`, `rdna3`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    /// AMD: the LLVM target, e.g. `gfx942`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gfx_target: Option<String>,
+    /// NVIDIA: whether MIG mode is enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_mode: Option<bool>,
+    /// NVIDIA: the MIG profile a process gets, e.g. `1g.10gb`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_profile: Option<String>,
     /// Unknown fields, kept.
     #[serde(flatten)]
     pub extra: Extra,
@@ -165,10 +198,31 @@ pub struct Drivers {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<StringOrNumber>")]
     pub nvidia: Option<String>,
-    /// CUDA version the stack uses, e.g. `12.8`.
+    /// Deprecated and read by no bundled rule: written by older clients
+    /// for either of the two CUDA versions below. Prefer `cuda_driver` and
+    /// `cuda_runtime`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<StringOrNumber>")]
     pub cuda: Option<String>,
+    /// The newest CUDA the installed driver supports: nvidia-smi's "CUDA
+    /// Version", e.g. `12.8`. Derived from the driver version when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<StringOrNumber>")]
+    pub cuda_driver: Option<String>,
+    /// The CUDA the stack was built with and runs, e.g. `12.6`: torch's
+    /// local version (`2.10.0+cu126`), collect_env's "CUDA used to build
+    /// PyTorch", or the release table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<StringOrNumber>")]
+    pub cuda_runtime: Option<String>,
+    /// The user-space driver libraries' version (`libnvidia-ml.so`), when
+    /// it can differ from the loaded kernel module's (`nvidia`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<StringOrNumber>")]
+    pub nvidia_userspace: Option<String>,
+    /// Which kernel module flavour is loaded: `open` or `proprietary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvidia_kernel_module: Option<String>,
     /// Unknown fields (other vendors' drivers), kept.
     #[serde(flatten)]
     pub extra: Extra,
@@ -186,6 +240,16 @@ pub struct Container {
     /// IPC namespace mode: `private`, `shareable`, `host`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipc: Option<String>,
+    /// The container engine: `docker`, `podman`, `containerd`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// How the container asks for GPUs: `gpus_flag` (`--gpus`),
+    /// `nvidia_runtime` (`--runtime nvidia`), `cdi`, `device_flags`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_request: Option<String>,
+    /// The engine's cgroup driver: `systemd` or `cgroupfs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_driver: Option<String>,
     /// Unknown fields, kept.
     #[serde(flatten)]
     pub extra: Extra,
@@ -202,6 +266,21 @@ pub struct Package {
     /// `pypi`, `conda`, `deb`, ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecosystem: Option<String>,
+    /// The CUDA its binary was built with, e.g. `12.8` (from the local
+    /// version `+cu128` or the release table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<StringOrNumber>")]
+    pub cuda: Option<String>,
+    /// The GPU architectures its kernels are built for, e.g.
+    /// `["7.5", "8.0", "9.0+PTX"]` (ROCm builds: gfx targets).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cuda_arch_list: Vec<String>,
+    /// The torch release its binary was built against or pins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch: Option<String>,
+    /// Whether its binary uses the C++11 ABI (`_GLIBCXX_USE_CXX11_ABI`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cxx11_abi: Option<bool>,
     /// Unknown fields, kept.
     #[serde(flatten)]
     pub extra: Extra,
@@ -275,6 +354,66 @@ pub struct Workload {
     /// KV-cache dtype, e.g. `fp8`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_cache_dtype: Option<String>,
+    /// Parameters read per token in billions (MoE: the active experts;
+    /// models with per-layer embeddings: the effective count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_parameters_b: Option<f64>,
+    /// Transformer layers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_hidden_layers: Option<u32>,
+    /// Hidden size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden_size: Option<u32>,
+    /// The model's maximum context (its `max_position_embeddings`); what
+    /// an unset `max_model_len` means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_context: Option<u64>,
+    /// The checkpoint's dtype (config.json `torch_dtype`); `dtype` is the
+    /// one requested for serving.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_dtype: Option<String>,
+    /// config.json `model_type`, e.g. `llama`, `gemma3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_type: Option<String>,
+    /// config.json `architectures[0]`, e.g. `LlamaForCausalLM`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    /// The first transformers release that supports the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_transformers: Option<String>,
+    /// The quantization scheme within the method, e.g. `w4a16`,
+    /// `w8a8-int8`, `w8a8-fp8` (compressed-tensors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization_scheme: Option<String>,
+    /// Whether the model takes images or other media.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multimodal: Option<bool>,
+    /// The attention backend of a multimodal encoder, e.g. `TORCH_SDPA`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mm_encoder_attention_backend: Option<String>,
+    /// `serve` (inference) or `train`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// The attention dropout probability (training), e.g. `0.1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_dropout: Option<f64>,
+    /// The weights' file format: `safetensors`, `pickle`, `gguf`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_format: Option<String>,
+    /// A prebuilt engine (TensorRT): the compute capability it was built on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<StringOrNumber>")]
+    pub engine_build_capability: Option<String>,
+    /// A prebuilt engine (TensorRT): its hardware-compatibility level,
+    /// e.g. `none`, `ampere_plus`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_hardware_compatibility: Option<String>,
+    /// TGI's `--max-input-tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input_tokens: Option<u64>,
+    /// The model's sliding attention window, in tokens (config.json).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<u64>,
     /// Unknown fields, kept.
     #[serde(flatten)]
     pub extra: Extra,
@@ -289,6 +428,22 @@ pub struct HealthCheck {
     /// Whether the probe checks the generated text, not just a response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verifies_output: Option<bool>,
+    /// Unknown fields, kept.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The Python interpreter the stack runs on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct Python {
+    /// Its path, e.g. `/usr/bin/python3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executable: Option<String>,
+    /// Whether it is marked externally managed (PEP 668: an
+    /// `EXTERNALLY-MANAGED` file beside its standard library), so pip
+    /// refuses to install into it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub externally_managed: Option<bool>,
     /// Unknown fields, kept.
     #[serde(flatten)]
     pub extra: Extra,

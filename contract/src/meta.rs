@@ -56,15 +56,116 @@ pub struct RuleMeta {
     /// Manifest field paths the rule reads (documentation and review).
     #[serde(default)]
     pub reads: Vec<String>,
-    /// The exact text users see when they hit the breakage.
+    /// The text users see when they hit the breakage, as templates with
+    /// typed holes (`Your {gpu} GPU has compute capability {capability}.`),
+    /// each with the real text it was read from.
     #[serde(default)]
-    pub error_signatures: Vec<String>,
+    pub error_signatures: Vec<ErrorSignature>,
     /// What fixes it, as text and as machine-applicable actions.
     pub remedies: Vec<Remedy>,
     /// Where the facts come from.
     pub references: Vec<Reference>,
     /// Who wrote the rule.
     pub author: String,
+    /// The main component the breakage is in (`vllm`, `torch`,
+    /// `nvidia-driver`, ...; [`COMPONENTS`]), for the catalogue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<String>,
+    /// The date (`YYYY-MM-DD`) the rule's version and capability
+    /// boundaries were last checked at their sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<String>,
+}
+
+/// The components a rule's `component` names.
+pub const COMPONENTS: &[&str] = &[
+    "vllm",
+    "sglang",
+    "tgi",
+    "tensorrt-llm",
+    "tensorrt",
+    "torch",
+    "torchvision",
+    "transformers",
+    "flash-attn",
+    "flashinfer",
+    "xformers",
+    "bitsandbytes",
+    "triton",
+    "numpy",
+    "nccl",
+    "cuda",
+    "nvidia-driver",
+    "container-toolkit",
+    "fabricmanager",
+    "docker",
+    "rocm",
+    "os",
+    "python",
+    "hardware",
+    "health-check",
+];
+
+/// One error text users see: a template with typed holes
+/// ([`crate::template`]), the real text it was read from, and where.
+/// A plain string (the form before templates) reads as a template that
+/// matches that text literally, with the text as its example.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorSignature {
+    /// The text with holes: `{int}`, `{number}`, `{version}`,
+    /// `{capability}`, `{gpu}`, `{path}`, `{hex}`, `{word}`, `{text}`;
+    /// `{{` and `}}` are literal braces.
+    pub template: String,
+    /// The verbatim text a user saw, which the template must reproduce
+    /// with its holes filled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub example: Option<String>,
+    /// Where the example was read (a report's or a source file's URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl ErrorSignature {
+    /// A signature that is `text` itself, matched literally.
+    pub fn literal(text: &str) -> ErrorSignature {
+        ErrorSignature {
+            template: crate::template::escape(text),
+            example: Some(text.to_owned()),
+            source: None,
+        }
+    }
+
+    /// The parsed template.
+    pub fn parse(&self) -> Result<crate::template::Template, crate::template::TemplateError> {
+        crate::template::Template::parse(&self.template)
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorSignature {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Written {
+            template: String,
+            #[serde(default)]
+            example: Option<String>,
+            #[serde(default)]
+            source: Option<String>,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Text(String),
+            Template(Written),
+        }
+        Ok(match Form::deserialize(d)? {
+            Form::Text(text) => ErrorSignature::literal(&text),
+            Form::Template(w) => {
+                ErrorSignature { template: w.template, example: w.example, source: w.source }
+            }
+        })
+    }
 }
 
 /// One way to fix a finding.
@@ -87,6 +188,9 @@ pub struct Reference {
     /// Where to read it (`https://...`), when it has an address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// What the source establishes for the rule (a boundary, a wording).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// What a test case expects of the rule.
@@ -126,6 +230,9 @@ pub struct TestCase {
     /// For `matched`: text the rendered message must contain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_contains: Option<String>,
+    /// The public report this case's manifest was built from (URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// The names of the custom sections of ABI v1.

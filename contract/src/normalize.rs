@@ -13,36 +13,13 @@
 //! as normalising once. A string that is empty after trimming carries no
 //! information and becomes absent, so enrichment may fill it.
 
-use std::collections::BTreeSet;
-
 use super::manifest::{Accelerator, Build, Host, Manifest, Package, Workload};
-use pitfall_facts::hardware::{self, GpuSpec};
 use pitfall_version::name::trim;
 
-/// Which manifest values came from the hardware table rather than the client.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Enrichment {
-    /// Flattened field paths, e.g. `accelerators.0.compute_capability`,
-    /// `accelerators.1.memory_bandwidth_gbps` (index into `accelerators`,
-    /// field name as serialised).
-    pub paths: BTreeSet<String>,
-}
+pub use super::enrich::Enrichment;
 
-impl Enrichment {
-    /// Whether the value at `path` (e.g. `accelerators.0.compute_capability`)
-    /// was filled from the hardware table.
-    pub fn contains(&self, path: &str) -> bool {
-        self.paths.contains(path)
-    }
-
-    /// Whether nothing was filled.
-    pub fn is_empty(&self) -> bool {
-        self.paths.is_empty()
-    }
-}
-
-/// Rewrites `manifest` to canonical spellings and fills missing accelerator
-/// facts from the hardware table; returns the paths it filled.
+/// Rewrites `manifest` to canonical spellings and fills what the sourced
+/// tables know of it ([`super::enrich`]); returns what it filled.
 ///
 /// Only the first pass over a manifest can report enrichment: a second pass
 /// finds the filled values present and treats them as given. Keep the
@@ -52,8 +29,8 @@ pub fn normalize(manifest: &mut Manifest) -> Enrichment {
     if let Some(host) = &mut manifest.host {
         normalize_host(host);
     }
-    for (index, accelerator) in manifest.accelerators.iter_mut().enumerate() {
-        normalize_accelerator(index, accelerator, &mut enrichment);
+    for accelerator in &mut manifest.accelerators {
+        normalize_accelerator(accelerator);
     }
     for package in &mut manifest.packages {
         normalize_package(package);
@@ -66,7 +43,23 @@ pub fn normalize(manifest: &mut Manifest) -> Enrichment {
     }
     if let Some(container) = &mut manifest.container {
         clean(&mut container.ipc, str::to_lowercase);
+        clean(&mut container.engine, str::to_lowercase);
+        clean(&mut container.gpu_request, str::to_lowercase);
+        clean(&mut container.cgroup_driver, str::to_lowercase);
     }
+    if let Some(drivers) = &mut manifest.drivers {
+        for version in [
+            &mut drivers.nvidia,
+            &mut drivers.cuda,
+            &mut drivers.cuda_driver,
+            &mut drivers.cuda_runtime,
+            &mut drivers.nvidia_userspace,
+        ] {
+            clean(version, str::to_owned);
+        }
+        clean(&mut drivers.nvidia_kernel_module, str::to_lowercase);
+    }
+    super::enrich::enrich(manifest, &mut enrichment);
     enrichment
 }
 
@@ -127,7 +120,13 @@ fn normalize_host(host: &mut Host) {
     }
     if let Some(cloud) = &mut host.cloud {
         clean(&mut cloud.provider, str::to_lowercase);
+        clean(&mut cloud.instance_type, str::to_owned);
     }
+    clean(&mut host.glibc, str::to_owned);
+    for flag in &mut host.cpu_flags {
+        *flag = flag.trim().to_lowercase();
+    }
+    host.cpu_flags.retain(|f| !f.is_empty());
 }
 
 /// `uname -m` and Go/Docker/Windows names for the same two architectures.
@@ -169,7 +168,7 @@ fn canonical_interconnect(interconnect: &str) -> String {
     }
 }
 
-fn normalize_accelerator(index: usize, accelerator: &mut Accelerator, enrichment: &mut Enrichment) {
+fn normalize_accelerator(accelerator: &mut Accelerator) {
     clean(&mut accelerator.vendor, canonical_vendor);
     clean(&mut accelerator.model, str::to_owned);
     clean(&mut accelerator.compute_capability, |cc| {
@@ -177,65 +176,9 @@ fn normalize_accelerator(index: usize, accelerator: &mut Accelerator, enrichment
         canonical_compute_capability(cc).unwrap_or_else(|| cc.to_owned())
     });
     clean(&mut accelerator.interconnect, canonical_interconnect);
-
-    let Some(model) = accelerator.model.as_deref() else {
-        return;
-    };
-    let mut specs = match hardware::lookup_with_memory(model, accelerator.memory_mib) {
-        Some(spec) => vec![spec],
-        // The name fits several variants and memory did not decide: what they
-        // all share (every A100 is CC 8.0) is still known.
-        None => hardware::candidates(model),
-    };
-    // A client that names another vendor means another device, whatever the name.
-    specs.retain(|spec| accelerator.vendor.as_deref().is_none_or(|vendor| vendor == spec.vendor));
-    if let [spec] = specs.as_slice() {
-        accelerator.model = Some(spec.model.clone());
-    }
-
-    let mut fill = |field: &str| enrichment.paths.insert(format!("accelerators.{index}.{field}"));
-    if fill_missing(&mut accelerator.vendor, shared(&specs, |s| s.vendor.clone())) {
-        fill("vendor");
-    }
-    if fill_missing(
-        &mut accelerator.compute_capability,
-        shared(&specs, |s| s.compute_capability.clone()),
-    ) {
-        fill("compute_capability");
-    }
-    if fill_missing(&mut accelerator.memory_mib, shared(&specs, |s| s.memory_mib)) {
-        fill("memory_mib");
-    }
-    if fill_missing(
-        &mut accelerator.memory_bandwidth_gbps,
-        shared(&specs, |s| s.memory_bandwidth_gbps),
-    ) {
-        fill("memory_bandwidth_gbps");
-    }
-    if fill_missing(
-        &mut accelerator.shared_memory_per_block_kib,
-        shared(&specs, |s| s.shared_memory_per_block_kib),
-    ) {
-        fill("shared_memory_per_block_kib");
-    }
-}
-
-/// The value every spec agrees on, if there is at least one spec.
-fn shared<T: PartialEq>(specs: &[&GpuSpec], value: impl Fn(&GpuSpec) -> T) -> Option<T> {
-    let (first, rest) = specs.split_first()?;
-    let first = value(first);
-    rest.iter().all(|spec| value(spec) == first).then_some(first)
-}
-
-/// Sets `field` to `value` only if the client left it out; says whether it did.
-fn fill_missing<T>(field: &mut Option<T>, value: Option<T>) -> bool {
-    match (field.is_none(), value) {
-        (true, Some(value)) => {
-            *field = Some(value);
-            true
-        }
-        _ => false,
-    }
+    clean(&mut accelerator.architecture, str::to_lowercase);
+    clean(&mut accelerator.gfx_target, str::to_lowercase);
+    clean(&mut accelerator.mig_profile, str::to_lowercase);
 }
 
 fn normalize_package(package: &mut Package) {
@@ -262,18 +205,27 @@ fn normalize_package(package: &mut Package) {
     if !is_clean(&package.ecosystem, true) {
         clean(&mut package.ecosystem, str::to_lowercase);
     }
+    if package.cuda.is_some() || package.torch.is_some() || !package.cuda_arch_list.is_empty() {
+        clean(&mut package.cuda, str::to_owned);
+        clean(&mut package.torch, str::to_owned);
+        package.cuda_arch_list = canonical_arch_list(&package.cuda_arch_list);
+    }
 }
 
 /// `TORCH_CUDA_ARCH_LIST` entries in `major.minor` spelling, one arch per
 /// entry: clients paste the variable's value (`"7.5;8.0+PTX"`) into one entry.
 fn normalize_build(build: &mut Build) {
-    build.torch_cuda_arch_list = build
-        .torch_cuda_arch_list
-        .iter()
+    build.torch_cuda_arch_list = canonical_arch_list(&build.torch_cuda_arch_list);
+}
+
+/// An arch list in `major.minor` spelling, one arch per entry (a pasted
+/// `"7.5;8.0+PTX"` split).
+fn canonical_arch_list(list: &[String]) -> Vec<String> {
+    list.iter()
         .flat_map(|entry| entry.split(|c: char| c == ';' || c == ',' || c.is_whitespace()))
         .filter(|arch| !arch.is_empty())
         .map(canonical_arch_list_entry)
-        .collect();
+        .collect()
 }
 
 /// `sm_75` → `7.5`, `8.0+ptx` → `8.0+PTX`; names PyTorch also accepts
@@ -300,6 +252,19 @@ fn normalize_workload(workload: &mut Workload) {
     clean(&mut workload.kv_cache_dtype, str::to_lowercase);
     // Backend names are enum members: `TRITON_ATTN`, `FLASH_ATTN`.
     clean(&mut workload.attention_backend, |backend| backend.to_uppercase().replace('-', "_"));
+    clean(&mut workload.mm_encoder_attention_backend, |backend| {
+        backend.to_uppercase().replace('-', "_")
+    });
+    clean(&mut workload.model_dtype, canonical_dtype);
+    clean(&mut workload.model_type, str::to_lowercase);
+    clean(&mut workload.architecture, str::to_owned);
+    clean(&mut workload.quantization_scheme, str::to_lowercase);
+    clean(&mut workload.mode, str::to_lowercase);
+    clean(&mut workload.checkpoint_format, str::to_lowercase);
+    clean(&mut workload.engine_hardware_compatibility, str::to_lowercase);
+    clean(&mut workload.engine_build_capability, |cc| {
+        canonical_compute_capability(cc).unwrap_or_else(|| cc.to_owned())
+    });
 }
 
 /// vLLM's `--dtype` aliases, and PyTorch's `torch.float16` spelling.
@@ -373,6 +338,26 @@ mod tests {
         (manifest, enrichment)
     }
 
+    /// Every value of `sent` is in `after` as it was (arrays element by
+    /// element, objects member by member).
+    fn keeps_every_value(sent: &serde_json::Value, after: &serde_json::Value, at: &str) {
+        match (sent, after) {
+            (serde_json::Value::Object(s), serde_json::Value::Object(a)) => {
+                for (k, v) in s {
+                    let there = a.get(k).unwrap_or_else(|| panic!("{at}.{k} dropped"));
+                    keeps_every_value(v, there, &format!("{at}.{k}"));
+                }
+            }
+            (serde_json::Value::Array(s), serde_json::Value::Array(a)) => {
+                assert_eq!(s.len(), a.len(), "{at}: length");
+                for (i, (v, w)) in s.iter().zip(a).enumerate() {
+                    keeps_every_value(v, w, &format!("{at}.{i}"));
+                }
+            }
+            _ => assert_eq!(sent, after, "{at}"),
+        }
+    }
+
     #[test]
     fn every_fixture_parses_and_normalises_idempotently() {
         let dir = fixtures_dir();
@@ -384,10 +369,13 @@ mod tests {
                 let manifest: Manifest = serde_json::from_str(&text)
                     .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 let (after, _) = normalized(manifest.clone());
-                // The shared examples are already canonical apart from enrichment.
-                assert_eq!(after.host, manifest.host, "{}", path.display());
-                assert_eq!(after.workload, manifest.workload, "{}", path.display());
-                assert_eq!(after.packages, manifest.packages, "{}", path.display());
+                // The shared examples are already canonical: every value
+                // they hold comes through as sent; enrichment only adds.
+                keeps_every_value(
+                    &serde_json::to_value(&manifest).expect("serialises"),
+                    &serde_json::to_value(&after).expect("serialises"),
+                    &path.display().to_string(),
+                );
                 seen += 1;
             }
         }
@@ -404,18 +392,27 @@ mod tests {
         assert_eq!(gpu.shared_memory_per_block_kib, Some(99));
         assert_eq!(gpu.memory_mib, Some(49140), "the client's own memory is kept");
         assert_eq!(gpu.count, Some(1));
+        for path in [
+            "accelerators.0.compute_capability",
+            "accelerators.0.memory_bandwidth_gbps",
+            "accelerators.0.shared_memory_per_block_kib",
+            "accelerators.0.architecture",
+        ] {
+            let entry = enrichment.entry(path).unwrap_or_else(|| panic!("{path} enriched"));
+            assert_eq!((entry.table.as_str(), entry.key.as_str()), ("gpus", "RTX A6000"));
+        }
+        assert!(!enrichment.contains("accelerators.0.memory_mib"), "the client's own memory");
+        // The model table fills what the fixture leaves out of Llama 2 70B.
+        let w = manifest.workload.as_ref().expect("workload");
+        assert_eq!((w.num_attention_heads, w.num_kv_heads), (Some(64), Some(8)));
         assert_eq!(
-            paths(&enrichment),
-            [
-                "accelerators.0.compute_capability",
-                "accelerators.0.memory_bandwidth_gbps",
-                "accelerators.0.shared_memory_per_block_kib",
-            ]
+            enrichment.entry("workload.num_kv_heads").map(|e| e.table.as_str()),
+            Some("models")
         );
     }
 
     #[test]
-    fn g5g_fixture_gets_only_the_bandwidth_from_the_table() {
+    fn g5g_fixture_gets_the_bandwidth_and_the_stacks_builds_from_the_tables() {
         let original = fixture("g5g-gemma4-vllm0271.json");
         let (manifest, enrichment) = normalized(original.clone());
         let gpu = &manifest.accelerators[0];
@@ -425,8 +422,14 @@ mod tests {
         assert_eq!(gpu.memory_mib, Some(15360));
         assert_eq!(gpu.shared_memory_per_block_kib, Some(64));
         assert_eq!(gpu.interconnect.as_deref(), Some("pcie"));
-        assert_eq!(paths(&enrichment), ["accelerators.0.memory_bandwidth_gbps"]);
+        assert!(enrichment.contains("accelerators.0.memory_bandwidth_gbps"));
+        assert!(!enrichment.contains("accelerators.0.compute_capability"), "the client sent it");
         assert_eq!(manifest.host.as_ref().and_then(|h| h.arch.as_deref()), Some("aarch64"));
+        // vLLM 0.27.1's build, from the release table: its torch and CUDA.
+        let vllm = manifest.packages.iter().find(|p| p.name == "vllm").expect("vllm");
+        assert!(vllm.torch.is_some() && vllm.cuda.is_some(), "{vllm:?}");
+        assert!(enrichment.contains("packages.vllm.torch"));
+        assert!(enrichment.contains("drivers.cuda_driver"), "from driver 570.124.06");
     }
 
     #[test]
@@ -438,7 +441,11 @@ mod tests {
         assert_eq!(gpu.memory_bandwidth_gbps, Some(3350.0));
         assert_eq!(gpu.count, Some(8));
         assert_eq!(gpu.interconnect.as_deref(), Some("nvlink"));
-        assert_eq!(paths(&enrichment), ["accelerators.0.shared_memory_per_block_kib"]);
+        assert!(enrichment.contains("accelerators.0.shared_memory_per_block_kib"));
+        for sent in ["model", "memory_mib", "memory_bandwidth_gbps", "compute_capability", "count"]
+        {
+            assert!(!enrichment.contains(&format!("accelerators.0.{sent}")), "{sent} was sent");
+        }
     }
 
     #[test]
@@ -456,14 +463,24 @@ mod tests {
         assert_eq!(t4.vendor.as_deref(), Some("nvidia"));
         assert_eq!(t4.compute_capability.as_deref(), Some("7.5"));
         assert_eq!(t4.memory_mib, Some(15360));
-        assert_eq!(a100.model.as_deref(), Some("A100 80GB"), "memory picks the variant");
-        assert_eq!(a100.memory_bandwidth_gbps, Some(2039.0));
+        // Two A100s have 80 GB (SXM and PCIe, with other bandwidths):
+        // memory cannot pick, so only what both share is filled.
+        assert_eq!(a100.model.as_deref(), Some("A100"));
+        assert_eq!(a100.memory_bandwidth_gbps, None);
+        assert_eq!(a100.compute_capability.as_deref(), Some("8.0"));
         assert_eq!(a100.memory_mib, Some(81920));
         assert!(enrichment.contains("accelerators.0.memory_mib"));
         assert!(enrichment.contains("accelerators.1.vendor"), "vendor came from the table");
         assert!(!enrichment.contains("accelerators.0.vendor"), "vendor was the client's");
         assert!(!enrichment.contains("accelerators.1.memory_mib"));
-        assert!(enrichment.contains("accelerators.1.memory_bandwidth_gbps"));
+        assert!(!enrichment.contains("accelerators.1.memory_bandwidth_gbps"));
+        let (manifest, _) = normalized(with_accelerators(vec![Accelerator {
+            memory_mib: Some(40_000),
+            ..accelerator("NVIDIA A100")
+        }]));
+        let a100 = &manifest.accelerators[0];
+        assert_eq!(a100.model.as_deref(), Some("A100 40GB"), "memory picks the variant");
+        assert_eq!(a100.memory_bandwidth_gbps, Some(1555.0));
     }
 
     #[test]
@@ -478,6 +495,7 @@ mod tests {
         assert_eq!(
             paths(&enrichment),
             [
+                "accelerators.0.architecture",
                 "accelerators.0.compute_capability",
                 "accelerators.0.shared_memory_per_block_kib",
                 "accelerators.0.vendor",
@@ -502,7 +520,7 @@ mod tests {
         assert_eq!(gpu.memory_bandwidth_gbps, Some(1.5));
         assert_eq!(gpu.shared_memory_per_block_kib, Some(48));
         assert_eq!(gpu.count, None, "a missing count stays missing");
-        assert!(enrichment.is_empty());
+        assert_eq!(paths(&enrichment), ["accelerators.0.architecture"], "only what was left out");
     }
 
     #[test]
@@ -514,6 +532,7 @@ mod tests {
         assert_eq!(manifest.accelerators[0].model.as_deref(), Some("T4"));
         assert_eq!(manifest.accelerators[0].vendor.as_deref(), Some("amd"));
         assert!(enrichment.is_empty());
+        assert_eq!(enrichment.unresolved[0].path, "accelerators.0.model", "and the answer says so");
         let (manifest, _) = normalized(with_accelerators(vec![Accelerator {
             vendor: Some("NVIDIA Corporation".into()),
             ..accelerator("T4")
@@ -523,19 +542,33 @@ mod tests {
     }
 
     #[test]
-    fn unknown_models_are_left_alone() {
+    fn unknown_models_are_left_alone_and_reported() {
         let sent = Accelerator {
             vendor: Some("amd".into()),
             compute_capability: Some("gfx942".into()),
             interconnect: Some("Infinity Fabric".into()),
-            ..accelerator(" MI300X ")
+            ..accelerator(" MI9000Z ")
         };
         let (manifest, enrichment) = normalized(with_accelerators(vec![sent]));
         let gpu = &manifest.accelerators[0];
-        assert_eq!(gpu.model.as_deref(), Some("MI300X"));
+        assert_eq!(gpu.model.as_deref(), Some("MI9000Z"));
         assert_eq!(gpu.compute_capability.as_deref(), Some("gfx942"), "unreadable CC kept as sent");
         assert_eq!(gpu.interconnect.as_deref(), Some("infinity fabric"));
         assert!(enrichment.is_empty());
+        assert_eq!(enrichment.unresolved.len(), 1);
+        assert_eq!(enrichment.unresolved[0].reason, "not in the GPU table");
+    }
+
+    #[test]
+    fn amd_gpus_get_their_gfx_target() {
+        let (manifest, enrichment) =
+            normalized(with_accelerators(vec![accelerator("AMD Instinct MI300X")]));
+        let gpu = &manifest.accelerators[0];
+        assert_eq!(gpu.model.as_deref(), Some("MI300X"));
+        assert_eq!(gpu.gfx_target.as_deref(), Some("gfx942"));
+        assert_eq!(gpu.vendor.as_deref(), Some("amd"));
+        assert_eq!(gpu.compute_capability, None, "no CUDA capability on an AMD GPU");
+        assert!(enrichment.contains("accelerators.0.gfx_target"));
     }
 
     #[test]

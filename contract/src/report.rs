@@ -70,7 +70,7 @@ pub struct Evidence {
     pub path: String,
     /// The value.
     pub value: Value,
-    /// `manifest` or `enriched` (filled in from the registry's hardware table).
+    /// `manifest` or `enriched` (filled in from the registry's tables).
     pub source: EvidenceSource,
 }
 
@@ -80,7 +80,7 @@ pub struct Evidence {
 pub enum EvidenceSource {
     /// The client sent it.
     Manifest,
-    /// The registry's hardware table supplied it.
+    /// One of the registry's tables supplied it.
     Enriched,
 }
 
@@ -241,7 +241,7 @@ impl Finding {
             severity: meta.severity,
             title: meta.title.clone(),
             message,
-            error_signatures: meta.error_signatures.clone(),
+            error_signatures: meta.error_signatures.iter().map(|s| s.template.clone()).collect(),
             remedies,
             evidence,
             references: meta.references.clone(),
@@ -342,6 +342,9 @@ impl<'a> Params<'a> {
             }
             Action::SetWorkload { field, value } => {
                 Action::SetWorkload { field: text(field)?, value: self.workload_value(value)? }
+            }
+            Action::SetHost { field, value } => {
+                Action::SetHost { field: text(field)?, value: self.workload_value(value)? }
             }
             Action::ChangeAccelerator { model, count } => {
                 Action::ChangeAccelerator { model: text(model)?, count: *count }
@@ -607,10 +610,47 @@ pub struct CheckResponse {
     pub ruleset_revision: String,
     /// Counts and time.
     pub stats: CheckStats,
-    /// Values the registry filled in from its hardware table (an addition
-    /// to the v1 answer: clients that do not know it ignore it).
+    /// Values the registry filled in from its tables, each with the table,
+    /// what it was asked and the source of the value (an addition to the
+    /// v1 answer: clients that do not know it ignore it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub enriched: Vec<Evidence>,
+    pub enriched: Vec<Enriched>,
+    /// Values the tables could not resolve (a GPU name, a model id): the
+    /// rules saw nothing filled from them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unresolved: Vec<crate::enrich::Unresolved>,
+}
+
+/// A value a table filled in: the field and its value, and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Enriched {
+    /// The field, its value, and `source: "enriched"`.
+    #[serde(flatten)]
+    pub evidence: Evidence,
+    /// `gpus`, `instances`, `models` or `releases`.
+    pub table: String,
+    /// What the table was asked: the GPU name, model id or release.
+    pub key: String,
+    /// Where the table's value was read.
+    pub reference: String,
+}
+
+impl Enriched {
+    /// The answer's record of every value `enrichment` filled in `fields`.
+    pub fn all(fields: &FieldMap, enrichment: &crate::enrich::Enrichment) -> Vec<Enriched> {
+        enrichment
+            .entries
+            .iter()
+            .filter_map(|e| {
+                Some(Enriched {
+                    evidence: evidence_for(fields, &e.path)?,
+                    table: e.table.clone(),
+                    key: e.key.clone(),
+                    reference: e.reference.clone(),
+                })
+            })
+            .collect()
+    }
 }
 
 /// How much work a check did.

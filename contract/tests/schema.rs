@@ -17,7 +17,7 @@ fn checked_in_manifest_schema_is_current() {
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         checked_in == generated,
-        "sdk/schema/manifest-v1.schema.json is stale: run `cargo xtask schema` and commit the result"
+        "contract/schema/manifest-v1.schema.json is stale: run `cargo xtask schema` and commit the result"
     );
 }
 

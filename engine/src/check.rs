@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pitfall_contract::cases::Evaluation;
-use pitfall_contract::report::{CheckResponse, CheckStats, RuleError, Undetermined, evidence_for};
+use pitfall_contract::report::{CheckResponse, CheckStats, Enriched, RuleError, Undetermined};
 use pitfall_contract::selector::ManifestFacts;
 use pitfall_contract::{Manifest, Prepared};
 use rayon::prelude::*;
@@ -177,12 +177,8 @@ impl RuleSet {
                 rules_evaluated: candidates.len() as u32,
                 elapsed_us: 0,
             },
-            enriched: prepared
-                .enrichment
-                .paths
-                .iter()
-                .filter_map(|p| evidence_for(&prepared.fields, p))
-                .collect(),
+            enriched: Enriched::all(&prepared.fields, &prepared.enrichment),
+            unresolved: prepared.enrichment.unresolved.clone(),
         };
         for (rule, evaluation) in results {
             let rule_id = || rule.id().to_owned();

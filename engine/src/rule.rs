@@ -98,4 +98,9 @@ impl Rule {
     pub fn id(&self) -> &str {
         &self.info.meta.id
     }
+
+    /// The rule's embedded test cases.
+    pub fn tests(&self) -> &[pitfall_contract::meta::TestCase] {
+        &self.info.tests
+    }
 }

@@ -6,7 +6,8 @@
 //! The findings are copied in as the text each keeps (`LazyFinding`): one
 //! the memo replayed was written once, when its rule's trace was recorded.
 
-use pitfall_contract::report::{CheckResponse, CheckStats, Evidence, RuleError, Undetermined};
+use pitfall_contract::enrich::Unresolved;
+use pitfall_contract::report::{CheckResponse, CheckStats, Enriched, RuleError, Undetermined};
 use serde::Serialize;
 
 /// An answer as JSON text, all but its `stats`.
@@ -25,8 +26,10 @@ struct Rest<'a> {
     undetermined: &'a [Undetermined],
     rule_errors: &'a [RuleError],
     ruleset_revision: &'a str,
-    #[serde(skip_serializing_if = "<[Evidence]>::is_empty")]
-    enriched: &'a [Evidence],
+    #[serde(skip_serializing_if = "<[Enriched]>::is_empty")]
+    enriched: &'a [Enriched],
+    #[serde(skip_serializing_if = "<[Unresolved]>::is_empty")]
+    unresolved: &'a [Unresolved],
 }
 
 impl SerializedAnswer {
@@ -37,6 +40,7 @@ impl SerializedAnswer {
             rule_errors: &answer.rule_errors,
             ruleset_revision: &answer.ruleset_revision,
             enriched: &answer.enriched,
+            unresolved: &answer.unresolved,
         };
         // Serialising plain data into a String cannot fail.
         let rest = serde_json::to_string(&rest).unwrap_or_else(|_| "{}".to_owned());
@@ -93,7 +97,7 @@ impl SerializedAnswer {
 mod tests {
     use super::*;
     use pitfall_contract::meta::Severity;
-    use pitfall_contract::report::{EvidenceSource, LazyFinding};
+    use pitfall_contract::report::{Evidence, EvidenceSource, LazyFinding};
 
     fn answer() -> CheckResponse {
         let finding: pitfall_contract::report::Finding =
@@ -120,10 +124,21 @@ mod tests {
             rule_errors: vec![RuleError { rule_id: "e".into(), error: "trap".into() }],
             ruleset_revision: "42".into(),
             stats: CheckStats { rules_total: 10, rules_evaluated: 3, elapsed_us: 999 },
-            enriched: vec![Evidence {
-                path: "accelerators.0.compute_capability".into(),
-                value: serde_json::json!("8.6"),
-                source: EvidenceSource::Enriched,
+            enriched: vec![Enriched {
+                evidence: Evidence {
+                    path: "accelerators.0.compute_capability".into(),
+                    value: serde_json::json!("8.6"),
+                    source: EvidenceSource::Enriched,
+                },
+                table: "gpus".into(),
+                key: "RTX A6000".into(),
+                reference: "https://developer.nvidia.com/cuda-gpus".into(),
+            }],
+            unresolved: vec![Unresolved {
+                path: "workload.model".into(),
+                value: "org/unknown".into(),
+                table: "models".into(),
+                reason: "not in the model table".into(),
             }],
         }
     }
@@ -148,6 +163,7 @@ mod tests {
         empty.undetermined.clear();
         empty.rule_errors.clear();
         empty.enriched.clear();
+        empty.unresolved.clear();
         let text = SerializedAnswer::new(&empty).json(1);
         let back: serde_json::Value =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));

@@ -139,6 +139,7 @@ mod tests {
             ruleset_revision: revision.into(),
             stats: CheckStats { rules_total: 0, rules_evaluated: 0, elapsed_us: 0 },
             enriched: vec![],
+            unresolved: vec![],
         }))
     }
 

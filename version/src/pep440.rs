@@ -174,8 +174,9 @@ impl Version {
         )
     }
 
-    /// Compares everything but the local label (the "public" version).
-    pub(crate) fn cmp_public(&self, other: &Self) -> Ordering {
+    /// Compares everything but the local label (the "public" version):
+    /// `2.11.0+cu126` and `2.11.0` are the same release.
+    pub fn cmp_public(&self, other: &Self) -> Ordering {
         match (self.packed, other.packed) {
             (Some(a), Some(b)) => a.cmp(&b),
             _ => self.key().cmp(&other.key()),

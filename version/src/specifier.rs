@@ -65,6 +65,16 @@ pub struct Specifier {
 }
 
 impl Specifier {
+    /// The version an `==V`, `>=V` or `~=V` clause names, when the whole
+    /// specifier admits it (`>=2.3,<3` gives `2.3`; `<2` gives none): a
+    /// version to install that the specifier itself names.
+    pub fn admitted_bound(&self) -> Option<&Version> {
+        self.clauses.iter().find_map(|c| match c {
+            Clause::Cmp(Op::Eq | Op::Ge | Op::Compatible, v) if self.contains(v) => Some(v),
+            _ => None,
+        })
+    }
+
     /// Parses a comma-separated list of clauses; whitespace around operators,
     /// versions and commas is ignored.
     ///

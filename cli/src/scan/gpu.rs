@@ -3,7 +3,7 @@
 
 use pitfall_contract::manifest::Accelerator;
 use pitfall_contract::normalize::canonical_compute_capability;
-use pitfall_facts::hardware;
+use pitfall_facts::gpus::{self, Resolution};
 
 use super::topo::Topology;
 
@@ -75,9 +75,9 @@ pub(crate) fn merge(mut xml: NvidiaSmi, csv: &NvidiaSmi) -> NvidiaSmi {
 pub(crate) fn accelerators(gpus: &[Gpu], topology: Option<&Topology>) -> Vec<Accelerator> {
     let mut groups: Vec<(Accelerator, Vec<usize>)> = Vec::new();
     for (index, gpu) in gpus.iter().enumerate() {
-        let model = gpu.name.as_deref().map(|name| {
-            hardware::lookup_with_memory(name, gpu.memory_mib)
-                .map_or_else(|| name.to_owned(), |spec| spec.model.clone())
+        let model = gpu.name.as_deref().map(|name| match gpus::resolve(name, gpu.memory_mib) {
+            Resolution::Found(found) => found.variant.map_or(&found.gpu.model, |v| &v.name).clone(),
+            _ => name.to_owned(),
         });
         let cc = gpu
             .compute_capability
@@ -125,7 +125,7 @@ mod tests {
         let acc = accelerators(&gpus, None);
         assert_eq!(acc.len(), 1);
         assert_eq!(acc[0].count, Some(2));
-        assert_eq!(acc[0].model.as_deref(), Some("H200"));
+        assert_eq!(acc[0].model.as_deref(), Some("H200 SXM"), "its memory names the variant");
         assert_eq!(acc[0].vendor.as_deref(), Some("nvidia"));
         assert_eq!(acc[0].compute_capability.as_deref(), Some("9.0"));
         assert_eq!(acc[0].interconnect, None, "no topology, no claim");

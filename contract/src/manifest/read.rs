@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::{
     Accelerator, Build, Cloud, Container, Drivers, Extra, HealthCheck, Host, Manifest, Os, Package,
-    Workload, string_or_number,
+    Python, Workload, string_or_number,
 };
 
 /// A member's name: borrowed from the text when it has no escapes, so a
@@ -140,13 +140,13 @@ macro_rules! read_with_extra {
 read_with_extra!(
     Manifest,
     required: [manifest_version],
-    optional: [host, accelerators, drivers, container, packages, env, build, workload, health_check],
+    optional: [host, accelerators, drivers, container, packages, env, build, workload, health_check, python],
     string_or_number: [],
 );
 read_with_extra!(
     Host,
     required: [],
-    optional: [arch, cpu_model, memory_mib, os, kernel, cloud],
+    optional: [arch, cpu_model, memory_mib, os, kernel, cloud, cpu_flags, glibc, pcie_acs_enabled, system_packages_listed],
     string_or_number: [],
 );
 read_with_extra!(Os, required: [], optional: [id, version], string_or_number: []);
@@ -154,12 +154,27 @@ read_with_extra!(Cloud, required: [], optional: [provider, instance_type, image]
 read_with_extra!(
     Accelerator,
     required: [],
-    optional: [vendor, model, count, memory_mib, memory_bandwidth_gbps, shared_memory_per_block_kib, interconnect],
+    optional: [vendor, model, count, memory_mib, memory_bandwidth_gbps, shared_memory_per_block_kib, interconnect, architecture, gfx_target, mig_mode, mig_profile],
     string_or_number: [compute_capability],
 );
-read_with_extra!(Drivers, required: [], optional: [], string_or_number: [nvidia, cuda]);
-read_with_extra!(Container, required: [], optional: [image, shm_size_mib, ipc], string_or_number: []);
-read_with_extra!(Package, required: [name], optional: [version, ecosystem], string_or_number: []);
+read_with_extra!(
+    Drivers,
+    required: [],
+    optional: [nvidia_kernel_module],
+    string_or_number: [nvidia, cuda, cuda_driver, cuda_runtime, nvidia_userspace],
+);
+read_with_extra!(
+    Container,
+    required: [],
+    optional: [image, shm_size_mib, ipc, engine, gpu_request, cgroup_driver],
+    string_or_number: [],
+);
+read_with_extra!(
+    Package,
+    required: [name],
+    optional: [version, ecosystem, cuda_arch_list, torch, cxx11_abi],
+    string_or_number: [cuda],
+);
 read_with_extra!(Build, required: [], optional: [from_source, torch_cuda_arch_list, tools], string_or_number: []);
 read_with_extra!(
     Workload,
@@ -180,8 +195,26 @@ read_with_extra!(
         attention_backend,
         quantization,
         disable_custom_all_reduce,
-        kv_cache_dtype
+        kv_cache_dtype,
+        active_parameters_b,
+        num_hidden_layers,
+        hidden_size,
+        max_context,
+        model_dtype,
+        model_type,
+        architecture,
+        min_transformers,
+        quantization_scheme,
+        multimodal,
+        mm_encoder_attention_backend,
+        mode,
+        attention_dropout,
+        checkpoint_format,
+        engine_hardware_compatibility,
+        max_input_tokens,
+        sliding_window
     ],
-    string_or_number: [],
+    string_or_number: [engine_build_capability],
 );
 read_with_extra!(HealthCheck, required: [], optional: [endpoint, verifies_output], string_or_number: []);
+read_with_extra!(Python, required: [], optional: [executable, externally_managed], string_or_number: []);

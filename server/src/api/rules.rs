@@ -88,11 +88,13 @@ fn to_store_query(query: &SearchQuery) -> Result<RuleQuery, AppError> {
     })
 }
 
-/// A GPU model of the hardware table stands for its vendor, which is what
+/// A GPU model of the GPU table stands for its vendor, which is what
 /// selectors name (`accelerator:nvidia`); anything else is taken as a vendor.
 fn accelerator_vendor(text: &str) -> String {
-    pitfall_facts::hardware::lookup(text)
-        .map_or_else(|| text.to_ascii_lowercase(), |gpu| gpu.vendor.clone())
+    match pitfall_facts::gpus::resolve(text, None) {
+        pitfall_facts::gpus::Resolution::Found(found) => found.gpu.vendor.clone(),
+        _ => text.to_ascii_lowercase(),
+    }
 }
 
 fn summary(rule: store::RuleSummary, words: &[String]) -> RuleSummary {

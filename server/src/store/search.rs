@@ -78,7 +78,11 @@ impl Store {
                     title: meta.title,
                     summary: meta.summary,
                     applies_to: meta.applies_to,
-                    error_signatures: meta.error_signatures,
+                    error_signatures: meta
+                        .error_signatures
+                        .into_iter()
+                        .map(|s| s.template)
+                        .collect(),
                     published_at: row.try_get("created_at")?,
                 })
             })

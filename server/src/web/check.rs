@@ -11,7 +11,7 @@ use axum::extract::{Extension, Query, State};
 use axum::response::Response;
 use minijinja::{Value, context};
 use pitfall_contract::report::CheckResponse;
-use pitfall_facts::hardware;
+use pitfall_facts::gpus::{self, Resolution};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -86,16 +86,22 @@ impl CheckForm {
             },
         };
         if let Some(gpu) = text(&self.gpu) {
-            match hardware::lookup(gpu) {
-                Some(spec) => {
-                    manifest["accelerators"] = json!([{ "vendor": spec.vendor, "model": spec.model, "count": tp.unwrap_or(1) }]);
+            match gpus::resolve(gpu, None) {
+                Resolution::Found(found) => {
+                    let model = found.variant.map_or(&found.gpu.model, |v| &v.name);
+                    manifest["accelerators"] = json!([{ "vendor": found.gpu.vendor, "model": model, "count": tp.unwrap_or(1) }]);
                 }
-                None => {
+                Resolution::Ambiguous(several) => {
+                    let names: Vec<&str> = several.iter().map(|g| g.model.as_str()).collect();
                     errors.insert(
                         "gpu",
-                        format!(
-                            "{gpu:?} is not in the hardware table; choose a model from the list"
-                        ),
+                        format!("{gpu:?} fits several GPUs ({}); choose one", names.join(", ")),
+                    );
+                }
+                Resolution::Unknown => {
+                    errors.insert(
+                        "gpu",
+                        format!("{gpu:?} is not in the GPU table; choose a model from the list"),
                     );
                 }
             }
@@ -299,9 +305,15 @@ pub(crate) async fn page_handler(
         }
     }
     let permalink = (answer.is_some()).then(|| format!("/check?{}", query_string(&form)));
-    let gpus: Vec<Value> = hardware::table()
+    let gpus: Vec<Value> = gpus::table()
         .iter()
-        .map(|g| context! { model => g.model, label => format!("{} ({}, sm {})", g.model, g.architecture, g.compute_capability) })
+        .map(|g| {
+            let target = g.compute_capability.as_deref().map_or_else(
+                || g.gfx_target.clone().unwrap_or_default(),
+                |cc| format!("sm {cc}"),
+            );
+            context! { model => g.model, label => format!("{} ({}, {target})", g.model, g.architecture) }
+        })
         .collect();
     let ctx = context! {
         form => Value::from_serialize(&form),

@@ -15,7 +15,7 @@ use minijinja::{Value, context};
 use pitfall_contract::actions::Action;
 use pitfall_contract::manifest_from_value;
 use pitfall_engine::Rule;
-use pitfall_facts::hardware;
+use pitfall_facts::gpus;
 use pitfall_version::Version;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -124,7 +124,7 @@ pub(crate) async fn show(
     let model = query.model.as_deref().map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned);
     let known = packages(rules.rules());
     let columns = versions(rules.rules(), &package);
-    let gpus: Vec<String> = hardware::table().iter().map(|g| g.model.clone()).collect();
+    let gpus: Vec<String> = gpus::table().iter().map(|g| g.model.clone()).collect();
 
     // One form per cell; its manifest is what the cell's link checks.
     let mut cells = Vec::with_capacity(gpus.len() * columns.len());
