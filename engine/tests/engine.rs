@@ -54,6 +54,51 @@ fn every_bundled_rule_loads_and_passes_its_cases_as_wasm() {
     assert!(report.is_empty(), "embedded cases failed as wasm:\n{report}");
 }
 
+/// The bundle agrees with itself: a rule's fix does not walk into another
+/// rule's error. For every bundled rule's `fixed` case (its matched case
+/// with its remedy applied), no other bundled rule about the same
+/// component reports an error on the repaired manifest; a remedy that
+/// upgrades vLLM past one rule's range must not land in another's.
+#[test]
+fn every_rules_fix_leaves_no_other_bundled_error_on_its_component() {
+    let engine = engine();
+    let rules = bundled(&engine);
+    let set = RuleSet::new(rules.clone(), "bundle");
+    let mut conflicts = Vec::new();
+    let mut fixes = 0;
+    for rule in &rules {
+        let component = rule.meta().component.clone();
+        for case in
+            rule.tests().iter().filter(|c| c.expect == pitfall_contract::meta::Expect::Fixed)
+        {
+            let mut evaluate = |p: &pitfall_contract::Prepared| engine.evaluate(rule, p);
+            let fixed = pitfall_contract::cases::fixed_manifest(rule.tests(), case, &mut evaluate)
+                .unwrap_or_else(|e| panic!("{} / {:?}: {e}", rule.id(), case.name));
+            let manifest =
+                pitfall_contract::manifest_from_value(fixed).expect("a repaired manifest");
+            fixes += 1;
+            let answer = set.check(&engine, manifest);
+            for f in answer
+                .findings
+                .iter()
+                .filter(|f| f.severity() == pitfall_contract::meta::Severity::Error)
+            {
+                let other = rules.iter().find(|r| r.id() == f.rule_id()).expect("a bundled rule");
+                if other.id() != rule.id() && other.meta().component == component {
+                    conflicts.push(format!(
+                        "{} / {:?} (component {component:?}): its fix still meets {}'s error",
+                        rule.id(),
+                        case.name,
+                        other.id()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(fixes >= rules.len(), "every rule has a fixed case ({fixes} for {})", rules.len());
+    assert!(conflicts.is_empty(), "{} conflicts:\n{}", conflicts.len(), conflicts.join("\n"));
+}
+
 /// Data a bundled module may copy into its page when built without core's
 /// panic formatting (Debian route): the rule's own strings and tables.
 const MAX_IMMEDIATE_ABORT_DATA_BYTES: usize = 2048;

@@ -1,9 +1,14 @@
-//! CUDA driver floors, the stack's CUDA version, `cuda-compat` packages and
-//! consumer GPUs. `cuda-forward-compat-datacenter-only` (B12) includes this
-//! file by path, so the two rules agree on all of it: keep it free of
-//! anything specific to one rule.
+//! CUDA driver floors, the stack's CUDA version, the driver's own CUDA,
+//! `cuda-compat` packages and consumer GPUs. `cuda-forward-compat-datacenter-only`
+//! and `cuda-driver-older-than-runtime` include this file by path, so the
+//! rules agree on all of it: keep it free of anything specific to one rule.
+//!
+//! The stack's CUDA is read from `drivers.cuda_runtime` (collect_env's "CUDA
+//! used to build PyTorch", or the release table) and torch's `+cuXYZ` local
+//! version; the driver's from `drivers.nvidia` or nvidia-smi's "CUDA
+//! Version" (`drivers.cuda_driver`). The ambiguous `drivers.cuda` is not read.
 
-#![allow(dead_code)] // each of the two rules uses part of this file
+#![allow(dead_code)] // each rule uses part of this file
 
 use pitfall_sdk::prelude::*;
 
@@ -13,7 +18,7 @@ pub(crate) struct Cuda {
     pub(crate) minor: u64,
     /// For messages: `12.8`.
     pub(crate) text: String,
-    /// For messages: `drivers.cuda` or `torch 2.8.0+cu128`.
+    /// For messages: `drivers.cuda_runtime` or `torch 2.8.0+cu128`.
     pub(crate) source: String,
     /// The evidence path.
     pub(crate) path: String,
@@ -24,7 +29,7 @@ pub(crate) fn push_u64(out: &mut String, n: u64) {
     pitfall_sdk::text::push_int(out, i64::try_from(n).unwrap_or(i64::MAX));
 }
 
-fn cuda_text(major: u64, minor: u64) -> String {
+pub(crate) fn cuda_text(major: u64, minor: u64) -> String {
     let mut s = String::new();
     push_u64(&mut s, major);
     s.push('.');
@@ -32,16 +37,21 @@ fn cuda_text(major: u64, minor: u64) -> String {
     s
 }
 
-/// The most demanding CUDA version the stack needs: `drivers.cuda`, or the
-/// CUDA runtime bundled in a `+cuXYZ` PyTorch wheel, whichever is newer.
+fn dotted_cuda(m: &Manifest, path: &str) -> Option<Cuda> {
+    let d = m.text(path).and_then(|t| Dotted::parse(&t).ok())?;
+    Some(Cuda {
+        major: d.major(),
+        minor: d.minor(),
+        text: cuda_text(d.major(), d.minor()),
+        source: String::from(path),
+        path: String::from(path),
+    })
+}
+
+/// The newest CUDA the stack runs: `drivers.cuda_runtime`, or the CUDA of a
+/// `+cuXYZ` PyTorch wheel (which bundles its runtime), whichever is newer.
 pub(crate) fn required_cuda(m: &Manifest) -> Option<Cuda> {
-    let from_drivers = m.cuda().map(|c| Cuda {
-        major: c.major(),
-        minor: c.minor(),
-        text: cuda_text(c.major(), c.minor()),
-        source: String::from("drivers.cuda"),
-        path: String::from("drivers.cuda"),
-    });
+    let from_runtime = dotted_cuda(m, "drivers.cuda_runtime");
     let from_torch = m.package("torch").and_then(|p| {
         let v = p.version()?;
         let (major, minor) = v.cuda_build()?;
@@ -55,15 +65,24 @@ pub(crate) fn required_cuda(m: &Manifest) -> Option<Cuda> {
             path: String::from(p.version_path().as_str()),
         })
     });
-    match (from_drivers, from_torch) {
-        (Some(a), Some(b)) => Some(if (b.major, b.minor) > (a.major, a.minor) { b } else { a }),
+    match (from_runtime, from_torch) {
+        // The same CUDA either way: name the wheel, which is what the user
+        // installed (the runtime field is often filled from it).
+        (Some(a), Some(b)) => Some(if (b.major, b.minor) >= (a.major, a.minor) { b } else { a }),
         (a, b) => a.or(b),
     }
 }
 
+/// nvidia-smi's "CUDA Version": the newest CUDA the installed driver supports.
+pub(crate) fn driver_cuda(m: &Manifest) -> Option<Cuda> {
+    dotted_cuda(m, "drivers.cuda_driver")
+}
+
 /// The lowest driver branch for a CUDA major version under minor-version
-/// compatibility, and the driver to upgrade to (NVIDIA CUDA compatibility
-/// guide). `None` for CUDA majors this rule does not know.
+/// compatibility, and the driver to upgrade to (CUDA compatibility guide,
+/// "Minor Version Compatibility", Table 1: 11.x >= 450, 12.x >= 525, 13.x >=
+/// 580; the exact versions are each major's first GA driver in Table 3 of
+/// the CUDA release notes, 450.80.02 being the 11.x minimum the guide names).
 pub(crate) fn driver_floor(cuda_major: u64) -> Option<(u64, &'static str)> {
     match cuda_major {
         13 => Some((580, "580.65.06")),
@@ -73,15 +92,53 @@ pub(crate) fn driver_floor(cuda_major: u64) -> Option<(u64, &'static str)> {
     }
 }
 
+/// Linux driver of each CUDA release's GA (CUDA release notes, Table 3
+/// "CUDA Toolkit and Corresponding Driver Versions", as of CUDA 13.2).
+const GA_DRIVERS: [((u64, u64), &str); 21] = [
+    ((11, 1), "455.23"),
+    ((11, 2), "460.27.03"),
+    ((11, 3), "465.19.01"),
+    ((11, 4), "470.42.01"),
+    ((11, 5), "495.29.05"),
+    ((11, 6), "510.39.01"),
+    ((11, 7), "515.43.04"),
+    ((11, 8), "520.61.05"),
+    ((12, 0), "525.60.13"),
+    ((12, 1), "530.30.02"),
+    ((12, 2), "535.54.03"),
+    ((12, 3), "545.23.06"),
+    ((12, 4), "550.54.14"),
+    ((12, 5), "555.42.02"),
+    ((12, 6), "560.28.03"),
+    ((12, 8), "570.26"),
+    ((12, 9), "575.51.03"),
+    ((13, 0), "580.65.06"),
+    ((13, 1), "590.44.01"),
+    ((13, 2), "595.45.04"),
+    ((11, 0), "450.51.05"),
+];
+
 /// The driver a CUDA release shipped with (its GA driver), where known.
 pub(crate) fn ga_driver(major: u64, minor: u64) -> Option<&'static str> {
-    match (major, minor) {
-        (12, 0) => Some("525.60.13"),
-        (12, 8) => Some("570.26"),
-        (12, 9) => Some("575.51.03"),
-        (13, 0) => Some("580.65.06"),
-        _ => None,
+    GA_DRIVERS.iter().find(|(v, _)| *v == (major, minor)).map(|(_, d)| *d)
+}
+
+/// The newest CUDA in the table whose GA driver `driver` meets: what
+/// nvidia-smi would print as "CUDA Version" (`None` below 11.0's driver).
+pub(crate) fn supported_by_driver(driver: &Dotted) -> Option<(u64, u64)> {
+    let mut best: Option<(u64, u64)> = None;
+    for (version, ga) in GA_DRIVERS.iter() {
+        let Ok(ga) = Dotted::parse(ga) else { continue };
+        if *driver >= ga && best.is_none_or(|b| *version > b) {
+            best = Some(*version);
+        }
     }
+    best
+}
+
+/// The newest CUDA the table knows (beyond it nothing can be derived).
+pub(crate) fn newest_known() -> (u64, u64) {
+    (13, 2)
 }
 
 /// An installed forward-compatibility package and the CUDA it provides.
@@ -174,4 +231,9 @@ pub(crate) fn forward_compat_on_consumer(m: &Manifest, driver: &Dotted) -> bool 
     };
     consumer_gpu(m).is_some()
         && driver_floor(compat.major).is_some_and(|(floor, _)| driver.major() < floor)
+}
+
+/// Whether an installed `cuda-compat` package provides at least `required`.
+pub(crate) fn compat_covers(m: &Manifest, required: &Cuda) -> bool {
+    newest_compat(m).is_some_and(|c| (c.major, c.minor) >= (required.major, required.minor))
 }

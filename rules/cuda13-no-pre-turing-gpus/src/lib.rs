@@ -1,6 +1,8 @@
-//! CUDA 13 dropped Maxwell, Pascal and Volta (KNOWLEDGE.md B13): a CUDA 13
-//! build (a `+cu13x` PyTorch wheel, or a stack on CUDA 13) has no kernels for
-//! GPUs below compute capability 7.5. Turing (7.5) stays supported.
+//! CUDA 13 dropped Maxwell, Pascal and Volta (CUDA 13.0 release notes,
+//! Deprecated Architectures; KNOWLEDGE.md B13): a stack built with CUDA 13
+//! (a `+cu13x` PyTorch wheel, or `drivers.cuda_runtime` 13.x) has no kernels
+//! for GPUs below compute capability 7.5. The driver's own CUDA (nvidia-smi,
+//! `drivers.cuda_driver`) says nothing about the stack and is not read.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
@@ -18,16 +20,11 @@ struct CudaSource {
     torch_base: Option<String>,
 }
 
-/// The CUDA major version of a PyTorch local tag (`cu130` → 13, `cu126` → 12).
-fn tag_major(local: &str) -> Option<u64> {
-    pitfall_sdk::version::cuda_tag(local).map(|(major, _)| major)
-}
-
 fn cuda_source(m: &Manifest) -> Option<CudaSource> {
-    // The wheel's CUDA build decides which kernels exist; prefer it.
+    // The wheel's CUDA build decides which kernels PyTorch has; prefer it.
     if let Some(torch) = m.package("torch")
         && let Some(v) = torch.version()
-        && let Some(major) = v.local().and_then(tag_major)
+        && let Some((major, _)) = v.cuda_build()
     {
         let mut label = String::from("torch ");
         label.push_str(v.as_str());
@@ -38,37 +35,35 @@ fn cuda_source(m: &Manifest) -> Option<CudaSource> {
             torch_base: Some(String::from(v.without_local().as_str())),
         });
     }
-    let cuda = m.cuda()?;
+    let runtime = m.text("drivers.cuda_runtime").and_then(|t| Dotted::parse(&t).ok())?;
     let mut label = String::from("CUDA ");
-    label.push_str(cuda.as_str());
+    label.push_str(runtime.as_str());
     Some(CudaSource {
-        major: cuda.major(),
+        major: runtime.major(),
         label,
-        path: String::from("drivers.cuda"),
+        path: String::from("drivers.cuda_runtime"),
         torch_base: None,
     })
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
-    let weakest = m.weakest_nvidia_gpu();
-    let Some(cuda) = cuda_source(m) else {
-        // Only an old GPU makes the CUDA version matter.
-        return match weakest {
-            Some((_, cc)) if cc < TURING => Outcome::needs("drivers.cuda"),
-            _ => Outcome::clear(),
-        };
-    };
-    if cuda.major < 13 {
-        return Outcome::clear();
-    }
-    let Some((gpu, cc)) = weakest else {
-        // An NVIDIA GPU whose compute capability nobody knows.
-        return match m.nvidia_gpus().next() {
-            Some(g) => Outcome::needs(g.field_path("compute_capability").as_str()),
-            None => Outcome::clear(),
-        };
+    let (gpu, cc) = match m.need_weakest_nvidia_gpu() {
+        Ok(found) => found,
+        Err(outcome) => {
+            // A GPU of unknown capability matters only on a CUDA 13 stack.
+            return match cuda_source(m) {
+                Some(c) if c.major >= 13 => outcome,
+                _ => Outcome::clear(),
+            };
+        }
     };
     if cc >= TURING {
+        return Outcome::clear();
+    }
+    let Some(cuda) = cuda_source(m) else {
+        return Outcome::needs("drivers.cuda_runtime");
+    };
+    if cuda.major < 13 {
         return Outcome::clear();
     }
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
@@ -85,7 +80,7 @@ fn evaluate(m: &Manifest) -> Outcome {
             fix.push_str("+cu126");
             outcome.param("torch_fix", &fix).remedy(1)
         }
-        None => outcome.param("torch_fix", "a +cu126 build").remedy(0),
+        None => outcome.remedy(0),
     }
 }
 

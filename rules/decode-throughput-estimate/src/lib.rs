@@ -1,11 +1,15 @@
-//! Single-stream decode is memory-bandwidth bound: every token reads all the
-//! weights once, so tokens/s ≈ bandwidth ÷ weight bytes (KNOWLEDGE.md A7).
+//! Single-stream decode is memory-bandwidth bound (KNOWLEDGE.md A7): each
+//! token reads the weights it passes through (the effective / active
+//! parameters) and the KV cache so far, so tokens/s <= bandwidth ÷ bytes
+//! read per token. On the field report's T4G this bound is about 60 tokens/s
+//! for Gemma 4 E2B (2.3B effective, bf16, 277 GB/s), where 43 were measured.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
 
-/// Below this many tokens/s for one stream, say so.
+/// Below this many tokens/s for one stream at the start of a sequence, say so.
 const SLOW_TOKENS_PER_S: f64 = 30.0;
+const GB: f64 = 1e9;
 
 /// Remedy indices in rule.json.
 const REMEDY_QUANTIZE: u32 = 0;
@@ -54,6 +58,25 @@ fn bytes_per_param(m: &Manifest) -> Option<(f64, String)> {
     }
 }
 
+/// KV-cache bytes one GPU reads per token at `context` tokens, when the
+/// model's geometry is known: 2 (K and V) × layers × KV heads per GPU ×
+/// the largest head size × bytes per element × context.
+fn kv_bytes(m: &Manifest, tp: u32, weight_bytes: f64) -> Option<(f64, f64)> {
+    let w = m.workload();
+    let layers = m.number("workload.num_hidden_layers").filter(|l| *l >= 1.0)?;
+    let kv_heads = w.num_kv_heads().filter(|k| *k > 0)?;
+    let head_dim = w.head_dims().into_iter().max().filter(|d| *d > 0)?;
+    let context =
+        w.max_model_len().or_else(|| m.number("workload.max_context")).filter(|c| *c >= 1.0)?;
+    let element = match w.kv_cache_dtype() {
+        Some(k) if k.starts_with("fp8") || k == "int8" => 1.0,
+        _ => weight_bytes.clamp(2.0, 4.0),
+    };
+    // KV heads split over TP ranks; a rank keeps at least one.
+    let heads = if kv_heads >= tp { f64::from(kv_heads) / f64::from(tp) } else { 1.0 };
+    Some((2.0 * layers * heads * f64::from(head_dim) * element * context, context))
+}
+
 fn evaluate(m: &Manifest) -> Outcome {
     if !m.has("workload") {
         return Outcome::clear();
@@ -74,9 +97,18 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some((gpu, bandwidth)) = slowest else {
         return Outcome::clear();
     };
-    let Some(params_b) = w.parameters_b() else {
-        return Outcome::needs("workload.parameters_b");
-    };
+    // The bytes a token reads: effective (active) parameters where known.
+    let (params_b, which, params_path) =
+        match m.number("workload.active_parameters_b").filter(|p| *p > 0.0) {
+            Some(active) => (active, "effective", "workload.active_parameters_b"),
+            None => match w.parameters_b() {
+                Some(total) => (total, "total", "workload.parameters_b"),
+                None => {
+                    return Outcome::needs("workload.parameters_b")
+                        .missing("workload.active_parameters_b");
+                }
+            },
+        };
     if params_b <= 0.0 {
         return Outcome::clear();
     }
@@ -87,17 +119,29 @@ fn evaluate(m: &Manifest) -> Outcome {
     let devices = m.device_count().max(1);
     let tp = w.tensor_parallel_size().unwrap_or(1).clamp(1, devices);
     let weights_gb = params_b * bytes;
-    let tokens_per_s = bandwidth * f64::from(tp) / weights_gb;
+    let per_gpu_gb = weights_gb / f64::from(tp);
+    let tokens_per_s = bandwidth / per_gpu_gb;
     if tokens_per_s >= SLOW_TOKENS_PER_S {
         return Outcome::clear();
     }
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
+    let mut kv_note = String::new();
+    if let Some((kv, context)) = kv_bytes(m, tp, bytes) {
+        let at_context = bandwidth / (per_gpu_gb + kv / GB);
+        kv_note.push_str(", falling to about ");
+        kv_note.push_str(&pitfall_sdk::text::fixed(at_context, 1));
+        kv_note.push_str(" tokens/s at ");
+        pitfall_sdk::text::push_int(&mut kv_note, context as i64);
+        kv_note.push_str(" tokens of context (KV cache reads)");
+    }
     let mut outcome = Outcome::matched()
-        .evidence("workload.parameters_b")
+        .evidence(params_path)
         .evidence(gpu.field_path("memory_bandwidth_gbps").as_str())
         .param_decimal("tokens_per_s", tokens_per_s, 1)
+        .param("kv_note", &kv_note)
         .param_decimal("weights_gb", weights_gb, 1)
         .param_decimal("params_b", params_b, 2)
+        .param("which", which)
         .param_decimal("bytes", bytes, 1)
         .param("format", &format)
         .param_decimal("bandwidth_gbps", bandwidth, 0)

@@ -1,23 +1,13 @@
-//! FlashAttention-3 needs a Hopper GPU and CUDA 12.3 or newer
-//! (KNOWLEDGE.md B5).
-//!
-//! Two ways to end up on FlashAttention-3:
-//! - the `flash-attn-3` package (Dao-AILab's `hopper/` build), used directly;
-//! - vLLM's bundled FlashAttention with `VLLM_FLASH_ATTN_VERSION=3`.
-//!
-//! What fails, as far as the sources and the code show:
-//! - compute capability 8.6 / 8.7 / 8.9: no FA3 kernels fit (vLLM logs
-//!   "FA3 is only supported on devices with compute capability >= 8
-//!   excluding 8.6 and 8.9" and asserts);
-//! - below 8.0 and Blackwell (10.x, 12.x) with the package: no kernels;
-//! - Hopper with CUDA older than 12.3 (the package's requirement).
-//!
-//! Not reported, because it does not fail: compute capability 8.0 (both
-//! builds also compile sm80 kernels), vLLM on Blackwell (it falls back to
-//! FA2/FA4 with a warning), vLLM on GPUs below 8.0 (it never selects
-//! FlashAttention there; forcing it is `flash-attn2-needs-sm80`'s case), and
-//! vLLM before 0.8.0 (V0 engine; the variable was new and its fallback is
-//! not documented).
+//! FlashAttention-3 forced where it does not run (KNOWLEDGE.md B5). Two
+//! checks, kept apart:
+//! - vLLM's own FA3 selection with `VLLM_FLASH_ATTN_VERSION=3` (read from
+//!   0.8.0 to 0.14.x; 0.15.0 dropped the variable): its bundled
+//!   FlashAttention accepts 8.0+ except 8.6, 8.9 and 10+ up to 0.11.x, and
+//!   9.x only from 0.12.0 (`_is_fa3_supported` in
+//!   vllm/vllm_flash_attn/flash_attn_interface.py at those tags); Blackwell
+//!   10.x falls back to FA2 (fa_utils.py), other refusals fail.
+//! - FA3 proper, the `flash-attn-3` package: kernels for sm_80, sm_90a and
+//!   sm_100a only (hopper/setup.py), and CUDA >= 12.3 (README).
 #![no_std]
 
 use pitfall_sdk::prelude::*;
@@ -25,7 +15,11 @@ use pitfall_sdk::prelude::*;
 const FA3_ENV: &str = "VLLM_FLASH_ATTN_VERSION";
 const FA3_ENV_PATH: &str = "env.VLLM_FLASH_ATTN_VERSION";
 const FA3_PACKAGE: &str = "flash-attn-3";
-const VLLM_V1_DEFAULT: &str = "0.8.0";
+/// The releases that read the variable.
+const READS_ENV: &str = ">=0.8.0,<0.15.0";
+/// From 0.12.0 vLLM's FA3 check accepts Hopper (9.x) only.
+const HOPPER_ONLY: &str = ">=0.12.0";
+const SM80: ComputeCapability = ComputeCapability::new(8, 0);
 
 const REMEDY_UNSET_ENV: u32 = 0;
 const REMEDY_REMOVE_PACKAGE: u32 = 1;
@@ -38,18 +32,14 @@ fn is_flash_attn(value: &str) -> bool {
         .any(|name| v.eq_ignore_ascii_case(name))
 }
 
-/// Why FA3 cannot run on this compute capability, or `None` if it can (or
-/// if the sources do not say it cannot).
-fn cc_problem(cc: ComputeCapability, via_vllm: bool) -> Option<&'static str> {
-    match cc.major {
-        9 => None,
-        8 if cc.minor == 0 => None,
-        8 => Some(
-            "FlashAttention-3 has no kernels for compute capability 8.6/8.9 GPUs (it needs Hopper, 9.x)",
-        ),
-        _ if via_vllm => None,
-        _ => Some("FlashAttention-3 has kernels for Hopper (9.x) and A100-class (8.0) GPUs only"),
+/// The stack's CUDA: `drivers.cuda_runtime`, else a `+cuXYZ` torch wheel.
+fn stack_cuda(m: &Manifest) -> Option<(u64, u64, &'static str)> {
+    if let Some(d) = m.text("drivers.cuda_runtime").and_then(|t| Dotted::parse(&t).ok()) {
+        return Some((d.major(), d.minor(), "drivers.cuda_runtime"));
     }
+    let torch = m.package("torch")?;
+    let (major, minor) = torch.version()?.cuda_build()?;
+    Some((major, minor, "packages.torch.version"))
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
@@ -63,8 +53,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     // The variable matters only to vLLM, and only when its FlashAttention
     // backend is the one in use (forced, or chosen automatically).
     let backend_set = m.workload().attention_backend().or_else(|| m.env("VLLM_ATTENTION_BACKEND"));
-    let vllm_uses_fa = backend_set.as_deref().is_none_or(is_flash_attn);
-    let via_env = env_fa3 && vllm.is_some() && vllm_uses_fa;
+    let via_env = env_fa3 && vllm.is_some() && backend_set.as_deref().is_none_or(is_flash_attn);
     if package.is_none() && !via_env {
         return Outcome::clear();
     }
@@ -76,28 +65,43 @@ fn evaluate(m: &Manifest) -> Outcome {
     let mut cc_buf = [0u8; 24];
     let cc_text = cc.write_to(&mut cc_buf);
 
-    // vLLM with VLLM_FLASH_ATTN_VERSION=3.
-    if via_env && let Some(problem) = cc_problem(cc, true) {
-        let Some(version) = vllm.as_ref().and_then(Package::version) else {
+    // (1) vLLM's FA3 selection. Below 8.0 vLLM never picks FlashAttention;
+    // on 10.x it falls back to FA2 with a warning.
+    if via_env
+        && cc >= SM80
+        && cc.major != 10
+        && let Some(vllm) = &vllm
+    {
+        let Some(reads) = vllm.version_in(READS_ENV) else {
             return Outcome::needs("packages.vllm.version");
         };
-        if Version::parse(VLLM_V1_DEFAULT).is_ok_and(|v1| version >= v1) {
-            let mut outcome = Outcome::matched()
+        let Some(hopper_only) = vllm.version_in(HOPPER_ONLY) else {
+            return Outcome::needs("packages.vllm.version");
+        };
+        let refused = if hopper_only {
+            cc.major != 9
+        } else {
+            cc.major > 9 || (cc.major == 8 && (cc.minor == 6 || cc.minor == 9))
+        };
+        if reads && refused {
+            let reason = if hopper_only {
+                "vLLM 0.12.0 to 0.14.x accept FA3 on compute capability 9.x only"
+            } else {
+                "vLLM 0.8.0 to 0.11.x accept FA3 on compute capability 8.0 and up, except 8.6, 8.9 and 10 and up"
+            };
+            return Outcome::matched()
                 .evidence(FA3_ENV_PATH)
-                .evidence(gpu.field_path("compute_capability").as_str());
-            if let Some(vllm) = &vllm {
-                outcome = outcome.evidence(vllm.version_path().as_str());
-            }
-            return outcome
+                .evidence(gpu.field_path("compute_capability").as_str())
+                .evidence(vllm.version_path().as_str())
                 .param("via", "VLLM_FLASH_ATTN_VERSION=3")
                 .param("gpu", &gpu_name)
                 .param("cc", cc_text)
-                .param("reason", problem)
+                .param("reason", reason)
                 .remedy(REMEDY_UNSET_ENV);
         }
     }
 
-    // The flash-attn-3 package.
+    // (2) The flash-attn-3 package.
     let Some(package) = package else {
         return Outcome::clear();
     };
@@ -109,17 +113,22 @@ fn evaluate(m: &Manifest) -> Outcome {
     if package.version_text().is_some() {
         outcome = outcome.evidence(package.version_path().as_str());
     }
-    if let Some(problem) = cc_problem(cc, false) {
-        return outcome.param("reason", problem).remedy(REMEDY_REMOVE_PACKAGE);
+    if cc < SM80 {
+        return outcome
+            .param("reason", "its kernels are built for sm_80, sm_90a and sm_100a only")
+            .remedy(REMEDY_REMOVE_PACKAGE);
     }
     if cc.major == 9
-        && let (Some(cuda), Ok(min)) = (m.cuda(), Dotted::parse("12.3"))
-        && cuda < min
+        && let Some((major, minor, path)) = stack_cuda(m)
+        && (major, minor) < (12, 3)
     {
-        let mut reason = String::from("FlashAttention-3 needs CUDA 12.3 or newer, but CUDA is ");
-        reason.push_str(cuda.as_str());
+        let mut reason =
+            String::from("FlashAttention-3 needs CUDA 12.3 or newer, but the stack's CUDA is ");
+        pitfall_sdk::text::push_int(&mut reason, major as i64);
+        reason.push('.');
+        pitfall_sdk::text::push_int(&mut reason, minor as i64);
         return outcome
-            .evidence("drivers.cuda")
+            .evidence(path)
             .param("reason", &reason)
             .remedy(REMEDY_NEWER_CUDA)
             .remedy(REMEDY_REMOVE_PACKAGE);

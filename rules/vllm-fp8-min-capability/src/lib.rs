@@ -1,55 +1,32 @@
-//! vLLM's fp8 quantization has a minimum compute capability that depends on
-//! the vLLM release (KNOWLEDGE.md B6).
-//!
-//! - FP8 W8A8 (hardware FP8) needs 8.9 (Ada, Hopper, Blackwell).
-//! - From vLLM 0.5.1 (PR 5975, FP8 Marlin), Ampere (8.0-8.6) runs fp8
-//!   checkpoints weight-only (W8A16); before that vLLM refused them.
-//! - Turing (7.5) got FP8 Marlin in PR 29901 (opened December 2025, after
-//!   the 0.12.0 release). Assumed here: vLLM before 0.13.0 refuses fp8 on
-//!   Turing; from 0.13.0 on the rule stays silent because the exact first
-//!   release is not confirmed.
-//! - Volta (7.0) has no fp8 path in any release.
-//!
-//! GPUs below 7.0 are left to `vllm-needs-sm70`: vLLM does not run there at all.
+//! vLLM's fp8 quantization has a minimum compute capability that moved with
+//! its releases (KNOWLEDGE.md B6), read in fp8.py `get_min_capability` at each
+//! tag: 9.0 in 0.4.1, 8.9 from 0.4.2, 8.0 from 0.5.1 (FP8 Marlin, weight-only
+//! on Ampere), 7.5 from 0.14.0 (FP8 Marlin on Turing). Volta is refused by
+//! every release. GPUs below 7.0 are `vllm-needs-sm70`'s.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
 
 const VOLTA: ComputeCapability = ComputeCapability::new(7, 0);
 const TURING: ComputeCapability = ComputeCapability::new(7, 5);
-const AMPERE: ComputeCapability = ComputeCapability::new(8, 0);
-const ADA: ComputeCapability = ComputeCapability::new(8, 9);
-/// First release with FP8 Marlin (weight-only fp8 on Ampere).
-const FP8_MARLIN_AMPERE: &str = "0.5.1";
-/// Assumed first release with FP8 Marlin on Turing (see the module docs).
-const FP8_MARLIN_TURING: &str = "0.13.0";
+const FP8_HW: ComputeCapability = ComputeCapability::new(8, 9);
+
+/// (releases, minimum capability): fp8.py at 0.4.1, 0.4.2, 0.5.1, 0.14.0.
+const FLOORS: [(&str, ComputeCapability, &str); 4] = [
+    ("==0.4.1", ComputeCapability::new(9, 0), "9.0"),
+    (">=0.4.2,<0.5.1", ComputeCapability::new(8, 9), "8.9"),
+    (">=0.5.1,<0.14.0", ComputeCapability::new(8, 0), "8.0"),
+    (">=0.14.0", ComputeCapability::new(7, 5), "7.5"),
+];
 
 const REMEDY_UPGRADE: u32 = 0;
-const REMEDY_ADA_GPU: u32 = 1;
+const REMEDY_FP8_GPU: u32 = 1;
 const REMEDY_NO_FP8: u32 = 2;
 
-fn lt(v: &Version, bound: &str) -> bool {
-    Version::parse(bound).is_ok_and(|b| *v < b)
-}
-
-/// The lowest compute capability this vLLM release accepts fp8 on.
-fn min_capability(v: &Version) -> &'static str {
-    if lt(v, FP8_MARLIN_AMPERE) {
-        "8.9"
-    } else if lt(v, FP8_MARLIN_TURING) {
-        "8.0"
-    } else {
-        "7.5"
-    }
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
-    // Selectors are a promise: clear whenever they do not hold.
-    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia"))
-        || m.package("vllm").is_none()
-    {
+    let Some(vllm) = m.package("vllm") else {
         return Outcome::clear();
-    }
+    };
     if m.workload().quantization().as_deref() != Some("fp8") {
         return Outcome::clear();
     }
@@ -57,42 +34,51 @@ fn evaluate(m: &Manifest) -> Outcome {
         Ok(found) => found,
         Err(outcome) => return outcome,
     };
-    if cc >= ADA || cc < VOLTA {
+    if cc >= FP8_HW || cc < VOLTA {
         return Outcome::clear();
     }
-    let vllm = m.package("vllm");
-    let version = vllm.as_ref().and_then(Package::version);
-    let (min, vllm_text) = match (&version, cc < TURING) {
-        (Some(v), _) => {
-            let min = min_capability(v);
-            let Ok(min_cc) = ComputeCapability::parse(min) else {
-                return Outcome::clear();
-            };
-            if cc >= min_cc {
-                return Outcome::clear();
+    // Volta: no release runs fp8 there, whatever the version.
+    let (min, known) = if cc < TURING {
+        ("7.5", vllm.version_text().is_some())
+    } else {
+        let mut floor = None;
+        for (releases, min_cc, min_text) in FLOORS.iter() {
+            match vllm.version_in(releases) {
+                None => return Outcome::needs("packages.vllm.version"),
+                Some(true) => floor = Some((*min_cc, *min_text)),
+                Some(false) => {}
             }
-            (min, String::from(v.as_str()))
         }
-        // Volta: no vLLM release runs fp8 there.
-        (None, true) => ("7.5", String::from("(any release)")),
-        (None, false) => return Outcome::needs("packages.vllm.version"),
+        // Before 0.4.1 there is no fp8 method to refuse.
+        let Some((min_cc, min_text)) = floor else {
+            return Outcome::clear();
+        };
+        if cc >= min_cc {
+            return Outcome::clear();
+        }
+        (min_text, true)
     };
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
     let mut cc_buf = [0u8; 24];
     let mut outcome = Outcome::matched()
         .evidence("workload.quantization")
         .evidence(gpu.field_path("compute_capability").as_str())
-        .param("vllm", &vllm_text)
         .param("min", min)
         .param("gpu", &gpu_name)
         .param("cc", cc.write_to(&mut cc_buf));
-    if let (Some(vllm), Some(_)) = (&vllm, &version) {
-        outcome = outcome.evidence(vllm.version_path().as_str());
+    outcome = if known {
+        outcome
+            .evidence(vllm.version_path().as_str())
+            .param_field("vllm", vllm.version_path().as_str())
+    } else {
+        outcome.param("vllm", "(any release)")
+    };
+    // A newer release runs fp8 weight-only from 7.5 (0.14.0) or 8.0 (0.5.1).
+    if cc >= TURING {
+        let fix = if cc >= ComputeCapability::new(8, 0) { "0.5.1" } else { "0.14.0" };
+        outcome = outcome.param("fix", fix).remedy(REMEDY_UPGRADE);
     }
-    if cc >= AMPERE {
-        outcome = outcome.remedy(REMEDY_UPGRADE);
-    }
-    outcome.remedy(REMEDY_ADA_GPU).remedy(REMEDY_NO_FP8)
+    outcome.remedy(REMEDY_FP8_GPU).remedy(REMEDY_NO_FP8)
 }
 
 pitfall_sdk::export_rule!(evaluate);

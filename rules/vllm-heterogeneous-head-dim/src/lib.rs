@@ -1,63 +1,42 @@
-//! vLLM before 0.27.2rc0 cannot initialise a model whose attention layers
-//! have different head sizes (Gemma 4: 256 on sliding-window layers, 512 on
-//! global layers) (KNOWLEDGE.md A4).
+//! vLLM before 0.19.0 has no Gemma 4 (KNOWLEDGE.md A4): Gemma 4 mixes head
+//! sizes (256 sliding, 512 global) and first appears in the 0.19.0 model
+//! registry (0.18.1 has no Gemma4 entry). From 0.19.0, gemma4.py builds each
+//! layer with its own head size and models/config.py forces TRITON_ATTN
+//! when they differ. The transformers 5.15 breakage of 0.19.0-0.27.1 is
+//! `gemma4-transformers-5-15-breaks-vllm`'s; 0.28.0 clears both.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
 
-/// The first vLLM version that serves heterogeneous head sizes.
-const FIXED_IN: &str = "0.27.2rc0";
-
-/// Model families known to mix head sizes, for manifests without `head_dims`:
-/// Gemma 4 uses 256 on sliding-window layers and 512 on global layers.
-const KNOWN_HETEROGENEOUS: &[(&str, &[u32])] = &[("gemma-4", &[256, 512]), ("gemma4", &[256, 512])];
+/// The first release with Gemma 4.
+const AFFECTED: &str = "<0.19.0";
+/// Spellings of Gemma 4 in a model id or architecture, asked about
+/// (`text_contains`), never read.
+const GEMMA4: [&str; 3] = ["gemma-4", "gemma4", "gemma_4"];
 
 fn evaluate(m: &Manifest) -> Outcome {
     let Some(vllm) = m.package("vllm") else {
         return Outcome::clear();
     };
-    let model = m.workload().model();
-    let mut dims = m.workload().head_dims();
-    let from_model = dims.is_empty();
-    if from_model {
-        let lower = model.as_deref().unwrap_or("").to_ascii_lowercase();
-        if let Some((_, known)) =
-            KNOWN_HETEROGENEOUS.iter().find(|(family, _)| lower.contains(family))
-        {
-            dims.extend_from_slice(known);
-        }
-    }
-    dims.sort_unstable();
-    dims.dedup();
-    let geometry_known = !dims.is_empty();
-    if geometry_known && dims.len() < 2 {
+    let by_model = m.workload().model_mentions(&GEMMA4) == Some(true);
+    let by_arch = m.text_contains_any("workload.architecture", &GEMMA4) == Some(true);
+    if !by_model && !by_arch {
         return Outcome::clear();
     }
-    let version_path = vllm.version_path();
-    let Some(version_text) = vllm.version_text() else {
-        let outcome = Outcome::needs(version_path.as_str());
-        return if geometry_known { outcome } else { outcome.missing("workload.head_dims") };
+    let Some(affected) = vllm.version_in(AFFECTED) else {
+        return Outcome::needs("packages.vllm.version");
     };
-    // A version that is not PEP 440 (a branch name) cannot be placed; do not guess.
-    if pep440_lt(&version_text, FIXED_IN) != Some(true) {
+    if !affected {
         return Outcome::clear();
     }
-    if !geometry_known {
-        return Outcome::needs("workload.head_dims");
+    let outcome = Outcome::matched()
+        .evidence(vllm.version_path().as_str())
+        .param_field("version", vllm.version_path().as_str());
+    if by_model {
+        outcome.evidence("workload.model").param_field("model", "workload.model")
+    } else {
+        outcome.evidence("workload.architecture").param("model", "The model")
     }
-    let mut dims_text = String::new();
-    for (i, d) in dims.iter().enumerate() {
-        if i > 0 {
-            dims_text.push_str(if i + 1 == dims.len() { " and " } else { ", " });
-        }
-        pitfall_sdk::text::push_int(&mut dims_text, i64::from(*d));
-    }
-    Outcome::matched()
-        .evidence(version_path.as_str())
-        .evidence(if from_model { "workload.model" } else { "workload.head_dims" })
-        .param("model", model.as_deref().unwrap_or("The model"))
-        .param("head_dims", &dims_text)
-        .param("version", &version_text)
 }
 
 pitfall_sdk::export_rule!(evaluate);

@@ -1,10 +1,10 @@
 //! A max_model_len the KV cache cannot hold even for one sequence
 //! (KNOWLEDGE.md B19), estimated from the GPU memory left after the weights
 //! and the KV bytes per token: 2 (K and V) × layers × KV heads × head_dim ×
-//! bytes per element, per GPU after tensor and pipeline splits. The
-//! estimate ignores activations and CUDA graphs, so the real KV cache is
-//! smaller still; the manifest contract has no layer count, so the rule
-//! reads a client-sent `workload.num_layers`.
+//! bytes per element, per GPU after tensor and pipeline splits. Without
+//! `--max-model-len` vLLM uses the model's full context (`workload.max_context`).
+//! The estimate ignores activations and CUDA graphs, so the real KV cache is
+//! smaller still.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
@@ -29,8 +29,15 @@ fn evaluate(m: &Manifest) -> Outcome {
         return Outcome::clear();
     }
     let w = m.workload();
-    let Some(max_len) = w.max_model_len().filter(|l| *l >= 1.0) else {
-        return Outcome::clear();
+    // No `--max-model-len`: vLLM takes the model's own context length.
+    let (max_len, len_path, implied) = match w.max_model_len().filter(|l| *l >= 1.0) {
+        Some(l) => (l, "workload.max_model_len", ""),
+        None => match m.number("workload.max_context").filter(|l| *l >= 1.0) {
+            Some(l) => (l, "workload.max_context", " (the model's full context, as none was set)"),
+            None => {
+                return Outcome::needs("workload.max_context").missing("workload.max_model_len");
+            }
+        },
     };
     let Some(params_b) = w.parameters_b().filter(|p| *p > 0.0) else {
         return Outcome::clear();
@@ -61,13 +68,17 @@ fn evaluate(m: &Manifest) -> Outcome {
         return Outcome::clear();
     }
 
-    let layers = m.number("workload.num_layers").filter(|l| *l >= 1.0);
+    // The model table's `num_hidden_layers`; `num_layers` is the old name.
+    let (layers, layers_path) = match m.number("workload.num_hidden_layers").filter(|l| *l >= 1.0) {
+        Some(l) => (Some(l), "workload.num_hidden_layers"),
+        None => (m.number("workload.num_layers").filter(|l| *l >= 1.0), "workload.num_layers"),
+    };
     let kv_heads = w.num_kv_heads().filter(|k| *k > 0);
     let head_dim = w.head_dims().into_iter().filter(|d| *d > 0).min();
     let (Some(layers), Some(kv_heads), Some(head_dim)) = (layers, kv_heads, head_dim) else {
         let mut outcome = Outcome::undetermined();
         if layers.is_none() {
-            outcome = outcome.missing("workload.num_layers");
+            outcome = outcome.missing("workload.num_hidden_layers");
         }
         if kv_heads.is_none() {
             outcome = outcome.missing("workload.num_kv_heads");
@@ -94,11 +105,12 @@ fn evaluate(m: &Manifest) -> Outcome {
     }
 
     let mut outcome = Outcome::matched()
-        .evidence("workload.max_model_len")
-        .evidence("workload.num_layers")
+        .evidence(len_path)
+        .evidence(layers_path)
         .evidence("workload.num_kv_heads")
         .evidence("workload.parameters_b")
         .param_int("max_len", max_len as i64)
+        .param("implied", implied)
         .param_int("tokens", tokens as i64)
         .param_int("fit", fit as i64)
         .param_decimal("free_gb", free_gb, 1)

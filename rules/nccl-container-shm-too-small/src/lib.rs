@@ -1,0 +1,44 @@
+//! Multi-GPU NCCL in a container with Docker's default 64 MiB /dev/shm (or
+//! less): NCCL's shared-memory segments do not fit (torchtitan issue 853,
+//! nccl issues 342 and 525). vLLM is covered by vllm-tp-container-nccl-shm.
+#![no_std]
+
+use pitfall_sdk::prelude::*;
+
+/// Docker's default `--shm-size`; failures are reported at and below it.
+const DOCKER_DEFAULT_SHM_MIB: f64 = 64.0;
+
+fn evaluate(m: &Manifest) -> Outcome {
+    if m.image().is_none() || m.package("vllm").is_some() {
+        return Outcome::clear();
+    }
+    let gpus: u32 = m.nvidia_gpus().map(|g| g.count().unwrap_or(1)).sum();
+    let tp = m.workload().tensor_parallel_size().unwrap_or(1);
+    let count = gpus.max(tp);
+    if count < 2 || m.env("NCCL_SHM_DISABLE").is_some_and(|v| v.trim() == "1") {
+        return Outcome::clear();
+    }
+    let ipc = m.text("container.ipc");
+    if ipc.as_deref() == Some("host") {
+        return Outcome::clear();
+    }
+    let shm = m.number("container.shm_size_mib");
+    if ipc.is_none() && shm.is_none() {
+        return Outcome::undetermined().missing("container.ipc").missing("container.shm_size_mib");
+    }
+    // Sizes above Docker's default are not judged (see summary).
+    if shm.is_some_and(|s| s > DOCKER_DEFAULT_SHM_MIB) {
+        return Outcome::clear();
+    }
+    let mut outcome = Outcome::matched().param_int("count", i64::from(count));
+    outcome = match &ipc {
+        Some(mode) => outcome.evidence("container.ipc").param("ipc", mode),
+        None => outcome.param("ipc", "unreported"),
+    };
+    match shm {
+        Some(mib) => outcome.evidence("container.shm_size_mib").param_int("shm", mib as i64),
+        None => outcome.param_int("shm", DOCKER_DEFAULT_SHM_MIB as i64),
+    }
+}
+
+pitfall_sdk::export_rule!(evaluate);

@@ -1,0 +1,53 @@
+//! nvcc older than CUDA 12.8 has no Blackwell targets (ptxas of the 12.8.61
+//! wheel names sm_100/sm_120, 12.6.85 does not): "nvcc fatal : Unsupported
+//! gpu architecture 'compute_120'" (whisper.cpp issue 3030, cuda-samples 367).
+#![no_std]
+
+use pitfall_sdk::prelude::*;
+
+const BLACKWELL: ComputeCapability = ComputeCapability::new(10, 0);
+
+/// The Blackwell capability the build targets: the highest of the arch
+/// list, or, with no list, of the local GPUs a from-source build compiles for.
+fn blackwell_target(m: &Manifest) -> Option<ComputeCapability> {
+    let list = m.torch_cuda_arch_list();
+    let targets = if list.is_empty() {
+        if m.len("build.from_source").unwrap_or(0) == 0 {
+            return None;
+        }
+        m.nvidia_gpus().filter_map(|g| g.compute_capability()).collect()
+    } else {
+        list
+    };
+    // The lowest Blackwell target is the first one nvcc rejects.
+    targets.into_iter().filter(|cc| *cc >= BLACKWELL).min()
+}
+
+fn evaluate(m: &Manifest) -> Outcome {
+    let Some(cc) = blackwell_target(m) else {
+        return Outcome::clear();
+    };
+    let nvcc = match m.build_tool("nvcc") {
+        Some(Some(text)) => text,
+        // Listed as absent: this build does not compile CUDA with it.
+        Some(None) => return Outcome::clear(),
+        None => return Outcome::needs("build.tools.nvcc"),
+    };
+    let Ok(version) = Dotted::parse(&nvcc) else {
+        return Outcome::needs("build.tools.nvcc");
+    };
+    if (version.major(), version.minor()) >= (12, 8) {
+        return Outcome::clear();
+    }
+    let mut cc_buf = [0u8; 24];
+    let mut outcome = Outcome::matched()
+        .evidence("build.tools.nvcc")
+        .param_field("nvcc", "build.tools.nvcc")
+        .param("cc", cc.write_to(&mut cc_buf));
+    if m.has("build.torch_cuda_arch_list") {
+        outcome = outcome.evidence("build.torch_cuda_arch_list");
+    }
+    outcome
+}
+
+pitfall_sdk::export_rule!(evaluate);

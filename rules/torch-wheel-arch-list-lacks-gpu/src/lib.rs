@@ -1,0 +1,138 @@
+//! A PyTorch CUDA build runs only on the GPUs its compiled code covers
+//! (KNOWLEDGE.md B8-B10, B13). The rule reads the build's arch list,
+//! `packages.torch.cuda_arch_list` (filled from the release table by
+//! enrichment, or by a collector from `torch.cuda.get_arch_list()`), so it
+//! holds for every release, CUDA flavour and CPU architecture without a
+//! table of its own; `torch-cu128-drops-pre-turing`,
+//! `torch-wheel-lacks-blackwell-sm` and `aarch64-cuda-wheels-lack-sm75`
+//! decide the same from the version alone when no list is known.
+//!
+//! Which code runs where, as PyTorch itself decides it
+//! (`_code_compatible_with_device` and `DEVICE_REQUIREMENT` in
+//! torch/cuda/__init__.py at v2.15.0): a cubin for X.Y runs on X.Z for
+//! Z >= Y, except on the Jetson iGPUs 5.3, 6.2, 7.2 and 8.7 (their own cubin
+//! only), except 10.0 code on 10.1, and 10.1 and 11.0 share code (11.0 is the
+//! renamed 10.1). PTX (`+PTX`, `compute_XY`) is compiled by the driver for
+//! newer GPUs too, so a PTX entry is taken to cover every GPU at or above it
+//! (PyTorch's own check is stricter and may still warn; the stack runs).
+#![no_std]
+
+use pitfall_sdk::prelude::*;
+
+const LIST: &str = "packages.torch.cuda_arch_list";
+const SOURCE_LIST: &str = "build.torch_cuda_arch_list";
+
+/// One entry of an arch list: `8.6`, `9.0+PTX`, `sm_90a`, `compute_90`.
+struct Entry {
+    cc: ComputeCapability,
+    ptx: bool,
+}
+
+fn parse_entry(text: &str) -> Option<Entry> {
+    let t = text.trim();
+    let (body, ptx) = match t.strip_suffix("+PTX").or_else(|| t.strip_suffix("+ptx")) {
+        Some(body) => (body, true),
+        None => (t, t.starts_with("compute_")),
+    };
+    let cc = ComputeCapability::parse(body).ok()?;
+    Some(Entry { cc, ptx })
+}
+
+/// Jetson integrated GPUs: no other cubin runs on them.
+fn is_igpu(sm: u32) -> bool {
+    matches!(sm, 53 | 62 | 72 | 87)
+}
+
+fn covers(entry: &Entry, device: ComputeCapability) -> bool {
+    let (code, dev) = (entry.cc.sm(), device.sm());
+    // 10.1 was renamed 11.0: code for either runs on both.
+    if matches!(code, 101 | 110) && matches!(dev, 101 | 110) {
+        return true;
+    }
+    if is_igpu(dev) || entry.cc.suffix() == Some('a') {
+        // Jetson iGPUs and arch-specific (`sm_90a`) code: exact match only.
+        return code == dev;
+    }
+    if entry.ptx {
+        return code <= dev;
+    }
+    entry.cc.major == device.major && entry.cc.minor <= device.minor && !(code == 100 && dev == 101)
+}
+
+fn evaluate(m: &Manifest) -> Outcome {
+    // Selectors are a promise: clear whenever they do not hold.
+    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia")) {
+        return Outcome::clear();
+    }
+    let Some(torch) = m.package("torch") else {
+        return Outcome::clear();
+    };
+    // CPU and ROCm builds have no CUDA arch list (ROCm: rocm-torch-wheel-lacks-gfx-target).
+    let version = torch.version_text();
+    if let Some(local) = version.as_deref().and_then(|v| v.split_once('+')).map(|(_, l)| l) {
+        if local.starts_with("cpu") || local.starts_with("rocm") {
+            return Outcome::clear();
+        }
+    }
+    let from_source = m.built_from_source("torch");
+    let path = if from_source { SOURCE_LIST } else { LIST };
+    let n = m.len(path).unwrap_or(0);
+    if n == 0 {
+        // A source build without a list targets the GPUs it finds.
+        return if from_source { Outcome::clear() } else { Outcome::needs(LIST) };
+    }
+    let mut entries = Vec::new();
+    let mut archs = String::new();
+    for i in 0..n {
+        let Some(text) = m.text(Path::new(path).index(i).as_str()) else {
+            continue;
+        };
+        if let Some(entry) = parse_entry(&text) {
+            if !archs.is_empty() {
+                archs.push_str(", ");
+            }
+            archs.push_str(text.trim());
+            entries.push(entry);
+        }
+    }
+    // A list of names only (`Turing`) cannot be checked.
+    if entries.is_empty() {
+        return Outcome::clear();
+    }
+    let mut unknown: Option<Path> = None;
+    for gpu in m.nvidia_gpus() {
+        let Some(cc) = gpu.compute_capability() else {
+            unknown.get_or_insert(gpu.field_path("compute_capability"));
+            continue;
+        };
+        if entries.iter().any(|e| covers(e, cc)) {
+            continue;
+        }
+        let mut label = String::from("torch");
+        if let Some(v) = &version {
+            label.push(' ');
+            label.push_str(v);
+        }
+        if from_source {
+            label.push_str(" (built from source)");
+        }
+        let name = gpu.model().unwrap_or_else(|| String::from("GPU"));
+        let mut buf = [0u8; 24];
+        let mut outcome =
+            Outcome::matched().evidence(gpu.field_path("compute_capability").as_str());
+        if version.is_some() {
+            outcome = outcome.evidence(torch.version_path().as_str());
+        }
+        return outcome
+            .param("torch", &label)
+            .param("archs", &archs)
+            .param("gpu", &name)
+            .param("cc", cc.write_to(&mut buf));
+    }
+    match unknown {
+        Some(path) => Outcome::needs(path.as_str()),
+        None => Outcome::clear(),
+    }
+}
+
+pitfall_sdk::export_rule!(evaluate);
