@@ -1,19 +1,28 @@
-//! PyTorch and vLLM wheels for Linux aarch64 carry CUDA kernels for compute
-//! capability 8.0 and newer only, so on a T4G (7.5) the stack installs but
-//! fails at the first kernel launch (KNOWLEDGE.md A2, B10). Inside the
-//! official vLLM/PyTorch images the same fact is reported by
-//! `aarch64-official-image-needs-sm80`, so this rule stays clear there.
+//! vLLM's Linux aarch64 wheels carry no CUDA code for GPUs below compute
+//! capability 8.0, so on a T4G (7.5) the stack installs and then fails at
+//! the first vLLM kernel launch (KNOWLEDGE.md A2).
+//!
+//! What each aarch64 wheel covers is read from the wheel itself (the
+//! release table, facts/data/releases.json: every aarch64 vLLM wheel on
+//! PyPI, 0.11.1 to 0.34.0, starts at 8.0 with compute_80 PTX; PyPI has no
+//! aarch64 vLLM wheel before 0.11.1). Enrichment puts that list in
+//! `packages.vllm.cuda_arch_list`; a collector may send it too. Without a
+//! list the rule asks for one instead of guessing.
+//!
+//! PyTorch is not judged here: `torch-wheel-arch-list-lacks-gpu` reads
+//! `packages.torch.cuda_arch_list` (the release table has the aarch64
+//! lists of torch 2.11 and later) and reports a torch build that lacks the
+//! GPU, so one cause gives one finding per package. Inside the official
+//! vLLM/PyTorch images `aarch64-official-image-needs-sm80` speaks instead.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
 
-/// The lowest compute capability the aarch64 CUDA wheels have kernels for.
-const AARCH64_WHEEL_MIN: ComputeCapability = ComputeCapability::new(8, 0);
-
-/// Remedy indices in rule.json.
-const REMEDY_BOTH: u32 = 0;
-const REMEDY_TORCH: u32 = 1;
-const REMEDY_VLLM: u32 = 2;
+const VLLM_LIST: &str = "packages.vllm.cuda_arch_list";
+const SOURCE_LIST: &str = "build.torch_cuda_arch_list";
+/// PyPI's first aarch64 vLLM wheel (release table, releases.md finding 4):
+/// an older vLLM on aarch64 was not installed from a PyPI wheel.
+const HAS_AARCH64_WHEEL: &str = ">=0.11.1";
 
 /// Whether `image` is an official vLLM or PyTorch image (the other rule's case).
 fn official_image(image: &str) -> bool {
@@ -28,132 +37,135 @@ fn official_image(image: &str) -> bool {
     name.starts_with("vllm/vllm-openai") || name.starts_with("pytorch/pytorch")
 }
 
-/// How a package got onto the machine, as far as this rule cares.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Origin {
-    /// A wheel from PyPI or the PyTorch index (ecosystem `pypi` or unstated).
-    Wheel,
-    /// Built from source (`build.from_source`).
-    Source,
+/// One entry of an arch list: `8.0+PTX`, `9.0`, `sm_90a`, `compute_80`.
+struct Entry {
+    cc: ComputeCapability,
+    ptx: bool,
 }
 
-fn origin(m: &Manifest, name: &str) -> Option<Origin> {
-    let package = m.package(name)?;
-    // CPU-only and ROCm builds fail differently (no CUDA at all).
-    let version = package.version();
-    if version
-        .as_ref()
-        .and_then(|v| v.local())
-        .is_some_and(|l| l.starts_with("cpu") || l.starts_with("rocm"))
-    {
-        return None;
-    }
-    if m.built_from_source(name) {
-        return Some(Origin::Source);
-    }
-    match package.ecosystem() {
-        None => Some(Origin::Wheel),
-        Some(e) if e == "pypi" => Some(Origin::Wheel),
-        // conda, system packages, vendor builds: their arch lists are not these wheels'.
-        Some(_) => None,
-    }
+fn parse_entry(text: &str) -> Option<Entry> {
+    let t = text.trim();
+    let (body, ptx) = match t.strip_suffix("+PTX").or_else(|| t.strip_suffix("+ptx")) {
+        Some(body) => (body, true),
+        None => (t, t.starts_with("compute_")),
+    };
+    Some(Entry { cc: ComputeCapability::parse(body).ok()?, ptx })
 }
 
-/// Whether a source build's `TORCH_CUDA_ARCH_LIST` has kernels that run on
-/// `cc` (same major, minor not above it). No list, or a list of names only,
-/// counts as covering: such a build targets the GPUs it finds.
-fn arch_list_covers(m: &Manifest, cc: ComputeCapability) -> bool {
-    if m.len("build.torch_cuda_arch_list").unwrap_or(0) == 0 {
-        return true;
+/// Whether an entry's code runs on `device`, as torch-wheel-arch-list-lacks-gpu
+/// decides it (from torch/cuda/__init__.py at v2.15.0): a cubin for X.Y runs
+/// on X.Z with Z >= Y, arch-specific code (`9.0a`) only on its own SM, PTX on
+/// every GPU at or above it. Only GPUs below 8.0 reach this function, so the
+/// Jetson and 10.x/11.0 special cases of that rule do not arise.
+fn covers(entry: &Entry, device: ComputeCapability) -> bool {
+    if entry.cc.suffix().is_some() {
+        return entry.cc.sm() == device.sm();
     }
-    let list = m.torch_cuda_arch_list();
-    list.is_empty() || list.iter().any(|a| a.major == cc.major && a.minor <= cc.minor)
+    if entry.ptx {
+        return entry.cc.sm() <= device.sm();
+    }
+    entry.cc.major == device.major && entry.cc.minor <= device.minor
 }
 
-fn describe(m: &Manifest, name: &str, origin: Origin, cc_text: &str, out: &mut String) {
-    if !out.is_empty() {
-        out.push_str(" and ");
-    }
-    out.push_str(name);
-    if let Some(v) = m.package_version(name) {
-        out.push(' ');
-        out.push_str(&v);
-    }
-    match origin {
-        Origin::Wheel => {
-            out.push_str(" (an aarch64 wheel, built for compute capability 8.0 and newer)")
-        }
-        Origin::Source => {
-            out.push_str(" (built from source with a TORCH_CUDA_ARCH_LIST without ");
-            out.push_str(cc_text);
-            out.push(')');
+/// The entries of the list at `path` and their text; `None` when there is
+/// no list or none of it parses (a list of names cannot be judged).
+fn read_list(m: &Manifest, path: &str) -> Option<(Vec<Entry>, String)> {
+    let n = m.len(path)?;
+    let mut entries = Vec::new();
+    let mut text = String::new();
+    for i in 0..n {
+        let Some(item) = m.text(Path::new(path).index(i).as_str()) else { continue };
+        // `build.torch_cuda_arch_list` entries may hold several archs ("8.0;9.0").
+        for part in item.split([';', ' ', ',']).filter(|p| !p.is_empty()) {
+            if let Some(entry) = parse_entry(part) {
+                if !text.is_empty() {
+                    text.push_str(", ");
+                }
+                text.push_str(part);
+                entries.push(entry);
+            }
         }
     }
-}
-
-/// The package's version field when it has one, else its name.
-fn evidence_path(m: &Manifest, name: &str) -> Path {
-    match m.package(name) {
-        Some(p) if p.version_text().is_some() => p.version_path(),
-        _ => Path::new("packages").key(name).key("name"),
-    }
+    (!entries.is_empty()).then_some((entries, text))
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
-    if m.arch().as_deref() != Some("aarch64") {
+    // Selectors are a promise: clear whenever they do not hold.
+    if m.arch().as_deref() != Some("aarch64")
+        || !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia"))
+    {
         return Outcome::clear();
     }
     if m.image().is_some_and(|i| official_image(&i)) {
         return Outcome::clear();
     }
-    let torch = origin(m, "torch");
-    let vllm = origin(m, "vllm");
-    if torch.is_none() && vllm.is_none() {
+    let Some(vllm) = m.package("vllm") else {
+        return Outcome::clear();
+    };
+    // CPU and ROCm builds have no CUDA code to lack.
+    if vllm
+        .version_text()
+        .as_deref()
+        .and_then(|v| v.split_once('+'))
+        .is_some_and(|(_, l)| l.starts_with("cpu") || l.starts_with("rocm"))
+    {
+        return Outcome::clear();
+    }
+    let from_source = m.built_from_source("vllm");
+    // conda, system packages and vendor builds are not PyPI's wheels.
+    if !from_source && vllm.ecosystem().is_some_and(|e| e != "pypi") {
         return Outcome::clear();
     }
     let (gpu, cc) = match m.need_weakest_nvidia_gpu() {
         Ok(found) => found,
         Err(outcome) => return outcome,
     };
-    if cc >= AARCH64_WHEEL_MIN {
+    if cc >= ComputeCapability::new(8, 0) {
         return Outcome::clear();
     }
-    let covered = arch_list_covers(m, cc);
-    let lacks = |o: Option<Origin>| match o {
-        Some(Origin::Wheel) => true,
-        Some(Origin::Source) => !covered,
-        None => false,
+    let (entries, archs, how, evidence) = if from_source {
+        // vLLM's CMake takes its CUDA archs from the flags torch derives from
+        // TORCH_CUDA_ARCH_LIST (CMakeLists.txt, clear_cuda_arches). Without a
+        // list it targets what it finds: not judged.
+        match read_list(m, SOURCE_LIST) {
+            Some((e, t)) => (e, t, "built from source with TORCH_CUDA_ARCH_LIST", SOURCE_LIST),
+            None => return Outcome::clear(),
+        }
+    } else {
+        match read_list(m, VLLM_LIST) {
+            Some((e, t)) => (e, t, "an aarch64 build with CUDA code for", VLLM_LIST),
+            None => {
+                return match vllm.version_in(HAS_AARCH64_WHEEL) {
+                    // No PyPI aarch64 wheel this old: installed some other way.
+                    Some(false) => Outcome::clear(),
+                    _ => Outcome::needs(VLLM_LIST),
+                };
+            }
+        }
     };
-    let (torch_lacks, vllm_lacks) = (lacks(torch), lacks(vllm));
-    if !torch_lacks && !vllm_lacks {
+    if entries.iter().any(|e| covers(e, cc)) {
         return Outcome::clear();
     }
-    let mut cc_buf = [0u8; 24];
-    let cc_text = cc.write_to(&mut cc_buf);
-    let mut packages = String::new();
-    let mut outcome = Outcome::matched()
-        .evidence("host.arch")
-        .evidence(gpu.field_path("compute_capability").as_str());
-    if let (true, Some(o)) = (torch_lacks, torch) {
-        describe(m, "torch", o, cc_text, &mut packages);
-        outcome = outcome.evidence(evidence_path(m, "torch").as_str());
-    }
-    if let (true, Some(o)) = (vllm_lacks, vllm) {
-        describe(m, "vllm", o, cc_text, &mut packages);
-        outcome = outcome.evidence(evidence_path(m, "vllm").as_str());
+    let mut label = String::from("vllm");
+    if let Some(v) = vllm.version_text() {
+        label.push(' ');
+        label.push_str(&v);
     }
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
+    let mut cc_buf = [0u8; 24];
+    let mut outcome = Outcome::matched()
+        .evidence("host.arch")
+        .evidence(gpu.field_path("compute_capability").as_str())
+        .evidence(evidence);
+    if vllm.version_text().is_some() {
+        outcome = outcome.evidence(vllm.version_path().as_str());
+    }
     outcome
-        .param("packages", &packages)
+        .param("vllm", &label)
+        .param("how", how)
+        .param("archs", &archs)
         .param("gpu", &gpu_name)
-        .param("cc", cc_text)
-        .param_int("cc_major", i64::from(cc.major))
-        .param_int("cc_minor", i64::from(cc.minor))
-        .remedy(match (torch_lacks, vllm_lacks) {
-            (true, true) => REMEDY_BOTH,
-            (true, false) => REMEDY_TORCH,
-            _ => REMEDY_VLLM,
-        })
+        .param("cc", cc.write_to(&mut cc_buf))
 }
 
 pitfall_sdk::export_rule!(evaluate);

@@ -1,17 +1,27 @@
-//! The official vLLM and PyTorch images for aarch64 carry CUDA kernels for
+//! The official vLLM and PyTorch images for aarch64 carry CUDA code for
 //! compute capability 8.0 and newer only, so on a T4G (7.5) the first kernel
-//! launch fails with "no kernel image is available" (KNOWLEDGE.md A1, B10).
+//! launch fails with "no kernel image is available" (KNOWLEDGE.md A1: seen
+//! with `vllm/vllm-openai:v0.27.1-aarch64`).
+//!
+//! The image's contents were not read; what is known comes from the field
+//! report and from the aarch64 wheels of PyPI (release table: vLLM's from
+//! 0.11.1 and PyTorch's from 2.11 start at 8.0). When the manifest lists the
+//! image's packages, their arch lists decide: PyTorch's is judged by
+//! `torch-wheel-arch-list-lacks-gpu` (so it is not reported twice), vLLM's
+//! here. Without a list the image is taken to be what the field report saw.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
 
-/// The lowest compute capability the aarch64 images (and the aarch64 PyTorch
-/// CUDA wheels inside them) have kernels for.
 const ARM64_IMAGE_MIN: ComputeCapability = ComputeCapability::new(8, 0);
+const TORCH_LIST: &str = "packages.torch.cuda_arch_list";
+const VLLM_LIST: &str = "packages.vllm.cuda_arch_list";
+const SOURCE_LIST: &str = "build.torch_cuda_arch_list";
 
 /// Remedy indices in rule.json.
-const REMEDY_REBUILD_TORCH_AND_VLLM: u32 = 0;
-const REMEDY_REBUILD_TORCH: u32 = 1;
+const REMEDY_BOTH: u32 = 0;
+const REMEDY_TORCH: u32 = 1;
+const REMEDY_VLLM: u32 = 2;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Stack {
@@ -45,21 +55,59 @@ fn official_image(image: &str) -> Option<Stack> {
     }
 }
 
-/// Whether a source build's `TORCH_CUDA_ARCH_LIST` has kernels that run on
-/// `cc`: an entry of the same major version and a minor version not above
-/// it (CUDA binaries run on later minor versions of their major). A build
-/// without a list targets the GPUs it finds and every arch it supports, and
-/// a list of names only (`Turing`) cannot be read here: both count as covering.
-fn arch_list_covers(m: &Manifest, cc: ComputeCapability) -> bool {
-    if m.len("build.torch_cuda_arch_list").unwrap_or(0) == 0 {
-        return true;
+/// Whether one arch-list entry's code runs on `cc` (below 8.0 here): a cubin
+/// of the same major and a minor not above it, PTX of an arch at or below it
+/// (torch/cuda/__init__.py rules, as torch-wheel-arch-list-lacks-gpu reads them).
+fn entry_covers(text: &str, cc: ComputeCapability) -> bool {
+    let t = text.trim();
+    let (body, ptx) = match t.strip_suffix("+PTX").or_else(|| t.strip_suffix("+ptx")) {
+        Some(body) => (body, true),
+        None => (t, t.starts_with("compute_")),
+    };
+    let Ok(code) = ComputeCapability::parse(body) else {
+        return false;
+    };
+    if code.suffix().is_some() {
+        code.sm() == cc.sm()
+    } else if ptx {
+        code.sm() <= cc.sm()
+    } else {
+        code.major == cc.major && code.minor <= cc.minor
     }
-    let list = m.torch_cuda_arch_list();
-    list.is_empty() || list.iter().any(|a| a.major == cc.major && a.minor <= cc.minor)
+}
+
+/// `Some(covers)` for the list at `path`, `None` when there is no list or
+/// nothing in it parses (names only).
+fn list_covers(m: &Manifest, path: &str, cc: ComputeCapability) -> Option<bool> {
+    let n = m.len(path)?;
+    let mut parsed = false;
+    for i in 0..n {
+        let Some(item) = m.text(Path::new(path).index(i).as_str()) else { continue };
+        for part in item.split([';', ' ', ',']).filter(|p| !p.is_empty()) {
+            parsed |= ComputeCapability::parse(part.trim_end_matches("+PTX")).is_ok();
+            if entry_covers(part, cc) {
+                return Some(true);
+            }
+        }
+    }
+    parsed.then_some(false)
+}
+
+/// Whether the image's build of `package` lacks code for `cc`: rebuilt from
+/// source for it, or a known arch list covering it, clears it.
+fn lacks(m: &Manifest, package: &str, list: &str, cc: ComputeCapability) -> bool {
+    if m.built_from_source(package) {
+        // A source build without a list targets the GPUs it finds.
+        return list_covers(m, SOURCE_LIST, cc) == Some(false);
+    }
+    list_covers(m, list, cc) != Some(true)
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
-    if m.arch().as_deref() != Some("aarch64") {
+    // Selectors are a promise: clear whenever they do not hold.
+    if m.arch().as_deref() != Some("aarch64")
+        || !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia"))
+    {
         return Outcome::clear();
     }
     let Some(image) = m.image() else {
@@ -75,26 +123,32 @@ fn evaluate(m: &Manifest) -> Outcome {
     if cc >= ARM64_IMAGE_MIN {
         return Outcome::clear();
     }
-    // Rebuilt inside the image for this GPU: PyTorch always (the image's
-    // PyTorch is the aarch64 wheel), vLLM too when the image or stack has it.
+    // PyTorch: a known list is torch-wheel-arch-list-lacks-gpu's to judge
+    // (one finding per cause); only an unknown build is reported here.
+    let torch_known = !m.built_from_source("torch") && m.len(TORCH_LIST).is_some();
+    let torch_lacks = !torch_known && lacks(m, "torch", TORCH_LIST, cc);
     let with_vllm = stack == Stack::Vllm || m.package("vllm").is_some();
-    let rebuilt = m.built_from_source("torch")
-        && (!with_vllm || m.built_from_source("vllm"))
-        && arch_list_covers(m, cc);
-    if rebuilt {
-        return Outcome::clear();
-    }
+    let vllm_lacks = with_vllm && lacks(m, "vllm", VLLM_LIST, cc);
+    let (what, remedy) = match (torch_lacks, vllm_lacks) {
+        (true, true) => ("PyTorch and vLLM builds", REMEDY_BOTH),
+        (true, false) => ("a PyTorch build", REMEDY_TORCH),
+        (false, true) => ("a vLLM build", REMEDY_VLLM),
+        (false, false) => return Outcome::clear(),
+    };
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
     let mut cc_buf = [0u8; 24];
-    Outcome::matched()
+    let mut outcome = Outcome::matched()
         .evidence("host.arch")
         .evidence("container.image")
-        .evidence(gpu.field_path("compute_capability").as_str())
+        .evidence(gpu.field_path("compute_capability").as_str());
+    if vllm_lacks && m.len(VLLM_LIST).is_some() {
+        outcome = outcome.evidence(VLLM_LIST);
+    }
+    outcome
         .param("gpu", &gpu_name)
         .param("cc", cc.write_to(&mut cc_buf))
-        .param_int("cc_major", i64::from(cc.major))
-        .param_int("cc_minor", i64::from(cc.minor))
         .param("image", &image)
+        .param("what", what)
         .param(
             "stack",
             match stack {
@@ -102,7 +156,7 @@ fn evaluate(m: &Manifest) -> Outcome {
                 Stack::Pytorch => "PyTorch",
             },
         )
-        .remedy(if with_vllm { REMEDY_REBUILD_TORCH_AND_VLLM } else { REMEDY_REBUILD_TORCH })
+        .remedy(remedy)
 }
 
 pitfall_sdk::export_rule!(evaluate);

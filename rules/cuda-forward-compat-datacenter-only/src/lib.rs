@@ -1,13 +1,17 @@
 //! CUDA forward compatibility works only on data-center GPUs
-//! (KNOWLEDGE.md B12).
+//! (KNOWLEDGE.md B12; NVIDIA's forward-compatibility guide: "applicable
+//! only for systems with NVIDIA Data Center GPUs, select NGC Server Ready
+//! SKUs of RTX cards, Jetson boards").
 //!
-//! A `cuda-compat` package lets a newer CUDA run on an older driver branch,
-//! but only on data-center GPUs (and some NGC-ready RTX workstation SKUs).
-//! When its libraries are used on a GeForce/TITAN card, CUDA fails to
-//! initialise with cudaErrorCompatNotSupportedOnDevice (804). They are used
-//! when the driver is below the CUDA major floor of the package's CUDA
-//! version; the rule reports that case, and `cuda-driver-too-old` stays
-//! silent for it so one cause gives one error.
+//! A `cuda-compat` package lets a newer CUDA run on an older driver branch.
+//! When the driver is below the CUDA major floor of the package's CUDA (525
+//! for 12.x, 580 for 13.x: minor-version compatibility cannot help), only
+//! the compat libraries can run it, and on a GeForce/TITAN card CUDA then
+//! fails to initialise with cudaErrorCompatNotSupportedOnDevice (804). The
+//! rule reports that case, and `cuda-driver-too-old` stays silent for it so
+//! one cause gives one error. Above the floor, whether the compat libraries
+//! are loaded at all depends on the container runtime (the toolkit's
+//! enable-cuda-compat hook compares driver versions), so it is not judged.
 #![no_std]
 
 // CUDA facts shared with the driver-floor rule (B11), which defers to this

@@ -1,13 +1,20 @@
 //! FlashAttention-2 needs compute capability 8.0 (Ampere) or newer
-//! (KNOWLEDGE.md B3).
+//! (KNOWLEDGE.md B3; flash_api.cpp at v2.0.0 to v2.8.3 checks it:
+//! "FlashAttention only supports Ampere GPUs or newer.").
 //!
-//! The attention backend is chosen by `workload.attention_backend` (vLLM's
-//! `--attention-backend`) or the `VLLM_ATTENTION_BACKEND` variable. vLLM
-//! before 0.10.2 ran Volta and Turing GPUs on its V0 engine, which only
-//! logs "Cannot use FlashAttention-2 backend for Volta and Turing GPUs."
-//! and falls back to xFormers; from 0.10.2 (V1 on these GPUs) a forced
-//! FLASH_ATTN backend fails. Other engines call the flash-attn package,
-//! which raises at the first call.
+//! The backend is chosen by `workload.attention_backend` (vLLM's
+//! `--attention-backend`, or transformers' `attn_implementation`) or vLLM's
+//! `VLLM_ATTENTION_BACKEND` variable. vLLM before 0.10.2 runs GPUs below 8.0
+//! on its V0 engine (0.10.1.1 arg_utils.py: "Compute Capability < 8.0 is not
+//! supported by the V1 Engine. Falling back to V0."), whose selector logs
+//! "Cannot use FlashAttention-2 backend for Volta and Turing GPUs." and
+//! takes xFormers: nothing fails. From 0.10.2 (no such fallback) V1 takes
+//! the forced backend: 0.10.2 and 0.11.x without checking the GPU (its FA2
+//! kernels are built for 8.0 and newer only, and vllm_flash_attn's version
+//! probe says "FA2 is only supported on devices with compute capability >=
+//! 8"), 0.12.0 and later refuse it at start-up ("compute capability not
+//! supported"). Other engines call the flash-attn package, which raises at
+//! its first call.
 #![no_std]
 
 use pitfall_sdk::prelude::*;

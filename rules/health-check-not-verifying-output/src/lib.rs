@@ -1,5 +1,8 @@
 //! A health check that does not look at generated text passes a server whose
-//! model is broken (KNOWLEDGE.md A8).
+//! model is broken (KNOWLEDGE.md A8). vLLM's `/health` only asks whether the
+//! engine has died (entrypoints/serve/instrumentator/health.py and
+//! AsyncLLM.check_health at 0.27.1: no generation), and `/v1/models` returns
+//! the model list (gpustack issue 6203: SGLang answers it before warm-up).
 #![no_std]
 
 use pitfall_sdk::prelude::*;

@@ -1,21 +1,38 @@
-//! PyTorch wheels without the GPU's SM in their arch list (KNOWLEDGE.md B8),
-//! for the case the field sees most: Blackwell GPUs (B200 and GB200 at
-//! compute capability 10.x, RTX 50xx and RTX PRO Blackwell at 12.x).
+//! PyTorch builds without code for a Blackwell GPU (KNOWLEDGE.md B8): B200,
+//! GB200 and B300 (10.x), Thor (11.0), RTX 50xx, RTX PRO Blackwell and GB10
+//! (12.x).
 //!
-//! sm_100 and sm_120 first shipped in PyTorch's CUDA 12.8 builds, which
-//! begin with release 2.7. Every release wheel before 2.7, and every build
-//! for CUDA 12.6 or older (`+cu126`, `+cu124`, `+cu118`, ...), stops at
-//! sm_90 without PTX, so these GPUs get no kernel at all. A cubin for
-//! sm_100 / sm_120 also serves 10.3 / 12.1 (same major), so any `+cu128` or
-//! newer build is taken as covering them.
+//! sm_100/sm_120 code needs CUDA 12.8 (pytorch issue 153928, a maintainer:
+//! "sm_120 is not supported by CUDA-12.1. You'll need to use 12.8 +
+//! PyTorch-2.7.0"), and PyTorch's first CUDA 12.8 builds are 2.7's
+//! (release table `cuda_variants`). So a `+cu126` or older build has no
+//! Blackwell cubin, and none of the lists read for such builds carries PTX
+//! a Blackwell GPU could compile (PyPI wheels 2.0.0 to 2.7.0, variants of
+//! 2.0 to 2.5 in pytorch/builder, the 2.8-era build_cuda.sh's 12.6 list,
+//! RELEASE.md's 12.6.3 row for 2.9 to 2.11). PyPI's untagged wheels are
+//! CUDA 12.4 or older before 2.7 and CUDA 12.6 in 2.7 (5.0 to 9.0, read
+//! from the 2.7.0 wheel; vLLM issue 21633 prints the same list for 2.7.1).
+//!
+//! A build whose arch list is known (`packages.torch.cuda_arch_list`) is
+//! `torch-wheel-arch-list-lacks-gpu`'s to judge; this rule adds the builds
+//! the release table has no list for, decided from the version alone.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
 
-/// The first PyTorch release with CUDA 12.8 builds.
+const LIST: &str = "packages.torch.cuda_arch_list";
+/// PyPI's untagged wheels before the first CUDA 12.8 default (2.8.0): CUDA
+/// 12.6 or older.
+const PYPI_BELOW_CU128: &str = "<2.8";
+/// The first release with CUDA 12.8 builds.
 const FIRST_CU128_RELEASE: &str = "2.7.0";
-/// CUDA 12.8, as PyTorch's local tags spell it.
-const FIRST_CU_TAG: u32 = 128;
+/// Releases with a `+cu128` build (release table `cuda_variants`: 2.7 to 2.11).
+const HAS_CU128_VARIANT: &str = ">=2.7,<2.12";
+/// Releases with a `+cu130` build (2.12 to 2.14).
+const HAS_CU130_VARIANT: &str = ">=2.12,<2.15";
+/// Releases whose variants the table lacks; PyPI's untagged wheel (CUDA 13.2,
+/// release table 2.15.0) covers Blackwell.
+const PYPI_FROM_2_15: &str = ">=2.15";
 
 /// `cu128` → 128; `None` for other labels (`cpu`, `rocm6.2`, ...).
 fn cu_tag(local: &str) -> Option<u32> {
@@ -23,20 +40,7 @@ fn cu_tag(local: &str) -> Option<u32> {
 }
 
 fn is_blackwell(cc: ComputeCapability) -> bool {
-    cc.major == 10 || cc.major == 12
-}
-
-/// Whether this torch build lacks Blackwell kernels: `Some(true)` it lacks
-/// them, `Some(false)` it has them (or is not a CUDA build), `None` unknown.
-fn lacks_blackwell(v: &Version) -> Option<bool> {
-    let first = Version::parse(FIRST_CU128_RELEASE).ok()?;
-    match v.local() {
-        Some(local) => Some(cu_tag(local).is_some_and(|tag| tag < FIRST_CU_TAG)),
-        // A release wheel without a local tag: none before 2.7 has sm_100/sm_120;
-        // from 2.7 on the CUDA build behind an untagged version is unknown.
-        None if v.without_local() < first => Some(true),
-        None => None,
-    }
+    matches!(cc.major, 10..=12)
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
@@ -47,7 +51,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some(torch) = m.package("torch") else {
         return Outcome::clear();
     };
-    if m.built_from_source("torch") {
+    if m.built_from_source("torch") || m.len(LIST).is_some() {
         return Outcome::clear();
     }
     let gpu = m
@@ -60,11 +64,17 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some(version) = torch.version() else {
         return Outcome::needs(torch.version_path().as_str());
     };
-    match lacks_blackwell(&version) {
-        Some(false) => return Outcome::clear(),
-        None if gpu.is_some() => return Outcome::needs(torch.version_path().as_str()),
-        None => return Outcome::clear(),
-        Some(true) => {}
+    let lacks = match version.local() {
+        // CPU and ROCm builds are not this rule's.
+        Some(local) => match cu_tag(local) {
+            Some(tag) => tag < 128,
+            None => return Outcome::clear(),
+        },
+        None if torch.ecosystem().is_some_and(|e| e != "pypi") => return Outcome::clear(),
+        None => torch.version_in(PYPI_BELOW_CU128) == Some(true),
+    };
+    if !lacks {
+        return Outcome::clear();
     }
     let Some((gpu, cc)) = gpu else {
         return match unknown_gpu {
@@ -72,13 +82,24 @@ fn evaluate(m: &Manifest) -> Outcome {
             None => Outcome::clear(),
         };
     };
+    // The nearest build with Blackwell code: the same release's +cu128
+    // (2.7 to 2.11), +cu130 (2.12 to 2.14) or PyPI wheel (2.15 on), else
+    // 2.7.0+cu128.
     let public = version.without_local();
-    let fix_base = match Version::parse(FIRST_CU128_RELEASE) {
-        Ok(first) if public >= first => String::from(public.as_str()),
-        _ => String::from(FIRST_CU128_RELEASE),
-    };
-    let mut fix = fix_base;
-    fix.push_str("+cu128");
+    let mut fix = String::new();
+    if torch.version_in(HAS_CU128_VARIANT) == Some(true) {
+        fix.push_str(public.as_str());
+        fix.push_str("+cu128");
+    } else if torch.version_in(HAS_CU130_VARIANT) == Some(true) {
+        fix.push_str(public.as_str());
+        fix.push_str("+cu130");
+    } else if torch.version_in(PYPI_FROM_2_15) == Some(true) {
+        // PyPI's own 2.15 wheel is a CUDA 13.2 build with 10.0 and 12.0.
+        fix.push_str(public.as_str());
+    } else {
+        fix.push_str(FIRST_CU128_RELEASE);
+        fix.push_str("+cu128");
+    }
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
     Outcome::matched()
         .evidence(torch.version_path().as_str())
