@@ -283,7 +283,6 @@ pub fn lint_cases(cases: &[TestCase]) -> Vec<LintIssue> {
         (Expect::Matched, "matched", "the breakage detected"),
         (Expect::Clear, "clear", "a stack it does not apply to"),
         (Expect::Fixed, "fixed", "a remedy that clears a matched case"),
-        (Expect::Undetermined, "undetermined", "the fields it names when one is missing"),
     ] {
         if !cases.iter().any(|c| c.expect == kind) {
             out.push(issue(

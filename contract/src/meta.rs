@@ -298,3 +298,62 @@ pub fn parse_embedded(
         serde_json::from_slice(tests_json).map_err(|e| format!("tests.json: {e}"))?;
     Ok((meta, cases))
 }
+
+/// One rule in the catalogue: what it is about, where its facts come
+/// from, and when its boundaries were last checked; generated from the
+/// rule's own metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CatalogueEntry {
+    /// The rule's id.
+    pub id: String,
+    /// Its version.
+    pub version: String,
+    /// Its title.
+    pub title: String,
+    /// How bad its finding is.
+    pub severity: Severity,
+    /// The component the breakage is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<String>,
+    /// When its boundaries were checked at their sources (`YYYY-MM-DD`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<String>,
+    /// Its references' addresses.
+    pub sources: Vec<String>,
+    /// How many error texts it recognises.
+    pub error_signatures: usize,
+}
+
+impl CatalogueEntry {
+    /// The entry of the rule `meta` describes.
+    pub fn of(meta: &RuleMeta) -> CatalogueEntry {
+        CatalogueEntry {
+            id: meta.id.clone(),
+            version: meta.version.clone(),
+            title: meta.title.clone(),
+            severity: meta.severity,
+            component: meta.component.clone(),
+            checked: meta.checked.clone(),
+            sources: meta.references.iter().filter_map(|r| r.url.clone()).collect(),
+            error_signatures: meta.error_signatures.len(),
+        }
+    }
+}
+
+/// The catalogue of a rule set: every rule's entry, by id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Catalogue {
+    /// The rule set it describes.
+    pub ruleset_revision: String,
+    /// One entry per rule, sorted by id.
+    pub rules: Vec<CatalogueEntry>,
+}
+
+impl Catalogue {
+    /// The catalogue of the rules `metas` describe.
+    pub fn of<'m>(revision: &str, metas: impl Iterator<Item = &'m RuleMeta>) -> Catalogue {
+        let mut rules: Vec<CatalogueEntry> = metas.map(CatalogueEntry::of).collect();
+        rules.sort_by(|a, b| a.id.cmp(&b.id));
+        Catalogue { ruleset_revision: revision.to_owned(), rules }
+    }
+}

@@ -54,6 +54,38 @@ fn every_bundled_rule_loads_and_passes_its_cases_as_wasm() {
     assert!(report.is_empty(), "embedded cases failed as wasm:\n{report}");
 }
 
+/// Every bundled rule shows all four outcomes in its cases (the lint asks
+/// published rules for three: some rules can always decide), cites the
+/// case it built from a real report, and links at least one public source.
+#[test]
+fn every_bundled_rule_has_all_four_outcomes_and_a_real_report() {
+    use pitfall_contract::meta::Expect;
+    let engine = engine();
+    let mut missing = Vec::new();
+    for rule in bundled(&engine) {
+        for (kind, label) in [
+            (Expect::Matched, "matched"),
+            (Expect::Clear, "clear"),
+            (Expect::Fixed, "fixed"),
+            (Expect::Undetermined, "undetermined"),
+        ] {
+            if !rule.tests().iter().any(|c| c.expect == kind) {
+                missing.push(format!("{}: no {label} case", rule.id()));
+            }
+        }
+        if !rule.tests().iter().any(|c| c.source.is_some()) {
+            missing.push(format!("{}: no case names the report it was built from", rule.id()));
+        }
+        if !rule.meta().references.iter().any(|r| r.url.is_some()) {
+            missing.push(format!("{}: no reference a reader can open", rule.id()));
+        }
+        if rule.meta().component.is_none() || rule.meta().checked.is_none() {
+            missing.push(format!("{}: component or checked date missing", rule.id()));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
 /// The bundle agrees with itself: a rule's fix does not walk into another
 /// rule's error. For every bundled rule's `fixed` case (its matched case
 /// with its remedy applied), no other bundled rule about the same
