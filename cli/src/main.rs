@@ -24,6 +24,7 @@ macro_rules! outln {
     ($($arg:tt)*) => { $crate::stdout::write(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
+mod catalogue;
 mod bundle;
 mod check;
 mod config;
@@ -59,6 +60,9 @@ enum Command {
     Rule(rule::RuleCommand),
     /// Print the JSON Schema of manifest v1.
     Schema,
+    /// List the rules (those built into this binary, or --rules): each
+    /// one's component, sources and the date its boundaries were checked.
+    Catalogue(catalogue::CatalogueArgs),
 }
 
 /// Output formats.
@@ -128,6 +132,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Bundle(command) => bundle::run(&command),
         Command::Rule(command) => rule::run(&command),
+        Command::Catalogue(args) => catalogue::run(&args),
         Command::Schema => {
             let schema = pitfall_contract::manifest_schema();
             serde_json::to_string_pretty(&schema)

@@ -126,6 +126,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/check", post(api::check::check))
         .route("/v1/check/batch", post(api::check::batch))
         .route("/v1/rules", get(api::rules::search).post(api::rules::publish))
+        .route("/v1/catalogue", get(api::rules::catalogue))
         .route("/v1/rules/{id}", get(api::rules::rule))
         .route("/v1/rules/{id}/versions/{version}", get(api::rules::version))
         .route("/v1/rules/{id}/versions/{version}/module", get(api::rules::module))

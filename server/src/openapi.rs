@@ -106,6 +106,8 @@ pub fn operations() -> Vec<Operation> {
             request: None, query: Some(schema::<SearchQuery>), response: 200 JSON => schema::<SearchResponse>),
         op!("POST" "/v1/rules", Token, "Publish a module (the body is the .wasm); its metadata is read from the module. Stored as pending.",
             request: Some((WASM, binary)), query: None, response: 201 JSON => schema::<VersionDetail>),
+        op!("GET" "/v1/catalogue", Anonymous, "Every served rule: its component, its sources and the date its boundaries were checked, generated from the rules.",
+            request: None, query: None, response: 200 JSON => schema::<pitfall_contract::meta::Catalogue>),
         op!("GET" "/v1/rules/{id}", Anonymous, "A rule and its versions.",
             request: None, query: None, response: 200 JSON => schema::<RuleDetail>),
         op!("GET" "/v1/rules/{id}/versions/{version}", Anonymous, "One version: metadata, tests, publish report, state.",

@@ -141,6 +141,16 @@ async fn sees_unreviewed(
     }
 }
 
+/// `GET /v1/catalogue`: every served rule's component, sources and the
+/// date its boundaries were checked, generated from the rules themselves.
+pub async fn catalogue(State(state): State<AppState>) -> Json<pitfall_contract::meta::Catalogue> {
+    let rules = state.registry().rules();
+    Json(pitfall_contract::meta::Catalogue::of(
+        rules.revision(),
+        rules.rules().iter().map(|r| r.meta()),
+    ))
+}
+
 /// `GET /v1/rules/{id}`.
 pub async fn rule(
     State(state): State<AppState>,
