@@ -275,7 +275,7 @@ fn fleets_are_checked_online_and_offline_alike_with_fail_on_quiet_and_progress()
     std::fs::write(&invalid, r#"{"manifest_version": 1, "accelerators": 3}"#).expect("written");
     let fleet = [
         fixture("g5g-gemma4-vllm0271.json"),
-        crate::healthy_h100(),
+        fixture("h100x8-llama70b-healthy.json"),
         fixture("a6000-llama70b-single.json"),
     ];
     let fleet: Vec<&str> = fleet.iter().map(String::as_str).collect();
@@ -318,7 +318,7 @@ fn fleets_are_checked_online_and_offline_alike_with_fail_on_quiet_and_progress()
 
     // --fail-on: the healthy stack passes at error and at warning; g5g's
     // warning-only rule fails only at warning.
-    let healthy = crate::healthy_h100();
+    let healthy = fixture("h100x8-llama70b-healthy.json");
     for fail_on in ["error", "warning"] {
         assert_eq!(
             home.run(&["check", &healthy, "--fail-on", fail_on, "-q"]).status.code(),

@@ -1,9 +1,12 @@
-//! `/matrix?package=vllm`: GPU models of the hardware table × versions of a
-//! package, each cell coloured by the worst finding the served rules give
-//! for a manifest generated from that pair (through the check form's own
-//! manifest builder, so each cell links to the same check on `/check`).
-//! The versions come from the rules themselves: those their remedies name
-//! and those their test cases use.
+//! `/matrix?package=vllm`: GPU models of the GPU table (one segment at a
+//! time: data-center by default) × versions of a package, each cell
+//! coloured by the worst finding the served rules give for a manifest
+//! generated from that pair (through the check form's own manifest
+//! builder, so each cell links to the same check on `/check`). A cell with
+//! no finding where rules could not decide without the model's facts says
+//! so ("needs a model"), apart from "no known breakage". The versions come
+//! from the rules themselves: those their remedies name and those their
+//! test cases use.
 
 use std::collections::BTreeSet;
 
@@ -27,7 +30,7 @@ use crate::app::{AppState, RequestDeadline};
 use crate::error::AppError;
 
 /// The most versions shown (the newest ones).
-const MAX_VERSIONS: usize = 12;
+const MAX_VERSIONS: usize = 10;
 
 /// `/matrix` query.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -38,7 +41,18 @@ pub(crate) struct MatrixQuery {
     arch: Option<String>,
     #[serde(default, skip_serializing_if = "is_blank")]
     model: Option<String>,
+    #[serde(default, skip_serializing_if = "is_blank")]
+    segment: Option<String>,
 }
+
+/// The GPU table's segments, as the matrix offers them (rows per page).
+const SEGMENTS: [(&str, &str); 5] = [
+    ("datacenter", "Data center"),
+    ("workstation", "Workstation"),
+    ("geforce", "GeForce"),
+    ("jetson", "Jetson"),
+    ("radeon", "Radeon"),
+];
 
 /// Packages the served rules select on (`package:NAME`, with or without a range).
 fn packages(rules: &[std::sync::Arc<Rule>]) -> Vec<String> {
@@ -122,9 +136,24 @@ pub(crate) async fn show(
         ));
     }
     let model = query.model.as_deref().map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned);
+    let segment = query
+        .segment
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("datacenter")
+        .to_owned();
+    if !SEGMENTS.iter().any(|(s, _)| *s == segment) {
+        let names: Vec<&str> = SEGMENTS.iter().map(|(s, _)| *s).collect();
+        return Err(PageError::new(
+            StatusCode::BAD_REQUEST,
+            format!("segment: choose one of {}", names.join(", ")),
+        ));
+    }
     let known = packages(rules.rules());
     let columns = versions(rules.rules(), &package);
-    let gpus: Vec<String> = gpus::table().iter().map(|g| g.model.clone()).collect();
+    let gpus: Vec<String> =
+        gpus::table().iter().filter(|g| g.segment == segment).map(|g| g.model.clone()).collect();
 
     // One form per cell; its manifest is what the cell's link checks.
     let mut cells = Vec::with_capacity(gpus.len() * columns.len());
@@ -180,12 +209,22 @@ pub(crate) async fn show(
         for version in &columns {
             let (Some(answer), Some(form)) = (answers.next(), forms.next()) else { break };
             let worst = answer.findings.iter().map(|f| f.severity).max();
-            let level = worst.map_or("clear", |s| s.as_str());
+            // Rules that could not decide for lack of the model's facts:
+            // with no finding, the cell is not "no known breakage".
+            let undecided: Vec<&str> = answer
+                .undetermined
+                .iter()
+                .filter(|u| u.missing.iter().any(|m| m.starts_with("workload.")))
+                .map(|u| u.rule_id.as_str())
+                .collect();
+            let needs_model = worst.is_none() && !undecided.is_empty();
+            let level = if needs_model { "undecided" } else { worst.map_or("clear", |s| s.as_str()) };
             let titles: Vec<&str> = answer.findings.iter().map(|f| f.title.as_str()).collect();
             row_cells.push(context! {
                 version => version,
                 level => level,
                 mark => match worst {
+                    None if needs_model => "?".to_owned(),
                     None => "\u{2713}".to_owned(),
                     Some(s) => {
                         let letter = s.as_str()[..1].to_ascii_uppercase();
@@ -193,7 +232,15 @@ pub(crate) async fn show(
                     }
                 },
                 count => answer.findings.len(),
-                summary => if titles.is_empty() { "no finding".to_owned() } else { titles.join("\n") },
+                summary => if needs_model {
+                    format!("needs a model: {} could not decide without its facts", undecided.join(", "))
+                } else if titles.is_empty() {
+                    "no finding".to_owned()
+                } else if titles.len() > 3 {
+                    format!("{}\nand {} more", titles[..3].join("\n"), titles.len() - 3)
+                } else {
+                    titles.join("\n")
+                },
                 link => format!("/check?{}", query_string(&form)),
             });
         }
@@ -202,6 +249,8 @@ pub(crate) async fn show(
     let ctx = context! {
         package => package,
         arch => arch,
+        segment => segment,
+        segments => SEGMENTS.iter().map(|(s, label)| context! { value => s, label => label }).collect::<Vec<_>>(),
         model => model.unwrap_or_default(),
         packages => known,
         arches => ARCHES,

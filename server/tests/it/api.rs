@@ -148,7 +148,7 @@ async fn check_answers_the_g5g_errors_in_the_contract_shape() {
             assert!(answer.get(key).is_some(), "answer lacks {key}");
         }
         let ids = finding_ids(&answer);
-        for id in ["aarch64-official-image-needs-sm80", "vllm-heterogeneous-head-dim"] {
+        for id in ["aarch64-official-image-needs-sm80", "gemma4-transformers-5-15-breaks-vllm"] {
             assert!(ids.contains(&id.to_owned()), "{id} missing from {ids:?}");
         }
         assert_eq!(
@@ -327,6 +327,34 @@ async fn search_finds_rules_by_error_text_and_filters() {
         );
     }
     on_both_backends!(run);
+}
+
+/// The catalogue is generated from the served rules: one entry each,
+/// sorted, with the component, the date checked and the sources, under
+/// the revision the check answers carry.
+#[tokio::test]
+async fn catalogue_lists_the_served_rules_with_their_sources() {
+    let h = Harness::new(crate::common::sqlite()).await;
+    let (status, catalogue) = h.call(Method::GET, "/v1/catalogue", None, "").await;
+    assert_eq!(status, StatusCode::OK, "{catalogue}");
+    let (_, all) = h.call(Method::GET, "/v1/rules?limit=200", None, "").await;
+    let entries = catalogue["rules"].as_array().expect("rules");
+    assert_eq!(Some(entries.len() as u64), all["total"].as_u64());
+    let ids: Vec<&str> = entries.iter().filter_map(|r| r["id"].as_str()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    assert_eq!(ids, sorted);
+    let entry = entries.iter().find(|r| r["id"] == "vllm-torch-abi-mismatch").expect("entry");
+    assert_eq!(entry["component"], "vllm");
+    assert!(
+        entry["sources"].as_array().expect("sources").iter().any(|u| u
+            .as_str()
+            .is_some_and(|u| u.starts_with("https://github.com/vllm-project/vllm/issues/"))),
+        "{entry}"
+    );
+    let fixture = fixture("h100x8-llama70b-healthy.json");
+    let (_, answer) = h.call(Method::POST, "/v1/check", None, fixture).await;
+    assert_eq!(catalogue["ruleset_revision"], answer["ruleset_revision"]);
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 //! `chromium-driver`, installed by `cargo xtask setup`), driven over the
 //! WebDriver protocol against a real `pitfall-server` process on loopback:
 //! search by an error text from the home page and reach the rule, run the
-//! check form with the G5g setup and see the head_dim finding, open the
+//! check form with the G5g setup and see the Gemma 4 finding, open the
 //! matrix and follow a cell, move through the home page by keyboard, and
 //! render at a phone's width without sideways scrolling. Screenshots go to
 //! `target/tmp/web-screenshots/` for people to look at.
@@ -231,7 +231,7 @@ fn search_check_and_matrix_in_headless_chromium() {
     browser.click("form[aria-labelledby=\"form-title\"] button[type=\"submit\"]");
     browser.wait_for_url("/check?arch=aarch64");
     let answer = browser.source();
-    assert!(answer.contains("href=\"/rules/vllm-heterogeneous-head-dim\""), "the head_dim finding");
+    assert!(answer.contains("href=\"/rules/gemma4-transformers-5-15-breaks-vllm\""), "the Gemma 4 finding");
     assert!(answer.contains("id=\"permalink\""));
     browser.screenshot("desktop-check-g5g");
 
@@ -240,7 +240,7 @@ fn search_check_and_matrix_in_headless_chromium() {
     let matrix = browser.source();
     assert!(matrix.contains("<table class=\"matrix\">"));
     browser.screenshot("desktop-matrix");
-    let cell = browser.find("table.matrix tbody tr:nth-child(2) a.cell");
+    let cell = browser.find("table.matrix tbody tr[data-gpu=\"T4G\"] a.cell");
     let class = browser.call("GET", &format!("/element/{cell}/attribute/class"), None);
     assert_eq!(class.as_str(), Some("cell cell-error"), "T4G's first cell");
     browser.call("POST", &format!("/element/{cell}/click"), Some(json!({})));
@@ -272,7 +272,7 @@ fn keyboard_navigation_and_a_phone_width() {
         assert!(reached, "Tab never reached the search box");
         browser.keys("vllm\u{E007}");
         browser.wait_for_url("/rules?q=vllm");
-        assert!(browser.source().contains("href=\"/rules/vllm-heterogeneous-head-dim\""));
+        assert!(browser.source().contains("href=\"/rules/gemma4-transformers-5-15-breaks-vllm\""));
         // The focused element shows a visible outline.
         browser.keys("\u{E004}");
         let outline =

@@ -62,7 +62,7 @@ fn the_default_run_serves_the_bundled_rules_from_sqlite_and_reseeds_idempotently
         for id in [
             "aarch64-official-image-needs-sm80",
             "vllm-bf16-needs-sm80",
-            "vllm-heterogeneous-head-dim",
+            "gemma4-transformers-5-15-breaks-vllm",
         ] {
             assert!(ids.contains(&id.to_owned()), "{id} missing from {ids:?}");
         }

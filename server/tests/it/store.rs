@@ -134,7 +134,8 @@ on_both_backends! {
         assert_eq!(again.backend(), db.backend());
         assert_eq!(again.revision().await.expect("revision"), 1);
         assert_eq!(again.account_by_name("alice").await.expect("read"), Some(alice));
-        assert_eq!(served(&again).await, vec![("vllm-needs-sm70".to_owned(), "1.0.0".to_owned())]);
+        let version = rule("vllm-needs-sm70").meta.version;
+        assert_eq!(served(&again).await, vec![("vllm-needs-sm70".to_owned(), version)]);
     }
 }
 
@@ -157,7 +158,8 @@ on_both_backends! {
             assert_eq!(s.module, original.module, "{} is served with its bytes", s.rule_id);
             assert_eq!(s.sha256, original.sha256);
         }
-        let record = store.version("vllm-needs-sm70", "1.0.0").await.expect("read").expect("stored");
+        let version = rule("vllm-needs-sm70").meta.version;
+        let record = store.version("vllm-needs-sm70", &version).await.expect("read").expect("stored");
         assert_eq!(record.state, VersionState::Approved);
         assert_eq!(record.published_by, None);
         assert_eq!(record.meta, rule("vllm-needs-sm70").meta);
@@ -232,7 +234,7 @@ on_both_backends! {
         store.insert_version(original.clone(), &alice, VersionState::Pending).await.expect("publish");
         let revision = store.revision().await.expect("revision");
 
-        let other_bytes = variant(&original, None, "1.0.0");
+        let other_bytes = variant(&original, None, &original.meta.version.clone());
         let e = store.insert_version(other_bytes.clone(), &alice, VersionState::Pending).await.expect_err("conflict");
         assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
         let e = store.insert_version(original.clone(), &alice, VersionState::Pending).await.expect_err("same bytes, account");
@@ -261,7 +263,7 @@ on_both_backends! {
         let r = sqlx::query("UPDATE modules SET size = 0").execute(&raw).await;
         assert!(r.is_err(), "module bytes are immutable");
         raw.close().await;
-        let stored = store.version(&id, "1.0.0").await.expect("read").expect("stored");
+        let stored = store.version(&id, &original.meta.version).await.expect("read").expect("stored");
         assert_eq!(stored.meta, original.meta);
     }
 }
@@ -276,12 +278,12 @@ on_both_backends! {
         let id = base.meta.id.clone();
         store.insert_version(base.clone(), &alice, VersionState::Pending).await.expect("first publish");
         let revision = store.revision().await.expect("revision");
-        let e = store.insert_version(variant(&base, None, "1.1.0"), &bob, VersionState::Pending).await.expect_err("not owner");
+        let e = store.insert_version(variant(&base, None, "9.1.0"), &bob, VersionState::Pending).await.expect_err("not owner");
         assert!(matches!(&e, StoreError::NotOwner { rule_id, account } if *rule_id == id && account == "bob"), "{e:?}");
         assert_eq!(store.revision().await.expect("revision"), revision);
-        assert!(store.version(&id, "1.1.0").await.expect("read").is_none(), "nothing of the refused write is kept");
-        store.insert_version(variant(&base, None, "1.1.0"), &alice, VersionState::Pending).await.expect("owner publishes");
-        store.insert_version(variant(&base, None, "1.2.0"), &Actor::System, VersionState::Pending).await.expect("system bypasses");
+        assert!(store.version(&id, "9.1.0").await.expect("read").is_none(), "nothing of the refused write is kept");
+        store.insert_version(variant(&base, None, "9.1.0"), &alice, VersionState::Pending).await.expect("owner publishes");
+        store.insert_version(variant(&base, None, "9.2.0"), &Actor::System, VersionState::Pending).await.expect("system bypasses");
         assert!(!store.is_owner(&id, principal(&bob).account_id).await.expect("is_owner"));
         let owners: Vec<_> = store.owners(&id).await.expect("owners").into_iter().map(|a| a.name).collect();
         assert_eq!(owners, ["alice"]);
@@ -339,15 +341,16 @@ on_both_backends! {
         let store = connect(db).await;
         store.seed(bundled().to_vec()).await.expect("seed");
         let id = "vllm-needs-sm70";
-        assert!(ids(&store, RuleQuery::default()).await.iter().any(|i| i == id));
-        store.set_state(id, "1.0.0", VersionState::Yanked, &Actor::System, Some("superseded")).await.expect("yank");
+        let version = rule(id).meta.version;
+        assert!(ids(&store, RuleQuery { limit: Some(200), ..RuleQuery::default() }).await.iter().any(|i| i == id));
+        store.set_state(id, &version, VersionState::Yanked, &Actor::System, Some("superseded")).await.expect("yank");
         assert!(!served(&store).await.iter().any(|(r, _)| r == id));
         let listed = ids(&store, RuleQuery { limit: Some(200), ..RuleQuery::default() }).await;
         assert!(!listed.iter().any(|i| i == id));
         assert_eq!(listed.len(), bundled().len() - 1);
         let yanked = RuleQuery { state: Some(VersionState::Yanked), ..RuleQuery::default() };
         assert_eq!(ids(&store, yanked).await, [id]);
-        assert!(store.module(id, "1.0.0").await.expect("module").is_some(), "yanking hides, never deletes");
+        assert!(store.module(id, &version).await.expect("module").is_some(), "yanking hides, never deletes");
     }
 }
 
@@ -363,7 +366,12 @@ on_both_backends! {
                 .iter()
                 .filter(|v| {
                     let m = &v.meta;
-                    let text = format!("{}\n{}\n{}\n{}", m.id, m.title, m.summary, m.error_signatures.join("\n")).to_lowercase();
+                    let signatures: Vec<&str> = m
+                        .error_signatures
+                        .iter()
+                        .flat_map(|s| std::iter::once(s.template.as_str()).chain(s.example.as_deref()))
+                        .collect();
+                    let text = format!("{}\n{}\n{}\n{}", m.id, m.title, m.summary, signatures.join("\n")).to_lowercase();
                     q.split_whitespace().all(|w| text.contains(&w.to_lowercase()))
                 })
                 .map(|v| (v.meta.severity, v.meta.id.clone()))
@@ -376,7 +384,13 @@ on_both_backends! {
         assert!(found.contains(&"vllm-needs-sm70".to_owned()));
         for v in &found {
             let m = &rule(v).meta;
-            assert!(m.error_signatures.iter().any(|s| s.to_lowercase().contains("no kernel image is available")), "{v}");
+            let text: String = std::iter::once(m.summary.as_str())
+                .chain([m.id.as_str(), m.title.as_str()])
+                .chain(m.error_signatures.iter().flat_map(|s| std::iter::once(s.template.as_str()).chain(s.example.as_deref())))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .to_lowercase();
+            assert!(["no", "kernel", "image", "is", "available"].iter().all(|w| text.contains(w)), "{v}");
         }
         for q in [
             "no kernel image is available",
@@ -552,18 +566,18 @@ on_both_backends! {
         assert_eq!(store.revision().await.expect("revision"), revision, "account and token writes do not bump");
         let mut counters = (revision, entries);
 
-        let base = rule("tensor-parallel-over-pcie-slow");
+        let base = variant(&rule("tensor-parallel-over-pcie-slow"), None, "8.0.0");
         let id = base.meta.id.clone();
         store.insert_version(base.clone(), &Actor::System, VersionState::Pending).await.expect("publish");
-        expect_one_write(&store, &mut counters, audit::VERSION_PUBLISH, &id, "1.0.0").await;
-        store.set_state(&id, "1.0.0", VersionState::Approved, &Actor::System, Some("ok")).await.expect("approve");
-        expect_one_write(&store, &mut counters, audit::VERSION_STATE, &id, "1.0.0").await;
-        store.insert_version(variant(&base, None, "1.0.1"), &Actor::System, VersionState::Pending).await.expect("publish");
-        expect_one_write(&store, &mut counters, audit::VERSION_PUBLISH, &id, "1.0.1").await;
-        store.set_state(&id, "1.0.1", VersionState::Rejected, &Actor::System, Some("no")).await.expect("reject");
-        expect_one_write(&store, &mut counters, audit::VERSION_STATE, &id, "1.0.1").await;
-        store.set_state(&id, "1.0.0", VersionState::Yanked, &Actor::System, Some("bad")).await.expect("yank");
-        expect_one_write(&store, &mut counters, audit::VERSION_STATE, &id, "1.0.0").await;
+        expect_one_write(&store, &mut counters, audit::VERSION_PUBLISH, &id, "8.0.0").await;
+        store.set_state(&id, "8.0.0", VersionState::Approved, &Actor::System, Some("ok")).await.expect("approve");
+        expect_one_write(&store, &mut counters, audit::VERSION_STATE, &id, "8.0.0").await;
+        store.insert_version(variant(&base, None, "8.0.1"), &Actor::System, VersionState::Pending).await.expect("publish");
+        expect_one_write(&store, &mut counters, audit::VERSION_PUBLISH, &id, "8.0.1").await;
+        store.set_state(&id, "8.0.1", VersionState::Rejected, &Actor::System, Some("no")).await.expect("reject");
+        expect_one_write(&store, &mut counters, audit::VERSION_STATE, &id, "8.0.1").await;
+        store.set_state(&id, "8.0.0", VersionState::Yanked, &Actor::System, Some("bad")).await.expect("yank");
+        expect_one_write(&store, &mut counters, audit::VERSION_STATE, &id, "8.0.0").await;
         let last = &store.audit(1, 0).await.expect("audit")[0];
         assert_eq!(last.detail, serde_json::json!({ "from": "approved", "to": "yanked", "reason": "bad" }));
         assert_eq!(last.actor, None, "the system acted");
