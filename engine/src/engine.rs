@@ -13,7 +13,7 @@ use pitfall_contract::Prepared;
 use pitfall_contract::cases::{CaseResult, Evaluation, run_cases};
 use pitfall_contract::fields::FieldMap;
 use pitfall_contract::meta::RuleMeta;
-use pitfall_contract::report::{RawOutcome, render};
+use pitfall_contract::report::RawOutcome;
 use pitfall_contract::session::{RawOutput, Session};
 
 use crate::observe::{Read, ReadLog};
@@ -30,6 +30,7 @@ use crate::inspect::inspect;
 use crate::limits::{EPOCH_TICK, KEEP_RESIDENT_BYTES, Limits, MAX_TABLE_ELEMENTS};
 use crate::memo::{MemoBudget, MemoStats, Outcome};
 use crate::prefetch::prefetch;
+use crate::render::rendered;
 use crate::reset;
 use crate::rule::{Linked, Rule};
 
@@ -116,16 +117,16 @@ fn wasmtime_config(limits: &Limits) -> Config {
         // No slot is kept for the module that last held it. With
         // copy-on-write images off, such affinity saves nothing, and it
         // costs the CPU's caches: a check runs dozens of modules, each
-        // once, and with every free slot kept for its module (the bound
-        // was `max_instances` until round 5) each instantiation took that
+        // once, and with every free slot kept for its module each
+        // instantiation took that
         // module's own slot or a never-used one, memory last touched one
         // check or more ago, so the memset and the copy of data segments
         // missed the caches. With none kept, an instantiation takes the
         // least recently freed of the slots its thread's shard has used,
         // as many as ever ran there at once (a few: one check per core,
         // one evaluation per thread), which stay in the caches. A
-        // 10,000-rule check's CPU time went 1,608 -> 981-1,015 us on round
-        // 5's machine (BENCHMARKS.md).
+        // 10,000-rule check's CPU time went 1,608 -> 981-1,015 us when
+        // measured.
         .max_unused_warm_slots(0)
         .table_keep_resident(4096);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
@@ -462,8 +463,8 @@ impl Engine {
 /// session of the evaluation under way, replaced before each call.
 /// Reusing the instance is what saves the instantiation: measured, a
 /// repeated call of a bench template costs about half a fresh one
-/// (BENCHMARKS.md, round 10); a check, whose candidates are different
-/// rules, shares only the store's bookkeeping (0-10 %, round 6).
+/// (BENCHMARKS.md); a check, whose candidates are different rules, shares
+/// only the store's bookkeeping (0-10 %).
 ///
 /// The store is dropped, releasing its instances' slots, after
 /// [`Evaluator::INSTANCES_PER_STORE`] instantiations, after a failed
@@ -756,17 +757,6 @@ impl Sandboxed {
             Sandboxed::Done(evaluation) => evaluation,
             Sandboxed::Matched(raw) => rendered(&rule.info.meta, &raw, &prepared.fields),
         }
-    }
-}
-
-/// A matched rule's output rendered into its finding (also what the memo
-/// does when a recorded output's evidence differs on a new manifest).
-pub(crate) fn rendered(meta: &RuleMeta, raw: &RawOutput, fields: &FieldMap) -> Evaluation {
-    match render(meta, raw, fields) {
-        Ok(finding) => Evaluation::Matched(Box::new(finding.into())),
-        // The rule ran but its output is malformed: its own error,
-        // not the host's (the inner of the two failure levels).
-        Err(e) => Evaluation::Failed(format!("malformed output: {e}")),
     }
 }
 

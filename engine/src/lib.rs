@@ -28,6 +28,7 @@ pub mod memo;
 mod memo_image;
 mod observe;
 mod prefetch;
+mod render;
 mod reset;
 pub mod rule;
 

@@ -50,20 +50,19 @@ use pitfall_contract::session::RawOutput;
 
 use crate::observe::Read;
 
-use crate::engine::rendered;
 use crate::memo_image::{self, Found, Leaf};
 use crate::prefetch::prefetch;
+use crate::render::rendered;
 
 /// Outcomes one rule keeps before its tree is dropped and regrown.
 ///
-/// 512, not the 64 of rounds 8-13: a rule that reads a version and a
+/// 512, not 64: a rule that reads a version and a
 /// capability (or an environment variable besides) has hundreds of traces
 /// on a fleet (60 releases by 6 capabilities), and at 64 its tree filled
 /// and was dropped again and again, each time losing what it knew. In the
 /// bench's HTTP phases the memo answered 82.9 % of a new server's
 /// candidates instead of 81.4 %, and 93.2 % instead of 89.2 % after
-/// 8,000 machines, holding 21.8 MiB of its 32 then (BENCHMARKS.md, round
-/// 14). A replay scans a node's table of key fingerprints, so a rule that
+/// 8,000 machines, holding 21.8 MiB of its 32 then. A replay scans a node's table of key fingerprints, so a rule that
 /// reads something new on every machine first pays for at most this many
 /// integer comparisons before it runs, well under a microsecond.
 pub const MAX_LEAVES_PER_RULE: usize = 512;

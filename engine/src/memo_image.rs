@@ -5,7 +5,7 @@
 //! touched once a check. Kept as nodes, each with its path, its branch
 //! list and its branches' texts in heap blocks of their own, a replay
 //! waited on memory at each: the path, the branch list, every branch's
-//! text it compared, the next node's path, and so on (round 12: replays
+//! text it compared, the next node's path, and so on (measured: replays
 //! took three times as long as the same replays asked again at once).
 //! The image holds the tree as bytes: a node's path and its branches' keys
 //! and texts side by side, a trace's nodes one after another, so a replay
@@ -15,8 +15,8 @@
 //! A recording appends: the new trace's nodes from where it leaves the
 //! tree go at the end, and the node it leaves from gets a new block of
 //! branches there, linked from its last block (the one patch in place).
-//! So recording costs what it adds, not the tree's size (round 13 first
-//! rewrote the whole image at each recording: 5 % of a check). A node that
+//! So recording costs what it adds, not the tree's size (rewriting the
+//! whole image at each recording cost 5 % of a check). A node that
 //! meets many values (a version read on every machine of a fleet) gathers
 //! a chain of one-branch blocks that way, spread over the image; every so
 //! often ([`compact`]) the image is written again with each node's
@@ -26,7 +26,7 @@
 //! (a hash of what it records, [`fingerprint`]) and where the key is. A
 //! replay hashes the field it sees once and scans the table, and compares
 //! a key only where the fingerprints agree; a scan that compared every
-//! key's text was a tenth of a check (round 15).
+//! key's text was a tenth of a check.
 //!
 //! Layout (little-endian; every offset counts from the image's start;
 //! a child's and a block's point past the place that holds them, so a

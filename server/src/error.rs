@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::api::types::{ErrorBody, ErrorEnvelope};
+use pitfall_api::types::{ErrorBody, ErrorEnvelope};
 
 /// An error answer.
 #[derive(Debug)]
@@ -131,6 +131,12 @@ impl AppError {
                 body("internal", "internal error; see the server log".into()),
             ),
         }
+    }
+}
+
+impl From<&AppError> for ErrorBody {
+    fn from(e: &AppError) -> ErrorBody {
+        e.describe().1
     }
 }
 

@@ -1,13 +1,5 @@
 //! The API's wire types live in `pitfall-api`, shared with the client so
-//! both ends use one definition; the server adds only how its errors
-//! become the envelope's body.
+//! both ends use one definition; how the server's errors become the
+//! envelope's body is `crate::error`'s.
 
 pub use pitfall_api::types::*;
-
-use crate::error::AppError;
-
-impl From<&AppError> for ErrorBody {
-    fn from(e: &AppError) -> ErrorBody {
-        e.describe().1
-    }
-}
