@@ -25,28 +25,24 @@ pub(crate) fn engine() -> anyhow::Result<Engine> {
     Engine::new(Limits::default()).context("starting the rule engine")
 }
 
-/// Loads modules on all cores (compiling what is not cached); `name`
-/// says which module failed.
+/// Reads every module's metadata now and leaves its compile to its first
+/// candidacy (`Engine::load_deferred`): a check compiles only the rules
+/// its manifest could match, not the whole set, and a compile never shares
+/// the cores with a hundred others (each is bounded in wall time). `name`
+/// says which module was refused.
 fn load_all<'a>(
     engine: &Engine,
     modules: impl Iterator<Item = (String, &'a [u8])>,
 ) -> anyhow::Result<Vec<Arc<Rule>>> {
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = modules
-            .map(|(name, wasm)| scope.spawn(move || engine.load(wasm).with_context(|| name)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a rule-loading thread panicked")))
-                    .map(Arc::new)
-            })
-            .collect()
-    })
+    modules
+        .map(|(name, wasm)| {
+            engine.load_deferred(Arc::from(wasm)).map(Arc::new).with_context(|| name)
+        })
+        .collect()
 }
 
-/// Loads the bundled rules (compiling on all cores when not cached).
+/// Loads the bundled rules (each compiled on first use, or taken from the
+/// compiled-code cache).
 pub(crate) fn bundled(engine: &Engine) -> anyhow::Result<RuleSet> {
     let modules = pitfall_bundled_rules::MODULES
         .iter()
