@@ -58,7 +58,7 @@ pub fn parse_manifest(json: &[u8]) -> Result<Manifest, ManifestError> {
 /// The text is checked to be UTF-8 once, whole, and then read as a `str`:
 /// read from bytes, serde_json checks each string on its own, and those
 /// hundreds of short checks made reading a fleet manifest 1.3 times as
-/// long (`pitfall-bench`'s `read_us`; BENCHMARKS.md, round 14). Text that
+/// long (`pitfall-bench`'s `read_us`). Text that
 /// is not UTF-8 is declined, and the path through a value names it.
 pub fn manifest_from_slice(json: &[u8]) -> Option<Manifest> {
     use serde::Deserialize;

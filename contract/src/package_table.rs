@@ -3,7 +3,7 @@
 //! allocates nothing for a name that already is its key, as nearly every
 //! one is. A table keyed by owned strings made a key for each package and
 //! dropped it after the check: the largest part of the field map's cost
-//! (a profile of the HTTP bench, round 14).
+//! (in a profile of the HTTP bench).
 
 use std::sync::OnceLock;
 

@@ -110,8 +110,8 @@ fn revision_is_older(candidate: &str, current: &str) -> bool {
 ///
 /// The text, not the manifest as read, so that a text the cache answers is
 /// never read at all (a repeated check cost 62 us of the server's CPU with
-/// the read and a digest of the typed manifest, 29 us without; BENCHMARKS.md,
-/// round 22). What that gives up: two texts that read as the same manifest
+/// the read and a digest of the typed manifest, 29 us without). What that
+/// gives up: two texts that read as the same manifest
 /// (keys in another order, other whitespace) are two entries, each
 /// evaluated once. A fleet's machines are described by one tool, which
 /// writes equal manifests as equal text.

@@ -9,7 +9,7 @@
 //! wake-up, a context switch and another core's caches each way, the
 //! manifest freed on a thread other than the one that allocated it) cost
 //! about a third of the server's throughput with distinct manifests
-//! (BENCHMARKS.md, round 9: 0.21-0.23 of the echo with it, 0.29-0.33
+//! (measured: 0.21-0.23 of the echo with it, 0.29-0.33
 //! without). So that a check can never hold up the rest of the server
 //! (health, metrics, the web page, publishing, other requests' bodies), at
 //! most [`evaluation_slots`] checks run at once and the runtime has one

@@ -231,7 +231,10 @@ fn search_check_and_matrix_in_headless_chromium() {
     browser.click("form[aria-labelledby=\"form-title\"] button[type=\"submit\"]");
     browser.wait_for_url("/check?arch=aarch64");
     let answer = browser.source();
-    assert!(answer.contains("href=\"/rules/gemma4-transformers-5-15-breaks-vllm\""), "the Gemma 4 finding");
+    assert!(
+        answer.contains("href=\"/rules/gemma4-transformers-5-15-breaks-vllm\""),
+        "the Gemma 4 finding"
+    );
     assert!(answer.contains("id=\"permalink\""));
     browser.screenshot("desktop-check-g5g");
 
