@@ -11,8 +11,6 @@ use std::time::Instant;
 
 use pitfall_contract::Prepared;
 use pitfall_contract::cases::{CaseResult, Evaluation, run_cases};
-use pitfall_contract::fields::FieldMap;
-use pitfall_contract::meta::RuleMeta;
 use pitfall_contract::report::RawOutcome;
 use pitfall_contract::session::{RawOutput, Session};
 

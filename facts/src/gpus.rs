@@ -211,7 +211,7 @@ pub fn resolve(name: &str, memory_mib: Option<u64>) -> Resolution {
     let found = table
         .exact
         .get(&query.join(" "))
-        .map(|names| names.clone())
+        .cloned()
         .filter(|names| !names.is_empty())
         .or_else(|| {
             (query.len() == 1)

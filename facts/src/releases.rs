@@ -196,8 +196,7 @@ pub fn newest_cuda_for_driver(driver: &str) -> Option<&'static DriverCuda> {
     loaded()
         .driver_cuda
         .iter()
-        .filter(|d| Dotted::parse(&d.min_driver_linux).is_ok_and(|floor| floor <= driver))
-        .next_back()
+        .rfind(|d| Dotted::parse(&d.min_driver_linux).is_ok_and(|floor| floor <= driver))
 }
 
 /// The driver floor of CUDA `cuda` (`12.9`), or `None` if the table does

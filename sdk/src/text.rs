@@ -110,6 +110,27 @@ pub fn format_decimal(value: f64, decimals: u32, buf: &mut [u8; 48]) -> &str {
     unsafe { core::str::from_utf8_unchecked(&buf[..len]) }
 }
 
+/// `major.minor` of a compute capability without `core::fmt` (which would
+/// add kilobytes to a rule module).
+pub trait CapabilityText {
+    /// Writes `major.minor` into `buf` and returns it.
+    fn write_to<'b>(&self, buf: &'b mut [u8; 24]) -> &'b str;
+}
+
+impl CapabilityText for crate::version::ComputeCapability {
+    fn write_to<'b>(&self, buf: &'b mut [u8; 24]) -> &'b str {
+        let mut major = [0u8; 24];
+        let mut minor = [0u8; 24];
+        let major = format_int(i64::from(self.major), &mut major);
+        let minor = format_int(i64::from(self.minor), &mut minor);
+        let len = major.len() + 1 + minor.len();
+        buf[..major.len()].copy_from_slice(major.as_bytes());
+        buf[major.len()] = b'.';
+        buf[major.len() + 1..len].copy_from_slice(minor.as_bytes());
+        core::str::from_utf8(&buf[..len]).unwrap_or("?")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,26 +166,5 @@ mod tests {
         assert_eq!(format_decimal(0.049, 1, &mut b), "0");
         assert_eq!(format_decimal(-1.25, 2, &mut b), "-1.25");
         assert_eq!(format_decimal(27.157, 1, &mut b), "27.2");
-    }
-}
-
-/// `major.minor` of a compute capability without `core::fmt` (which would
-/// add kilobytes to a rule module).
-pub trait CapabilityText {
-    /// Writes `major.minor` into `buf` and returns it.
-    fn write_to<'b>(&self, buf: &'b mut [u8; 24]) -> &'b str;
-}
-
-impl CapabilityText for crate::version::ComputeCapability {
-    fn write_to<'b>(&self, buf: &'b mut [u8; 24]) -> &'b str {
-        let mut major = [0u8; 24];
-        let mut minor = [0u8; 24];
-        let major = format_int(i64::from(self.major), &mut major);
-        let minor = format_int(i64::from(self.minor), &mut minor);
-        let len = major.len() + 1 + minor.len();
-        buf[..major.len()].copy_from_slice(major.as_bytes());
-        buf[major.len()] = b'.';
-        buf[major.len() + 1..len].copy_from_slice(minor.as_bytes());
-        core::str::from_utf8(&buf[..len]).unwrap_or("?")
     }
 }

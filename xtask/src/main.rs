@@ -8,7 +8,8 @@
 //!   for rules written in C; and schemathesis, pinned, in a virtualenv
 //!   under `target/schemathesis`, for the server's API conformance test).
 //! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
-//! - `test`: `setup`, then every test of the workspace.
+//! - `test`: `setup`, `cargo fmt --check` and `cargo clippy -D warnings`,
+//!   then every test of the workspace.
 //! - `schema`: regenerate `contract/schema/manifest-v1.schema.json`.
 //! - `soak [--seconds N]`: the server's soak test (`server/tests/it/soak.rs`)
 //!   for N seconds (default 600), at low CPU priority; prints its numbers.
@@ -206,6 +207,7 @@ fn cargo() -> Command {
 
 fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     setup()?;
+    lint(root)?;
     // Every crate, every target; the bundled-rules build script builds the
     // rules to wasm on the way (same toolchain as `setup` found).
     let status = cargo()
@@ -216,6 +218,28 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         .context("running cargo test")?;
     if !status.success() {
         bail!("tests failed ({status})");
+    }
+    Ok(())
+}
+
+/// One formatting and no clippy warning, before any test runs: CI enforces
+/// both, so a change that breaks either fails fast.
+fn lint(root: &Path) -> anyhow::Result<()> {
+    let status = cargo()
+        .current_dir(root)
+        .args(["fmt", "--all", "--check"])
+        .status()
+        .context("running cargo fmt --check")?;
+    if !status.success() {
+        bail!("cargo fmt --check found unformatted code; run `cargo fmt --all`");
+    }
+    let status = cargo()
+        .current_dir(root)
+        .args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])
+        .status()
+        .context("running cargo clippy")?;
+    if !status.success() {
+        bail!("cargo clippy found warnings");
     }
     Ok(())
 }

@@ -9,8 +9,7 @@ use pitfall_server::server::{Running, create_token, start};
 use pitfall_server::store::{Role, Store};
 
 /// The seeded rules (the G5g manifest hits both, the second as an error).
-pub const SEEDED: &[&str] =
-    &["rule-aarch64-official-image-needs-sm80", "rule-cuda-driver-too-old"];
+pub const SEEDED: &[&str] = &["rule-aarch64-official-image-needs-sm80", "rule-cuda-driver-too-old"];
 /// A bundled rule left out of the seed, for publishing.
 pub const PUBLISHED_CRATE: &str = "rule-vllm-bf16-needs-sm80";
 /// Its id.

@@ -10,6 +10,7 @@
 //!   code: "no kernel image is available";
 //! - 2.8.0's wheels are built with CUDA 12.9 and cover sm_100 and sm_120
 //!   (FLASH_ATTN_CUDA_ARCHS default "80;90;100;120").
+//!
 //! A 10.0 cubin also serves 10.3, and 12.0 serves 12.1. Compute capability
 //! 11.x (sm_110) is in no release's list and is left out here.
 #![no_std]

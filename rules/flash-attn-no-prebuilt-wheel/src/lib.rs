@@ -12,6 +12,7 @@
 //! - 2.6.0 to 2.6.2: 2.0-2.3; 2.6.3: 2.0-2.4;
 //! - 2.7.0 to 2.7.3: 2.1-2.5; 2.7.4: 2.1-2.6; 2.7.4.post1: 2.2-2.6;
 //! - 2.8.0 to 2.8.2: 2.4-2.7; 2.8.3, 2.8.3.post1: 2.4-2.8.
+//!
 //! The manifest may describe a planned install: the rule reports a
 //! flash-attn that pip would have to compile here, unless it is declared
 //! built from source or its built-against torch is known.

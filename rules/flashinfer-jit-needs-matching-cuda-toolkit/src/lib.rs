@@ -65,10 +65,10 @@ fn evaluate(m: &Manifest) -> Outcome {
         .param_field("flashinfer", flashinfer.version_path().as_str())
         .param("nvcc", release.as_str())
         .param("cuda", &cuda);
-    if let Some(torch) = m.package("torch") {
-        if torch.version_text().is_some() {
-            outcome = outcome.evidence(torch.version_path().as_str());
-        }
+    if let Some(torch) = m.package("torch")
+        && torch.version_text().is_some()
+    {
+        outcome = outcome.evidence(torch.version_path().as_str());
     }
     outcome
 }

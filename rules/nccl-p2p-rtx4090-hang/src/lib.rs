@@ -18,10 +18,10 @@ fn evaluate(m: &Manifest) -> Outcome {
     if count < 2 {
         // Several NVIDIA GPUs, some of unknown model: they may be 4090s.
         let total: u32 = m.nvidia_gpus().map(|g| g.count().unwrap_or(1)).sum();
-        if total >= 2 {
-            if let Some(gpu) = m.nvidia_gpus().find(|g| g.model().is_none()) {
-                return Outcome::needs(gpu.field_path("model").as_str());
-            }
+        if total >= 2
+            && let Some(gpu) = m.nvidia_gpus().find(|g| g.model().is_none())
+        {
+            return Outcome::needs(gpu.field_path("model").as_str());
         }
         return Outcome::clear();
     }

@@ -36,10 +36,10 @@ fn evaluate(m: &Manifest) -> Outcome {
         if m.built_from_source("vllm") {
             outcome = outcome.evidence("build.from_source");
         }
-        if let Some(vllm) = &vllm {
-            if vllm.version_text().is_some() {
-                outcome = outcome.evidence(vllm.version_path().as_str());
-            }
+        if let Some(vllm) = &vllm
+            && vllm.version_text().is_some()
+        {
+            outcome = outcome.evidence(vllm.version_path().as_str());
         }
         return outcome;
     }

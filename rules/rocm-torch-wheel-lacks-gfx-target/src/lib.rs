@@ -97,7 +97,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         };
         let gfx = String::from(gfx.trim());
         let effective = forced.clone().unwrap_or_else(|| gfx.clone());
-        if list.iter().any(|t| *t == effective) {
+        if list.contains(&effective) {
             continue;
         }
         let mut archs = String::new();

@@ -10,6 +10,7 @@
 //!   .. 0.5.4.post1 also ==2.9.0 in the `cu130` extra);
 //! - 0.5.6 .. 0.5.10.post1: ==2.9.1;  0.5.11 .. 0.5.17: ==2.11.0;
 //! - 0.5.18 .. 0.5.21: ==2.13.0;  0.5.22, 0.5.23: ==2.14.1.
+//!
 //! Another torch minor installed next to it (pip --no-deps, a later torch
 //! install) makes `import sgl_kernel` fail with "undefined symbol". Only a
 //! different minor release is reported.

@@ -40,10 +40,10 @@ fn evaluate(m: &Manifest) -> Outcome {
         return Outcome::clear();
     }
     // Before v2.1.0 TGI did not refuse these models at load.
-    if let Some(version) = image.as_deref().filter(|_| tgi_image).and_then(image_version) {
-        if Version::parse("2.1.0").is_ok_and(|first| version < first) {
-            return Outcome::clear();
-        }
+    if let Some(version) = image.as_deref().filter(|_| tgi_image).and_then(image_version)
+        && Version::parse("2.1.0").is_ok_and(|first| version < first)
+    {
+        return Outcome::clear();
     }
     let (gpu, cc) = match m.need_weakest_nvidia_gpu() {
         Ok(found) => found,

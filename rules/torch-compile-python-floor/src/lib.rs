@@ -6,6 +6,7 @@
 //! - 2.4, 2.5 raise on >= 3.13; 2.6 accepts 3.13;
 //! - 2.6 to 2.9 raise on >= 3.14; 2.10 accepts 3.14;
 //! - 2.10 to 2.14 raise on >= 3.15; 2.15 accepts 3.15 (and raises on 3.16).
+//!
 //! Only code that calls torch.compile fails (vLLM's compilation, SGLang's
 //! `--enable-torch-compile`, training scripts); eager PyTorch runs, so the
 //! finding is a warning. The interpreter is the package named `python`.

@@ -12,6 +12,7 @@
 //!   (PR 175253, RFC issue 172352; WhisperJAV issue 333, a V100 on
 //!   2.11.0+cu128 failing);
 //! - the CUDA 12.6 builds keep 5.0 to 9.0 (same sources), so they are the fix.
+//!
 //! Not judged: 2.7's `+cu128` (its list was not read), releases without a
 //! CUDA 12.8/12.9 x86 build (2.12 and later), CUDA 13 builds (PyPI's default
 //! from 2.11: `cuda13-no-pre-turing-gpus`), aarch64 builds. A build whose

@@ -69,10 +69,10 @@ fn evaluate(m: &Manifest) -> Outcome {
     };
     // CPU and ROCm builds have no CUDA arch list (ROCm: rocm-torch-wheel-lacks-gfx-target).
     let version = torch.version_text();
-    if let Some(local) = version.as_deref().and_then(|v| v.split_once('+')).map(|(_, l)| l) {
-        if local.starts_with("cpu") || local.starts_with("rocm") {
-            return Outcome::clear();
-        }
+    if let Some(local) = version.as_deref().and_then(|v| v.split_once('+')).map(|(_, l)| l)
+        && (local.starts_with("cpu") || local.starts_with("rocm"))
+    {
+        return Outcome::clear();
     }
     let from_source = m.built_from_source("torch");
     let path = if from_source { SOURCE_LIST } else { LIST };

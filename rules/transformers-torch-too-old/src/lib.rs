@@ -5,6 +5,7 @@
 //! - 4.51.3 has no floor; 4.52.1 .. 4.57.x: torch >= 2.1;
 //! - 5.0.0: >= 2.2; 5.1.0 .. 5.14.1: >= 2.4; 5.15.0 .. 5.19.0: >= 2.5;
 //!   5.20.0 .. 5.25.0 (the newest read): >= 2.6.
+//!
 //! The log line is "Disabling PyTorch because PyTorch >= X is required but
 //! found Y"; loading a model then fails with "... requires the PyTorch
 //! library but it was not found in your environment" (5.x newer wording:

@@ -35,10 +35,10 @@ fn evaluate(m: &Manifest) -> Outcome {
         return Outcome::clear();
     }
     // An explicitly chosen encoder backend other than Triton avoids it.
-    if let Some(backend) = m.text(ENCODER_BACKEND) {
-        if !backend.trim().eq_ignore_ascii_case("TRITON_ATTN") {
-            return Outcome::clear();
-        }
+    if let Some(backend) = m.text(ENCODER_BACKEND)
+        && !backend.trim().eq_ignore_ascii_case("TRITON_ATTN")
+    {
+        return Outcome::clear();
     }
     match m.boolean(MULTIMODAL) {
         None => return Outcome::needs(MULTIMODAL),
