@@ -24,8 +24,8 @@ macro_rules! outln {
     ($($arg:tt)*) => { $crate::stdout::write(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
-mod catalogue;
 mod bundle;
+mod catalogue;
 mod check;
 mod config;
 mod progress;
