@@ -462,7 +462,7 @@ fn scan_joins_a_cut_sglang_paste_and_its_launch_command_and_names_what_is_missin
     assert!(text.contains("Read:       python3 -m sglang.check_env"), "{text}");
     assert!(text.contains("mid-line"), "the cut is named: {text}");
     assert!(text.contains("missing drivers.nvidia"), "{text}");
-    assert!(!text.contains("missing workload"), "{text}");
+    assert!(!text.contains("missing workload.model"), "{text}");
 }
 
 #[test]

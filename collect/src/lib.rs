@@ -230,6 +230,17 @@ pub fn build(
 
     let container =
         sources.container.map(|(_, shm)| Container { shm_size_mib: shm, ..Container::default() });
+    // The engine that printed the paste, unless the serve command names one.
+    let workload = match (workload, pasted.engine) {
+        (Some(mut w), Some(engine)) => {
+            w.engine.get_or_insert_with(|| engine.to_owned());
+            Some(w)
+        }
+        (None, Some(engine)) => {
+            Some(Workload { engine: Some(engine.to_owned()), ..Workload::default() })
+        }
+        (workload, None) => workload,
+    };
 
     let manifest = Manifest {
         manifest_version: MANIFEST_VERSION,
@@ -355,8 +366,8 @@ pub fn missing(manifest: &Manifest) -> Vec<Missing> {
             "the CPU architecture: collect_env's `OS` or `Architecture`",
         ),
         (
-            manifest.workload.is_some(),
-            "workload",
+            manifest.workload.as_ref().is_some_and(|w| w.model.is_some()),
+            "workload.model",
             "what is served: the serve command (`vllm serve ...`, `sglang.launch_server ...`)",
         ),
     ];

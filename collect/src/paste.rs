@@ -102,6 +102,8 @@ pub(crate) struct Paste {
     pub(crate) env: Vec<(String, String)>,
     /// `user@host` words of shell prompts in the paste, to keep out.
     pub(crate) identifiers: Vec<String>,
+    /// The engine that printed the paste, when one did (TGI's launcher).
+    pub(crate) engine: Option<&'static str>,
     /// The last line, when the paste stops on a key or half a value.
     pub(crate) cut_at: Option<String>,
 }
@@ -165,10 +167,13 @@ pub(crate) fn parse(text: &str) -> Result<Paste> {
         }
         if let Some(rest) = trimmed.strip_prefix("[conda]") {
             // `[conda] numpy  1.26.4  pypi_0  pypi`: name, version, build, channel.
+            // A paste cut short may keep only the first two columns.
             let words: Vec<&str> = rest.split_whitespace().collect();
-            if let [name, v, _build, channel, ..] = words.as_slice() {
+            if let [name, v, rest @ ..] = words.as_slice()
+                && version(v).is_some()
+            {
                 let mut package = pypi(name, v);
-                if *channel != "pypi" {
+                if rest.get(1).is_some_and(|channel| *channel != "pypi") {
                     package.ecosystem = Some("conda".to_owned());
                 }
                 out.packages.push(package);
@@ -366,6 +371,10 @@ pub(crate) fn parse(text: &str) -> Result<Paste> {
              `text-generation-launcher --env`, `nvidia-smi` or `nvidia-smi -q`"
         );
     }
+    // `text-generation-launcher --env` is TGI's own launcher speaking.
+    if out.formats.contains(&Format::TgiEnv) {
+        out.engine = Some("tgi");
+    }
     // vLLM's collect-env is PyTorch's with more: one format, not two.
     if out.formats.contains(&Format::VllmCollectEnv) {
         out.formats.retain(|f| *f != Format::TorchCollectEnv);
@@ -410,7 +419,8 @@ fn summary_line(key: &str, value: &str, out: &mut Paste) {
     }
     let mut took = true;
     match key.as_str() {
-        "gpu" | "gpus" | "gpu model" | "gpu models" | "card" | "graphics card" | "hardware" => {
+        "gpu" | "gpus" | "gpu model" | "gpu models" | "gpu type" | "nvidia gpu" | "card"
+        | "graphics card" | "hardware" => {
             let gpus = summary_gpus(value);
             took = !gpus.is_empty();
             if took && out.gpus.is_empty() {

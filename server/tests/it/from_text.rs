@@ -44,7 +44,10 @@ fn a_real_paste_and_serve_command_become_a_checked_manifest() {
         .collect();
     assert!(missing.contains(&"drivers.nvidia"), "the driver was cut off: {missing:?}");
     assert!(missing.contains(&"packages.torch"), "{missing:?}");
-    assert!(!missing.contains(&"accelerators") && !missing.contains(&"workload"), "{missing:?}");
+    assert!(
+        !missing.contains(&"accelerators") && !missing.contains(&"workload.model"),
+        "{missing:?}"
+    );
     assert!(answer["notes"][0].as_str().is_some_and(|n| n.contains("mid-line")), "{answer}");
 
     // The manifest is what `POST /v1/check` takes.
