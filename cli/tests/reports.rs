@@ -22,7 +22,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 /// The breakages this corpus names today: the test fails if fewer are named.
-const RECALL_FLOOR: usize = 0;
+const RECALL_FLOOR: usize = 2;
 
 /// Error findings on reports that are not breakages which come from a
 /// rule, not from what the collector read: each names the report, the

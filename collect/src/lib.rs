@@ -299,12 +299,26 @@ pub fn apply_serve(
         container.image = serve.image;
         container.shm_size_mib = serve.shm_size_mib;
         container.ipc = serve.ipc;
+        container.engine = serve.container_engine;
+        container.gpu_request = serve.gpu_request;
     }
     if let Some(adjust) = adjust {
         adjust(&mut workload);
     }
     let workload = (workload != Workload::default()).then_some(workload);
+    let engine = workload.as_ref().and_then(|w| w.engine.clone());
     let mut scan = build(&sources, workload, on_bad)?;
+    // `vllm serve` and `sglang.launch_server` run an installed vllm or
+    // sglang: the package is there, its version unknown unless a text says.
+    if let Some(engine) = engine.filter(|e| matches!(e.as_str(), "vllm" | "sglang"))
+        && !scan.manifest.packages.iter().any(|p| p.name.eq_ignore_ascii_case(&engine))
+    {
+        scan.manifest.packages.push(Package {
+            name: engine,
+            ecosystem: Some("pypi".to_owned()),
+            ..Package::default()
+        });
+    }
     if container != Container::default() {
         // `docker run` says what the container is; a live scan inside one
         // knows its /dev/shm better than the command that started it.
@@ -312,6 +326,8 @@ pub fn apply_serve(
         found.image = found.image.take().or(container.image);
         found.shm_size_mib = found.shm_size_mib.or(container.shm_size_mib);
         found.ipc = found.ipc.take().or(container.ipc);
+        found.engine = found.engine.take().or(container.engine);
+        found.gpu_request = found.gpu_request.take().or(container.gpu_request);
         scan.manifest = privacy::scrub(std::mem::take(&mut scan.manifest), &sources.identifiers);
     }
     Ok(scan)
@@ -371,11 +387,25 @@ pub fn missing(manifest: &Manifest) -> Vec<Missing> {
             "what is served: the serve command (`vllm serve ...`, `sglang.launch_server ...`)",
         ),
     ];
-    checks
+    let mut missing: Vec<Missing> = checks
         .into_iter()
         .filter(|(present, _, _)| !present)
         .map(|(_, path, hint)| Missing { path, hint })
-        .collect()
+        .collect();
+    // The engine a serve command runs, when nothing said which release.
+    for (engine, path, hint) in [
+        (
+            "vllm",
+            "packages.vllm.version",
+            "vLLM's version: `vllm --version`, or `vllm collect-env`",
+        ),
+        ("sglang", "packages.sglang.version", "SGLang's version: `python3 -m sglang.check_env`"),
+    ] {
+        if manifest.packages.iter().any(|p| p.name == engine && p.version.is_none()) {
+            missing.push(Missing { path, hint });
+        }
+    }
+    missing
 }
 
 /// Whether torch's version carries its CUDA build (`+cu128`).

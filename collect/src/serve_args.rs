@@ -23,6 +23,11 @@ pub struct ServeCommand {
     pub shm_size_mib: Option<u64>,
     /// `docker run --ipc host`.
     pub ipc: Option<String>,
+    /// The container engine of `docker run` / `podman run`.
+    pub container_engine: Option<String>,
+    /// How `docker run` asks for GPUs: `gpus_flag` (`--gpus`),
+    /// `nvidia_runtime` (`--runtime nvidia`), `device_flags` (`--device`).
+    pub gpu_request: Option<String>,
 }
 
 /// Flags that take no value: an unknown flag followed by a word takes it as
@@ -144,8 +149,10 @@ pub fn parse(command_line: &str) -> Result<ServeCommand> {
             if previous_positional.as_deref() == Some("serve") && w.model.is_none() {
                 w.model = Some(word.clone());
             }
-            if previous_positional.as_deref() == Some("docker") && word == "run" {
+            if matches!(previous_positional.as_deref(), Some("docker" | "podman")) && word == "run"
+            {
                 in_docker_run = true;
+                out.container_engine = previous_positional.clone();
             } else if in_docker_run {
                 // The first positional of `docker run` is its image.
                 in_docker_run = false;
@@ -184,6 +191,20 @@ pub fn parse(command_line: &str) -> Result<ServeCommand> {
                 out.shm_size_mib = Some(docker_size_mib(&value()?)?)
             }
             (_, "ipc") if in_docker_run => out.ipc = Some(value()?),
+            (_, "gpus") if in_docker_run => {
+                value()?;
+                out.gpu_request = Some("gpus_flag".to_owned());
+            }
+            (_, "runtime") if in_docker_run => {
+                if value()? == "nvidia" {
+                    out.gpu_request.get_or_insert_with(|| "nvidia_runtime".to_owned());
+                }
+            }
+            (_, "device") if in_docker_run => {
+                if value()?.contains("nvidia") {
+                    out.gpu_request.get_or_insert_with(|| "device_flags".to_owned());
+                }
+            }
             (_, "model" | "model-path" | "model-id") => w.model = Some(value()?),
             (_, "dtype") => w.dtype = Some(value()?),
             ("vllm" | "", "tensor-parallel-size" | "tp")
@@ -425,6 +446,8 @@ j"#
             Some("ghcr.io/huggingface/text-generation-inference:2.0.4")
         );
         assert_eq!(cmd.shm_size_mib, Some(1024));
+        assert_eq!(cmd.container_engine.as_deref(), Some("docker"));
+        assert_eq!(cmd.gpu_request.as_deref(), Some("gpus_flag"));
     }
 
     #[test]
