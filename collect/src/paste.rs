@@ -36,6 +36,8 @@ pub enum Format {
     /// `Key: value` lines people write themselves, as issue templates ask
     /// (`- **GPU**: NVIDIA GeForce RTX 5090`, `PyTorch version: 2.5.1`).
     Summary,
+    /// `pip freeze` (`name==version`) or `pip list` (`name   version`) lines.
+    PipList,
 }
 
 impl Format {
@@ -49,6 +51,7 @@ impl Format {
             Format::NvidiaSmi => "nvidia-smi",
             Format::NvidiaSmiQuery => "nvidia-smi -q",
             Format::Summary => "a `Key: value` summary (GPU, PyTorch, Python, driver, ...)",
+            Format::PipList => "pip freeze / pip list",
         }
     }
 
@@ -62,6 +65,7 @@ impl Format {
             Format::NvidiaSmi => "nvidia-smi",
             Format::NvidiaSmiQuery => "nvidia-smi-q",
             Format::Summary => "summary",
+            Format::PipList => "pip-list",
         }
     }
 }
@@ -194,6 +198,10 @@ pub(crate) fn parse(text: &str) -> Result<Paste> {
         }
         if let Some((name, value)) = env_line(line) {
             out.env.push((name.to_owned(), value.to_owned()));
+            continue;
+        }
+        if !line.contains(':') && pip_line(trimmed, &mut out) {
+            out.saw(Format::PipList);
             continue;
         }
         if let Some(archs) = trimmed.strip_prefix("CUDA Archs:") {
@@ -396,6 +404,53 @@ impl Paste {
             self.formats.push(format);
         }
     }
+}
+
+/// Words that come before a version in prose but name no Python package:
+/// the version after them is not a package's.
+const NOT_PACKAGES: &[&str] = &[
+    "cuda", "cudnn", "driver", "nvidia", "gcc", "g++", "clang", "cmake", "nvcc", "os", "kernel",
+    "linux", "version", "release", "v", "rocm", "glibc", "libc", "docker", "conda", "pip",
+];
+
+/// `vllm==0.6.3`, `flash_attn   3.0.0b1` (pip list), `Python 3.11.2`,
+/// `Ubuntu 22.04`: a package (or the interpreter, or the OS) and its
+/// version. Only a whole line of exactly that shape is read.
+fn pip_line(line: &str, out: &mut Paste) -> bool {
+    let line = line.trim_start_matches(['-', '*', ' ']).trim().trim_matches('`');
+    let (name, v) = match line.split_once("==") {
+        Some((name, v)) if !name.contains(char::is_whitespace) => (name.trim(), v.trim()),
+        Some(_) => return false,
+        None => {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let [name, v] = words.as_slice() else { return false };
+            (*name, v.trim_start_matches('v'))
+        }
+    };
+    let name_ok = name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    let Some(v) = version(v).filter(|_| name_ok) else { return false };
+    let lower = name.to_ascii_lowercase();
+    if let Some(os) = os_release::from_pretty_name(line).filter(|_| lower != "python") {
+        out.os.get_or_insert(os);
+        return true;
+    }
+    if NOT_PACKAGES.contains(&lower.as_str()) {
+        return false;
+    }
+    match lower.as_str() {
+        "python" => {
+            out.python_version.get_or_insert(v);
+        }
+        "pytorch" | "torch" => {
+            out.torch_version.get_or_insert(v);
+        }
+        _ if !out.packages.iter().any(|p| p.name.eq_ignore_ascii_case(name)) => {
+            out.packages.push(pypi(name, &v))
+        }
+        _ => {}
+    }
+    true
 }
 
 /// A version's major number (`550` of `550.54.15`).
@@ -673,6 +728,18 @@ NCCL_CUMEM_ENABLE=0\nVLLM_WORKER_MULTIPROC_METHOD=spawn\n";
         prompt_identifiers("root@098b49afe624:/# nvidia-smi", &mut found);
         prompt_identifiers("mail me at someone@example.com please", &mut found);
         assert_eq!(found, ["felix", "heavy-gpu-02", "brando9", "skampere1", "098b49afe624"]);
+    }
+
+    #[test]
+    fn pip_freeze_and_pip_list_lines() {
+        let env = parse("python==3.10\ntorch==2.3.0+cu118\ntransformers==4.37.2\nflash_attn   2.5.8\nUbuntu 22.04\nCUDA 12.1\nI ran it twice\n")
+            .expect("parses");
+        assert_eq!(env.formats, vec![Format::PipList]);
+        assert_eq!(env.python_version.as_deref(), Some("3.10"));
+        assert_eq!(env.torch_version.as_deref(), Some("2.3.0+cu118"));
+        let names: Vec<&str> = env.packages.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["transformers", "flash_attn"], "CUDA 12.1 is no package");
+        assert_eq!(env.os.and_then(|o| o.version).as_deref(), Some("22.04"));
     }
 
     #[test]
