@@ -154,12 +154,6 @@ pub fn build(
         }
     }
     let pasted = pasted.unwrap_or_default();
-    if let Some(cut) = &pasted.cut_at {
-        notes.push(format!(
-            "the paste ends mid-line (`{}`); what that line began to say was not read",
-            shorten(cut)
-        ));
-    }
 
     let mut ids = sources.identifiers.clone();
     if let Some(host) = uname.as_ref().and_then(|u| u.hostname.as_deref()) {
@@ -167,6 +161,13 @@ pub fn build(
     }
     for word in &pasted.identifiers {
         ids.add(word);
+    }
+    if let Some(cut) = &pasted.cut_at {
+        // The note quotes the paste: redacted like the manifest.
+        let quoted = privacy::redact_text(&shorten(cut), &ids);
+        notes.push(format!(
+            "the paste ends mid-line (`{quoted}`); what that line began to say was not read"
+        ));
     }
 
     // GPUs: the XML, with the CSV's compute capability; the CSV alone; else

@@ -43,6 +43,12 @@ pub fn has_identifier(text: &str, ids: &Identifiers) -> bool {
     redact(text, ids, true) != text
 }
 
+/// `text` with every identifier replaced by [`REDACTED`], for text that
+/// is not a manifest field (a note quoting a pasted line).
+pub fn redact_text(text: &str, ids: &Identifiers) -> String {
+    redact(text, ids, true)
+}
+
 /// `text` with identifiers replaced by [`REDACTED`]. `addresses` also
 /// redacts dotted-quad IPv4 addresses; package versions (`9.19.0.56`) look
 /// like one, so [`scrub`] leaves version fields out of that check.

@@ -170,6 +170,20 @@ fn the_facts_of_each_paste() {
 }
 
 #[test]
+fn a_cut_line_is_quoted_without_its_identifiers() {
+    let scan = pitfall_collect::from_text(
+        "(env) alice@gpu-box:~$ python3 -m sglang.check_env\nCUDA available: True\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0a1b2c3d-aaaa-bbbb-cccc-0123456789ab) on gpu-box:",
+        None,
+    )
+    .expect("read");
+    let notes = scan.notes.join("\n");
+    assert!(notes.contains("mid-line"), "{notes}");
+    for id in ["GPU-0a1b2c3d", "gpu-box", "alice"] {
+        assert!(!notes.contains(id), "{id} quoted: {notes}");
+    }
+}
+
+#[test]
 fn no_identifier_of_a_paste_reaches_its_manifest() {
     let mut checked = 0;
     for entry in std::fs::read_dir(pastes()).expect("tests/pastes").flatten() {
