@@ -6,14 +6,16 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use pitfall_collect::{Error, Scan};
+use pitfall_collect::Scan;
 
 use crate::api::types::{FromTextRequest, FromTextResponse, MissingFact};
 use crate::app::{AppState, read_body};
 use crate::error::AppError;
 use crate::extract::json_object;
 
-/// `POST /v1/manifest/from-text`.
+/// `POST /v1/manifest/from-text`. Any text is an answer: what could not be
+/// read (a paste of no known format, a serve command that does not parse)
+/// is said in `notes`, and what is absent in `missing`.
 pub async fn from_text(
     State(state): State<AppState>,
     body: Body,
@@ -24,29 +26,66 @@ pub async fn from_text(
         code: "invalid_json",
         message: format!("the body must be {{\"env\": \"...\", \"serve_command\": \"...\"}}: {e}"),
     })?;
-    let scan = build(&request)?;
+    let (mut scan, problems) = build(&request);
+    scan.notes.extend(problems.into_iter().map(|p| p.message));
     Ok(Json(response(scan)))
 }
 
-/// The manifest the request's texts describe, or why there is none.
-pub(crate) fn build(request: &FromTextRequest) -> Result<Scan, AppError> {
-    let serve = request.serve_command.as_deref().filter(|c| !c.trim().is_empty());
-    if request.env.trim().is_empty() && serve.is_none() {
-        return Err(AppError::BadRequest {
-            code: "empty_text",
-            message:
-                "give an environment paste (`env`), a serve command (`serve_command`), or both"
-                    .into(),
+/// A text of the request that could not be read, and why.
+#[derive(Debug)]
+pub(crate) struct Problem {
+    /// `env` or `serve_command`.
+    pub(crate) field: &'static str,
+    pub(crate) message: String,
+}
+
+/// The manifest the request's texts describe, from what could be read of
+/// them, and the texts that could not be read.
+pub(crate) fn build(request: &FromTextRequest) -> (Scan, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let serve =
+        request.serve_command.as_deref().filter(|c| !c.trim().is_empty()).and_then(|command| {
+            match pitfall_collect::serve_args::parse(command) {
+                Ok(_) => Some(command),
+                Err(e) => {
+                    problems.push(Problem {
+                        field: "serve_command",
+                        message: format!("the serve command was not read: {e}"),
+                    });
+                    None
+                }
+            }
+        });
+    let scan = match pitfall_collect::from_text(&request.env, serve) {
+        Ok(scan) => scan,
+        Err(e) => {
+            problems
+                .push(Problem { field: "env", message: format!("{e}; nothing of it was read") });
+            // Without the paste, only the serve command is read, which parsed above.
+            pitfall_collect::from_text("", serve).unwrap_or_else(|_| empty_scan())
+        }
+    };
+    if request.env.trim().is_empty() && serve.is_none() && problems.is_empty() {
+        problems.push(Problem {
+            field: "env",
+            message: "nothing was given: paste an environment report (`env`), a serve command \
+                      (`serve_command`), or both"
+                .to_owned(),
         });
     }
-    pitfall_collect::from_text(&request.env, serve).map_err(|e| match e {
-        Error::Source { .. } => {
-            AppError::Unprocessable { code: "unrecognised_paste", message: e.to_string() }
-        }
-        Error::Command(_) => {
-            AppError::Unprocessable { code: "invalid_serve_command", message: e.to_string() }
-        }
-    })
+    (scan, problems)
+}
+
+/// The scan of no text: an empty manifest.
+fn empty_scan() -> Scan {
+    Scan {
+        manifest: pitfall_contract::Manifest {
+            manifest_version: pitfall_contract::manifest::MANIFEST_VERSION,
+            ..pitfall_contract::Manifest::default()
+        },
+        notes: Vec::new(),
+        formats: Vec::new(),
+    }
 }
 
 /// The wire answer of a scan.

@@ -293,30 +293,28 @@ pub(crate) async fn page_handler(
             env: form.env.clone().unwrap_or_default(),
             serve_command: form.serve.clone(),
         };
-        match api::from_text::build(&request) {
-            Err(e @ (AppError::BadRequest { .. } | AppError::Unprocessable { .. })) => {
-                let field =
-                    if e.describe().1.code == "invalid_serve_command" { "serve" } else { "env" };
-                errors.insert(field, e.describe().1.message);
-            }
-            Err(e) => return Err(e.into()),
-            Ok(scan) => {
-                let built = api::from_text::response(scan);
-                let json = serde_json::to_string_pretty(&built.manifest).unwrap_or_default();
-                match run_check(&state, deadline, json.clone()).await {
-                    Ok(a) => {
-                        answer = Some(answer_view(&a));
-                        // The link reproduces the check from the manifest, not the paste.
-                        permalink_form =
-                            CheckForm { manifest: Some(json.clone()), ..CheckForm::default() };
-                        checked = Some(json);
-                        from_text = Some(Value::from_serialize(&built));
-                    }
-                    Err(e @ (AppError::BadRequest { .. } | AppError::Unprocessable { .. })) => {
-                        errors.insert("env", e.describe().1.message);
-                    }
-                    Err(e) => return Err(e.into()),
+        let (scan, problems) = api::from_text::build(&request);
+        // On the page, a text that could not be read is the user's to fix.
+        for problem in problems {
+            let field = if problem.field == "serve_command" { "serve" } else { "env" };
+            errors.insert(field, problem.message);
+        }
+        if errors.is_empty() {
+            let built = api::from_text::response(scan);
+            let json = serde_json::to_string_pretty(&built.manifest).unwrap_or_default();
+            match run_check(&state, deadline, json.clone()).await {
+                Ok(a) => {
+                    answer = Some(answer_view(&a));
+                    // The link reproduces the check from the manifest, not the paste.
+                    permalink_form =
+                        CheckForm { manifest: Some(json.clone()), ..CheckForm::default() };
+                    checked = Some(json);
+                    from_text = Some(Value::from_serialize(&built));
                 }
+                Err(e @ (AppError::BadRequest { .. } | AppError::Unprocessable { .. })) => {
+                    errors.insert("env", e.describe().1.message);
+                }
+                Err(e) => return Err(e.into()),
             }
         }
     } else if let Some(json) = pasted.clone() {

@@ -1,7 +1,8 @@
 //! `POST /v1/manifest/from-text` over HTTP against a real server process:
 //! a real SGLang paste (cut short) with its serve command becomes a
 //! manifest that `POST /v1/check` accepts, what the paste lacked is named,
-//! bad requests get the error envelope, and no identifier of the paste
+//! texts it cannot read are named in the answer's notes, bad bodies get
+//! the error envelope, and no identifier of the paste
 //! (GPU UUID, host and user name, IP address) is in the answer or the log.
 
 use serde_json::{Value, json};
@@ -64,21 +65,33 @@ fn a_real_paste_and_serve_command_become_a_checked_manifest() {
 }
 
 #[test]
-fn bad_requests_get_the_envelope() {
+fn texts_it_cannot_read_are_named_and_bad_bodies_get_the_envelope() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = Server::start(dir.path(), None, false);
-    let cases: [(&[u8], u16, &str); 5] = [
-        (b"not json", 400, "invalid_json"),
-        (br#"{"env": ""}"#, 400, "empty_text"),
+    // Any text gets an answer: what could not be read is said in the notes.
+    let cases: [(&[u8], &str); 3] = [
+        (br#"{"env": ""}"#, "nothing was given"),
         (
             br#"{"env": "Traceback (most recent call last):\n  File x\n"}"#,
-            422,
-            "unrecognised_paste",
+            "no line of a known environment report",
         ),
-        (br#"{"env": "", "serve_command": "vllm serve 'unclosed"}"#, 422, "invalid_serve_command"),
+        (
+            br#"{"env": "", "serve_command": "vllm serve 'unclosed"}"#,
+            "the serve command was not read",
+        ),
+    ];
+    for (body, note) in cases {
+        let (status, answer) = server.call("POST", "/v1/manifest/from-text", None, body);
+        assert_eq!(status, 200, "{answer}");
+        assert!(answer["notes"].to_string().contains(note), "{note}: {answer}");
+        assert_eq!(answer["manifest"]["manifest_version"], 1);
+        assert!(!answer["missing"].as_array().expect("missing").is_empty());
+    }
+    let bad: [(&[u8], u16, &str); 2] = [
+        (b"not json", 400, "invalid_json"),
         (br#"{"env": "", "serve": "vllm serve m"}"#, 400, "invalid_json"),
     ];
-    for (body, status, code) in cases {
+    for (body, status, code) in bad {
         let (got, answer) = server.call("POST", "/v1/manifest/from-text", None, body);
         assert_eq!((got, answer["error"]["code"].as_str()), (status, Some(code)), "{answer}");
         assert!(answer["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
