@@ -286,3 +286,46 @@ pub struct LimitsView {
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
 }
+
+/// `POST /v1/manifest/from-text` body: what a user has in hand.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FromTextRequest {
+    /// An environment paste: the output of `python -m torch.utils.collect_env`,
+    /// `vllm collect-env`, `python3 -m sglang.check_env`, TGI's `--env`,
+    /// `nvidia-smi` or `nvidia-smi -q`, whole or cut short. May be empty
+    /// when `serve_command` is given.
+    #[serde(default)]
+    pub env: String,
+    /// The serve command, e.g. `vllm serve MODEL -tp 2`,
+    /// `python3 -m sglang.launch_server --model-path MODEL`,
+    /// `text-generation-launcher --model-id MODEL`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve_command: Option<String>,
+}
+
+/// `POST /v1/manifest/from-text` answer.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct FromTextResponse {
+    /// The manifest (v1) the texts describe, identifiers redacted; ready
+    /// for `POST /v1/check`.
+    pub manifest: pitfall_contract::Manifest,
+    /// The kinds of paste recognised (`torch-collect-env`,
+    /// `vllm-collect-env`, `sglang-check-env`, `tgi-env`, `nvidia-smi`,
+    /// `nvidia-smi-q`).
+    pub formats: Vec<String>,
+    /// Facts rules often need that the texts did not give.
+    pub missing: Vec<MissingFact>,
+    /// Remarks on the texts, e.g. where a paste was cut short.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A fact the texts did not give.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MissingFact {
+    /// The manifest field, e.g. `drivers.nvidia`.
+    pub path: String,
+    /// What would give it.
+    pub hint: String,
+}

@@ -358,7 +358,9 @@ fn scan_of_the_h200_capture_reads_the_facts_the_tools_printed() {
     assert_eq!(gpu["memory_mib"], 143_771);
     assert_eq!(gpu["interconnect"], "pcie");
     assert_eq!(m["drivers"]["nvidia"], "580.159.04");
-    assert_eq!(m["drivers"]["cuda"], "13.0");
+    // nvidia-smi's "CUDA Version" is the newest CUDA the driver supports.
+    assert_eq!(m["drivers"]["cuda_driver"], "13.0");
+    assert!(m["drivers"].get("cuda").is_none(), "the ambiguous field is not written: {m}");
     assert_eq!(m["host"]["arch"], "x86_64");
     assert_eq!(m["host"]["cpu_model"], "Intel(R) Xeon(R) Processor");
     assert_eq!(m["host"]["os"]["id"], "ubuntu");
@@ -439,6 +441,28 @@ fn scan_of_a_collect_env_paste() {
         .find(|p| p["name"] == "torch")
         .expect("torch");
     assert_eq!(torch["version"], "2.11.0+cu130");
+}
+
+#[test]
+fn scan_joins_a_cut_sglang_paste_and_its_launch_command_and_names_what_is_missing() {
+    // sgl-project/sglang#4814, as posted (cut at `CUDA Driver Version: 550.`).
+    let report = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/reports/sglang-4814");
+    let paste = report.join("env.txt").display().to_string();
+    let serve = std::fs::read_to_string(report.join("serve.txt")).expect("serve.txt");
+    let m = scan_json(&["--from-collect-env", &paste, "--from-serve-args", &serve]);
+    assert_eq!(m["accelerators"][0]["count"], 8);
+    assert_eq!(m["accelerators"][0]["compute_capability"], "8.9");
+    assert_eq!(m["workload"]["engine"], "sglang");
+    assert_eq!(m["workload"]["tensor_parallel_size"], 2);
+    assert!(m.get("drivers").is_none(), "half a driver version is none: {m}");
+
+    let out = pitfall(&["scan", "--from-collect-env", &paste, "--from-vllm-args", &serve]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(text.contains("Read:       python3 -m sglang.check_env"), "{text}");
+    assert!(text.contains("mid-line"), "the cut is named: {text}");
+    assert!(text.contains("missing drivers.nvidia"), "{text}");
+    assert!(!text.contains("missing workload.model"), "{text}");
 }
 
 #[test]

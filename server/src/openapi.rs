@@ -102,6 +102,8 @@ pub fn operations() -> Vec<Operation> {
             request: Some((JSON, schema::<Manifest>)), query: None, response: 200 JSON => schema::<CheckResponse>),
         op!("POST" "/v1/check/batch", Anonymous, "Check many manifests; answers in order, each its full answer or its own error.",
             request: Some((JSON, schema::<BatchRequest>)), query: None, response: 200 JSON => schema::<BatchResponse>),
+        op!("POST" "/v1/manifest/from-text", Anonymous, "Build a manifest from an environment paste (collect_env, sglang.check_env, TGI --env, nvidia-smi) and a serve command; names what they did not say. Identifiers are redacted; nothing is stored.",
+            request: Some((JSON, schema::<FromTextRequest>)), query: None, response: 200 JSON => schema::<FromTextResponse>),
         op!("GET" "/v1/rules", Anonymous, "Search rules by text (titles, summaries, error signatures) and filters.",
             request: None, query: Some(schema::<SearchQuery>), response: 200 JSON => schema::<SearchResponse>),
         op!("POST" "/v1/rules", Token, "Publish a module (the body is the .wasm); its metadata is read from the module. Stored as pending.",

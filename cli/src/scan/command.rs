@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use pitfall_collect::{OnBadSource, serve_args, summary};
 use pitfall_contract::manifest::Workload;
 
-use super::{OnBadSource, build, from_collect_env, from_dir, live, summary, vllm_args};
+use super::{from_collect_env, from_dir, live};
 
 /// Output formats of `scan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -26,11 +27,20 @@ pub(crate) struct ScanArgs {
     /// cpuinfo.txt, meminfo.txt, pip-list.json, collect_env.txt; any subset).
     #[arg(long, value_name = "DIR", conflicts_with = "from_collect_env")]
     from_dir: Option<PathBuf>,
-    /// Read the output of `python -m torch.utils.collect_env` or `vllm collect-env`.
+    /// Read an environment paste: the output of `python -m torch.utils.collect_env`,
+    /// `vllm collect-env`, `python3 -m sglang.check_env`, TGI's `--env`, `nvidia-smi`
+    /// or `nvidia-smi -q` (whole or cut short; what is missing is named).
     #[arg(long, value_name = "FILE")]
     from_collect_env: Option<PathBuf>,
-    /// The workload from a vLLM command line, e.g. "vllm serve MODEL --dtype bfloat16 -tp 2".
-    #[arg(long, value_name = "COMMAND", allow_hyphen_values = true)]
+    /// The workload from a serve command line: "vllm serve MODEL --dtype bfloat16 -tp 2",
+    /// "python3 -m sglang.launch_server --model-path MODEL --tp 2",
+    /// "text-generation-launcher --model-id MODEL --num-shard 2" (or its `docker run`).
+    #[arg(
+        long,
+        visible_alias = "from-serve-args",
+        value_name = "COMMAND",
+        allow_hyphen_values = true
+    )]
     from_vllm_args: Option<String>,
     /// The Python interpreter whose packages a live scan lists
     /// (default: $VIRTUAL_ENV/bin/python, else python3).
@@ -104,20 +114,21 @@ impl WorkloadArgs {
 
 /// Runs `pitfall scan`.
 pub(crate) fn run(args: &ScanArgs) -> anyhow::Result<ExitCode> {
-    let (mut sources, on_bad) = match (&args.from_dir, &args.from_collect_env) {
+    let (sources, on_bad) = match (&args.from_dir, &args.from_collect_env) {
         (Some(dir), _) => (from_dir(dir)?, OnBadSource::Fail),
         (None, Some(file)) => (from_collect_env(file)?, OnBadSource::Fail),
         (None, None) => (live::collect(args.python.as_deref()), OnBadSource::Note),
     };
-    let mut workload = Workload::default();
-    if let Some(command) = &args.from_vllm_args {
-        let parsed = vllm_args::parse(command).context("--from-vllm-args")?;
-        workload = parsed.workload;
-        sources.env.extend(parsed.env);
+    let serve = match &args.from_vllm_args {
+        Some(command) => Some(serve_args::parse(command).context("--from-vllm-args")?),
+        None => None,
+    };
+    let adjust = |w: &mut Workload| args.workload.apply(w);
+    let mut scan = pitfall_collect::apply_serve(sources, serve, Some(&adjust), on_bad)?;
+    if args.from_collect_env.is_some() {
+        // A paste says what it says: name what rules will not see.
+        scan.notes.extend(missing_notes(&scan.manifest));
     }
-    args.workload.apply(&mut workload);
-    let workload = (workload != Workload::default()).then_some(workload);
-    let scan = build(&sources, workload, on_bad)?;
     let text = match args.format {
         ScanFormat::Json => {
             for note in &scan.notes {
@@ -125,7 +136,7 @@ pub(crate) fn run(args: &ScanArgs) -> anyhow::Result<ExitCode> {
             }
             format!("{}\n", serde_json::to_string_pretty(&scan.manifest)?)
         }
-        ScanFormat::Text => summary::render(&scan.manifest, &scan.notes),
+        ScanFormat::Text => summary::render(&scan),
     };
     match &args.output {
         Some(path) => {
@@ -134,4 +145,12 @@ pub(crate) fn run(args: &ScanArgs) -> anyhow::Result<ExitCode> {
         None => out!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the texts given did not say, one note each.
+fn missing_notes(manifest: &pitfall_contract::Manifest) -> Vec<String> {
+    pitfall_collect::missing(manifest)
+        .into_iter()
+        .map(|m| format!("missing {}: {}", m.path, m.hint))
+        .collect()
 }

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::privacy::Identifiers;
-use super::{Sources, Text, container, nvidia_csv};
+use pitfall_collect::privacy::Identifiers;
+use pitfall_collect::{NVIDIA_CSV_QUERY, PIP_METADATA_SCRIPT, Sources, Text, container};
 
 /// How long nvidia-smi, uname, nvcc may take.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(15);
@@ -22,7 +22,7 @@ pub(crate) fn collect(python: Option<&Path>) -> Sources {
         nvidia_xml: run_text("nvidia-smi", &["-q", "-x"], TOOL_TIMEOUT),
         nvidia_csv: run_text(
             "nvidia-smi",
-            &[&format!("--query-gpu={}", nvidia_csv::QUERY), "--format=csv"],
+            &[&format!("--query-gpu={}", NVIDIA_CSV_QUERY), "--format=csv"],
             TOOL_TIMEOUT,
         )
         // Drivers before 510 have no `compute_cap` field.
@@ -53,8 +53,8 @@ pub(crate) fn collect(python: Option<&Path>) -> Sources {
         os.push_str(&text.body);
         os.push('\n');
     }
-    sources.os = (!os.trim().is_empty())
-        .then(|| Text { origin: "os-release, uname -a, nvcc --version".to_owned(), body: os });
+    sources.os =
+        (!os.trim().is_empty()).then(|| Text::new("os-release, uname -a, nvcc --version", os));
 
     let python = python.map(Path::to_path_buf).unwrap_or_else(default_python);
     let py = python.to_string_lossy().into_owned();
@@ -63,7 +63,7 @@ pub(crate) fn collect(python: Option<&Path>) -> Sources {
         &["-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
         PYTHON_TIMEOUT,
     )
-    .or_else(|| run_text(&py, &["-c", super::pip::METADATA_SCRIPT], PYTHON_TIMEOUT));
+    .or_else(|| run_text(&py, &["-c", PIP_METADATA_SCRIPT], PYTHON_TIMEOUT));
     sources.python_version = run(&py, &["--version"], TOOL_TIMEOUT)
         .and_then(|out| out.split_whitespace().nth(1).map(str::to_owned));
     sources.torch_version = run(&py, &["-c", TORCH_VERSION_SCRIPT], PYTHON_TIMEOUT)
@@ -136,13 +136,13 @@ fn shm_size_mib() -> Option<u64> {
 
 fn file(path: &str) -> Option<Text> {
     let body = std::fs::read_to_string(path).ok()?;
-    Some(Text { origin: path.to_owned(), body })
+    Some(Text::new(path, body))
 }
 
 fn run_text(program: &str, args: &[&str], timeout: Duration) -> Option<Text> {
     let body = run(program, args, timeout)?;
     let origin = std::iter::once(program).chain(args.iter().copied()).collect::<Vec<_>>().join(" ");
-    Some(Text { origin, body })
+    Some(Text::new(origin, body))
 }
 
 /// Standard output of a command that exits 0 within `timeout`; `None` when

@@ -1,12 +1,17 @@
-//! `/check`: paste a manifest or fill a short form; the findings grouped by
-//! severity. The form is a GET form, so its address reproduces the check.
-//! The check itself is the API's `POST /v1/check` handler (same parsing,
-//! same cache, same rules).
+//! `/check`: paste a manifest, fill a short form, or paste an environment
+//! report (collect_env, sglang.check_env, TGI --env, nvidia-smi) with the
+//! serve command; the findings grouped by severity. The manifest and short
+//! forms are GET forms, so their address reproduces the check; the
+//! environment form is POSTed (a paste is too long for an address) and its
+//! answer links to the manifest it built, identifiers redacted. The
+//! manifest is built by `POST /v1/manifest/from-text`'s code and checked by
+//! the API's `POST /v1/check` handler (same parsing, same cache, same rules).
 
 use std::collections::BTreeMap;
 
+use axum::Form;
 use axum::body::Body;
-use axum::extract::rejection::QueryRejection;
+use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Extension, Query, State};
 use axum::response::Response;
 use minijinja::{Value, context};
@@ -18,6 +23,7 @@ use serde_json::json;
 use super::rules::{action_words, bad_query, is_blank};
 use super::{PageError, page, query_string, render};
 use crate::api;
+use crate::api::types::FromTextRequest;
 use crate::app::{AppState, RequestDeadline};
 use crate::error::AppError;
 
@@ -51,6 +57,12 @@ pub(crate) struct CheckForm {
     pub(crate) dtype: Option<String>,
     #[serde(default, skip_serializing_if = "is_blank")]
     pub(crate) tp: Option<String>,
+    /// An environment paste (the POSTed form).
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) env: Option<String>,
+    /// The serve command that goes with it.
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) serve: Option<String>,
 }
 
 fn text(field: &Option<String>) -> Option<&str> {
@@ -250,6 +262,14 @@ pub(crate) fn answer_view(answer: &CheckResponse) -> Value {
         errors => answer.findings.iter().filter(|f| f.severity.as_str() == "error").count(),
         undetermined => Value::from_serialize(&answer.undetermined),
         rule_errors => Value::from_serialize(&answer.rule_errors),
+        enriched => answer.enriched.iter().map(|e| context! {
+            path => e.evidence.path,
+            value => e.evidence.value.as_str().map_or_else(|| e.evidence.value.to_string(), str::to_owned),
+            table => e.table,
+            key => e.key,
+            reference => e.reference,
+        }).collect::<Vec<_>>(),
+        unresolved => Value::from_serialize(&answer.unresolved),
         revision => answer.ruleset_revision,
         evaluated => answer.stats.rules_evaluated,
         rules_total => answer.stats.rules_total,
@@ -266,7 +286,38 @@ pub(crate) async fn page_handler(
     let mut answer = None;
     let mut checked = None;
     let pasted = text(&form.manifest).map(str::to_owned);
-    if let Some(json) = pasted.clone() {
+    let mut from_text = None;
+    let mut permalink_form = form.clone();
+    if text(&form.env).is_some() || text(&form.serve).is_some() {
+        let request = FromTextRequest {
+            env: form.env.clone().unwrap_or_default(),
+            serve_command: form.serve.clone(),
+        };
+        let (scan, problems) = api::from_text::build(&request);
+        // On the page, a text that could not be read is the user's to fix.
+        for problem in problems {
+            let field = if problem.field == "serve_command" { "serve" } else { "env" };
+            errors.insert(field, problem.message);
+        }
+        if errors.is_empty() {
+            let built = api::from_text::response(scan);
+            let json = serde_json::to_string_pretty(&built.manifest).unwrap_or_default();
+            match run_check(&state, deadline, json.clone()).await {
+                Ok(a) => {
+                    answer = Some(answer_view(&a));
+                    // The link reproduces the check from the manifest, not the paste.
+                    permalink_form =
+                        CheckForm { manifest: Some(json.clone()), ..CheckForm::default() };
+                    checked = Some(json);
+                    from_text = Some(Value::from_serialize(&built));
+                }
+                Err(e @ (AppError::BadRequest { .. } | AppError::Unprocessable { .. })) => {
+                    errors.insert("env", e.describe().1.message);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    } else if let Some(json) = pasted.clone() {
         match serde_json::from_str::<serde_json::Value>(&json) {
             Err(e) => {
                 errors.insert("manifest", format!("this is not JSON: {e}"));
@@ -304,7 +355,7 @@ pub(crate) async fn page_handler(
             }
         }
     }
-    let permalink = (answer.is_some()).then(|| format!("/check?{}", query_string(&form)));
+    let permalink = (answer.is_some()).then(|| format!("/check?{}", query_string(&permalink_form)));
     let gpus: Vec<Value> = gpus::table()
         .iter()
         .map(|g| {
@@ -318,6 +369,7 @@ pub(crate) async fn page_handler(
     let ctx = context! {
         form => Value::from_serialize(&form),
         pasted => pasted.is_some(),
+        from_text => from_text,
         errors => Value::from_serialize(&errors),
         answer => answer,
         checked => checked,
@@ -349,6 +401,23 @@ pub(crate) async fn show(
     form: Result<Query<CheckForm>, QueryRejection>,
 ) -> Result<Response, PageError> {
     let Query(form) = form.map_err(bad_query)?;
+    page_handler(state, deadline, form).await
+}
+
+/// `POST /check` (the environment form, form-encoded).
+pub(crate) async fn submit(
+    State(state): State<AppState>,
+    Extension(deadline): Extension<RequestDeadline>,
+    form: Result<Form<CheckForm>, FormRejection>,
+) -> Result<Response, PageError> {
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(e) => {
+            return Err(
+                AppError::BadRequest { code: "invalid_form", message: e.body_text() }.into()
+            );
+        }
+    };
     page_handler(state, deadline, form).await
 }
 

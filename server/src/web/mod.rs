@@ -50,7 +50,7 @@ pub fn routes() -> Router<AppState> {
         .route("/", get(home))
         .route("/rules", get(rules::list))
         .route("/rules/{id}", get(rules::detail))
-        .route("/check", get(check::show))
+        .route("/check", get(check::show).post(check::submit))
         .route("/matrix", get(matrix::show))
         .route("/contribute", get(contribute))
         .route("/review", get(review::queue))

@@ -238,6 +238,28 @@ fn search_check_and_matrix_in_headless_chromium() {
     assert!(answer.contains("id=\"permalink\""));
     browser.screenshot("desktop-check-g5g");
 
+    // The environment form with a real paste (vllm-project/vllm#463's
+    // nvidia-smi: an A100 and a P100) and a vLLM command line.
+    browser.go("/check");
+    let paste = std::fs::read_to_string(format!(
+        "{}/../tests/reports/vllm-463/env.txt",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("paste");
+    browser.type_into("#env", &paste);
+    browser.type_into("#serve", "vllm serve facebook/opt-125m --dtype float16");
+    browser.click("form[aria-labelledby=\"env-title\"] button[type=\"submit\"]");
+    let start = Instant::now();
+    while !browser.source().contains("Read from your paste") {
+        assert!(start.elapsed() < WAIT, "no answer to the paste: {}", browser.source());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let answer = browser.source();
+    assert!(answer.contains("<code>nvidia-smi</code>"), "the format read");
+    assert!(answer.contains("id=\"permalink\""));
+    assert!(!answer.contains("00000000:3F:00.0"), "no bus id in the page");
+    browser.screenshot("desktop-check-paste");
+
     // The matrix: T4G on aarch64 fails under every vLLM; a cell links to its findings.
     browser.go("/matrix?package=vllm&arch=aarch64");
     let matrix = browser.source();

@@ -7,6 +7,7 @@ mod bundle;
 mod common;
 mod contrast;
 mod faults;
+mod from_text;
 mod hostile;
 mod hostile_requests;
 mod live;

@@ -294,6 +294,44 @@ async fn the_check_form_with_the_g5g_setup_shows_the_head_dim_finding() {
     assert!(pasted.body.contains("href=\"/rules/gemma4-transformers-5-15-breaks-vllm\""));
 }
 
+/// A report of the corpus (tests/reports/), as posted.
+fn report_file(report: &str, file: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/../tests/reports/{report}/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("corpus file")
+}
+
+#[tokio::test]
+async fn the_check_page_takes_an_environment_paste_and_a_serve_command() {
+    let site = Site::new(sqlite(), false).await;
+    // sgl-project/sglang#4814: 8 × RTX 4090, SGLang with custom all-reduce on tp 2.
+    let paste = report_file("sglang-4814", "env.txt");
+    let serve = report_file("sglang-4814", "serve.txt");
+    let answer = site.post_form("/check", &[("env", &paste), ("serve", &serve)], &[]).await;
+    assert_page(&answer, StatusCode::OK, "paste check");
+    assert!(answer.body.contains("Read from your paste"), "the formats read");
+    assert!(answer.body.contains("sglang-check-env"));
+    assert!(answer.body.contains("<code>drivers.nvidia</code>"), "what the paste lacked");
+    assert!(answer.body.contains("Assumed from the tables"), "the enriched values listed");
+    assert!(answer.body.contains("gpus table"), "with their table");
+    // The link reproduces the check from the manifest built, not the paste.
+    let start = answer.body.find("href=\"/check?manifest=").expect("a permalink") + 6;
+    let link = &answer.body[start..start + answer.body[start..].find('"').expect("end")];
+    let again = site.get(&link.replace("&amp;", "&")).await;
+    assert_page(&again, StatusCode::OK, "permalink");
+
+    // Text that is no environment report is refused next to its box.
+    let refused = site.post_form("/check", &[("env", "hello there")], &[]).await;
+    assert_page(&refused, StatusCode::BAD_REQUEST, "not a paste");
+    assert!(refused.body.contains("id=\"env-error\""), "{}", refused.body);
+    let bad_serve =
+        site.post_form("/check", &[("env", &paste), ("serve", "vllm serve 'unclosed")], &[]).await;
+    assert_page(&bad_serve, StatusCode::BAD_REQUEST, "bad serve command");
+    assert!(bad_serve.body.contains("id=\"serve-error\""));
+}
+
 #[tokio::test]
 async fn input_errors_are_shown_next_to_their_fields() {
     let site = Site::new(sqlite(), false).await;

@@ -1,6 +1,6 @@
 //! `nvidia-smi topo -m`: which GPUs are joined by NVLink (`NV#` cells).
 
-use anyhow::bail;
+use crate::error::{Result, fail};
 
 /// The GPU-to-GPU part of the topology matrix.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,12 +20,12 @@ impl Topology {
 
 /// Parses the matrix (terminal escapes, a leading indent as in
 /// `vllm collect-env`, NIC columns and the legend are all fine).
-pub(crate) fn parse(text: &str) -> anyhow::Result<Topology> {
+pub(crate) fn parse(text: &str) -> Result<Topology> {
     let lines: Vec<String> = text.lines().map(strip_escapes).collect();
     let Some(header_at) =
         lines.iter().position(|l| l.split_whitespace().next().is_some_and(is_device))
     else {
-        bail!("no matrix header (a line starting with GPU0)");
+        fail!("no matrix header (a line starting with GPU0)");
     };
     // Device columns (GPU0, GPU1, NIC0, ...) come first; `CPU Affinity` etc. follow.
     let columns: Vec<&str> =

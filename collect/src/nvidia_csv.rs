@@ -4,19 +4,19 @@
 //! extra columns work; columns other than those are never read (the captures
 //! have `pci.bus_id`).
 
-use anyhow::bail;
+use crate::error::{Result, fail};
 
-use super::gpu::{Gpu, NvidiaSmi, parse_mib};
-use super::nvidia_xml::is_not_available;
+use crate::gpu::{Gpu, NvidiaSmi, parse_mib};
+use crate::nvidia_xml::is_not_available;
 
 /// The query the live scan runs (`--format=csv`, units included).
 pub(crate) const QUERY: &str = "index,name,compute_cap,memory.total,driver_version";
 
 /// Parses the CSV (with its header line; with or without units).
-pub(crate) fn parse(csv: &str) -> anyhow::Result<NvidiaSmi> {
+pub(crate) fn parse(csv: &str) -> Result<NvidiaSmi> {
     let mut lines = csv.lines().map(str::trim).filter(|l| !l.is_empty());
     let Some(header) = lines.next() else {
-        bail!("empty: expected a header line such as `name, compute_cap, memory.total [MiB]`");
+        fail!("empty: expected a header line such as `name, compute_cap, memory.total [MiB]`");
     };
     // `memory.total [MiB]` → `memory.total`.
     let columns: Vec<String> = header
@@ -25,7 +25,7 @@ pub(crate) fn parse(csv: &str) -> anyhow::Result<NvidiaSmi> {
         .collect();
     let column = |name: &str| columns.iter().position(|c| c == name);
     let Some(name_col) = column("name") else {
-        bail!("no `name` column in the header {header:?}");
+        fail!("no `name` column in the header {header:?}");
     };
     let (index_col, cc_col, memory_col, driver_col) =
         (column("index"), column("compute_cap"), column("memory.total"), column("driver_version"));
@@ -35,7 +35,7 @@ pub(crate) fn parse(csv: &str) -> anyhow::Result<NvidiaSmi> {
     for (n, line) in lines.enumerate() {
         let cells: Vec<&str> = line.split(',').map(str::trim).collect();
         if cells.len() != columns.len() {
-            bail!("line {}: {} values for {} columns", n + 2, cells.len(), columns.len());
+            fail!("line {}: {} values for {} columns", n + 2, cells.len(), columns.len());
         }
         let cell = |i: Option<usize>| i.map(|i| cells[i]).filter(|v| !is_not_available(v));
         driver = driver.or_else(|| cell(driver_col).map(str::to_owned));

@@ -2,14 +2,14 @@
 //! memory. Reads only those elements: serial numbers, UUIDs, PCI bus ids and
 //! part numbers are in the same document and are never looked at.
 
-use anyhow::{Context, bail};
+use crate::error::{Context, Result, fail};
 
-use super::gpu::{Gpu, NvidiaSmi};
+use crate::gpu::{Gpu, NvidiaSmi};
 
 /// Parses the XML document `nvidia-smi -q -x` prints.
 ///
-/// The XML has no compute capability; [`super::nvidia_csv`] supplies it.
-pub(crate) fn parse(xml: &str) -> anyhow::Result<NvidiaSmi> {
+/// The XML has no compute capability; [`crate::nvidia_csv`] supplies it.
+pub(crate) fn parse(xml: &str) -> Result<NvidiaSmi> {
     // The document starts with a DOCTYPE naming nvidia-smi's DTD; roxmltree
     // refuses DTDs unless asked, and never fetches the external one.
     let options =
@@ -18,7 +18,7 @@ pub(crate) fn parse(xml: &str) -> anyhow::Result<NvidiaSmi> {
         roxmltree::Document::parse_with_options(xml, options).context("not well-formed XML")?;
     let root = doc.root_element();
     if root.tag_name().name() != "nvidia_smi_log" {
-        bail!("the root element is <{}>, not <nvidia_smi_log>", root.tag_name().name());
+        fail!("the root element is <{}>, not <nvidia_smi_log>", root.tag_name().name());
     }
     let text = |node: roxmltree::Node<'_, '_>, name: &str| -> Option<String> {
         node.children()
@@ -37,7 +37,7 @@ pub(crate) fn parse(xml: &str) -> anyhow::Result<NvidiaSmi> {
                 .children()
                 .find(|c| c.has_tag_name("fb_memory_usage"))
                 .and_then(|fb| text(fb, "total"))
-                .and_then(|total| super::gpu::parse_mib(&total)),
+                .and_then(|total| crate::gpu::parse_mib(&total)),
             compute_capability: None,
         })
         .collect();

@@ -3,11 +3,11 @@
 //!
 //! A variable is kept when its name has an allowed prefix (or is one of a few
 //! named ones), its name has no secret-like or identifier-like part, and its
-//! value holds no identifier ([`super::privacy::has_identifier`]).
+//! value holds no identifier ([`crate::privacy::has_identifier`]).
 
 use std::collections::BTreeMap;
 
-use super::privacy::Identifiers;
+use crate::privacy::Identifiers;
 
 /// Prefixes of the stack's own variables.
 const PREFIXES: &[&str] = &[
@@ -61,7 +61,7 @@ pub(crate) fn filter<'a>(
     ids: &Identifiers,
 ) -> BTreeMap<String, String> {
     vars.into_iter()
-        .filter(|(name, value)| name_allowed(name) && !super::privacy::has_identifier(value, ids))
+        .filter(|(name, value)| name_allowed(name) && !crate::privacy::has_identifier(value, ids))
         .map(|(name, value)| (name.to_owned(), value.to_owned()))
         .collect()
 }

@@ -1,7 +1,7 @@
 //! `/proc/cpuinfo`: the CPU model, and the architecture when nothing better
 //! (uname) says it.
 
-use anyhow::bail;
+use crate::error::{Result, fail};
 
 /// What cpuinfo tells.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -28,7 +28,7 @@ const ARM_CORES: &[(u32, u32, &str)] = &[
 ];
 
 /// Parses `/proc/cpuinfo` (the first processor's block is enough).
-pub(crate) fn parse(text: &str) -> anyhow::Result<CpuInfo> {
+pub(crate) fn parse(text: &str) -> Result<CpuInfo> {
     let field = |name: &str| {
         text.lines().find_map(|line| {
             let (key, value) = line.split_once(':')?;
@@ -37,7 +37,7 @@ pub(crate) fn parse(text: &str) -> anyhow::Result<CpuInfo> {
         })
     };
     if field("processor").is_none() && field("model name").is_none() {
-        bail!("no `processor` line: not the text of /proc/cpuinfo");
+        fail!("no `processor` line: not the text of /proc/cpuinfo");
     }
     let hex = |name: &str| {
         field(name).and_then(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())

@@ -5,11 +5,7 @@
 /// Marks: `/.dockerenv` (Docker), `/run/.containerenv` (Podman), or the
 /// cgroup path of PID 1 naming a runtime (`/proc/1/cgroup`; on cgroup v2 a
 /// container often shows only `0::/`, so the files are checked first).
-pub(crate) fn detect(
-    dockerenv: bool,
-    containerenv: bool,
-    cgroup: Option<&str>,
-) -> Option<&'static str> {
+pub fn detect(dockerenv: bool, containerenv: bool, cgroup: Option<&str>) -> Option<&'static str> {
     if dockerenv {
         return Some("docker");
     }
@@ -32,7 +28,7 @@ pub(crate) fn detect(
 }
 
 /// A filesystem's size in MiB from its `statvfs` block count and size.
-pub(crate) fn size_mib(blocks: u64, fragment_size: u64) -> u64 {
+pub fn size_mib(blocks: u64, fragment_size: u64) -> u64 {
     blocks.saturating_mul(fragment_size) / (1024 * 1024)
 }
 

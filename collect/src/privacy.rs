@@ -9,18 +9,18 @@ use pitfall_contract::Manifest;
 use serde_json::Value;
 
 /// What replaces a redacted identifier.
-pub(crate) const REDACTED: &str = "[redacted]";
+pub const REDACTED: &str = "[redacted]";
 
 /// Words known to identify this machine or its user (host name, user name),
 /// matched as whole words.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Identifiers {
+pub struct Identifiers {
     words: Vec<String>,
 }
 
 impl Identifiers {
     /// Identifiers from `words`; empty ones are ignored.
-    pub(crate) fn new(words: impl IntoIterator<Item = String>) -> Identifiers {
+    pub fn new(words: impl IntoIterator<Item = String>) -> Identifiers {
         let mut words: Vec<String> =
             words.into_iter().map(|w| w.trim().to_owned()).filter(|w| !w.is_empty()).collect();
         words.sort();
@@ -29,7 +29,7 @@ impl Identifiers {
     }
 
     /// Adds one more identifier.
-    pub(crate) fn add(&mut self, word: &str) {
+    pub fn add(&mut self, word: &str) {
         let word = word.trim();
         if !word.is_empty() && !self.words.iter().any(|w| w == word) {
             self.words.push(word.to_owned());
@@ -39,8 +39,14 @@ impl Identifiers {
 
 /// Whether `text` holds an identifier: a known word, an IPv4/IPv6 or MAC
 /// address, a GPU/MIG UUID, a PCI bus id, or a home folder path.
-pub(crate) fn has_identifier(text: &str, ids: &Identifiers) -> bool {
+pub fn has_identifier(text: &str, ids: &Identifiers) -> bool {
     redact(text, ids, true) != text
+}
+
+/// `text` with every identifier replaced by [`REDACTED`], for text that
+/// is not a manifest field (a note quoting a pasted line).
+pub fn redact_text(text: &str, ids: &Identifiers) -> String {
+    redact(text, ids, true)
 }
 
 /// `text` with identifiers replaced by [`REDACTED`]. `addresses` also
@@ -178,7 +184,7 @@ fn home_paths(text: &str) -> String {
 
 /// Redacts every identifier left in `manifest`. Version fields (packages,
 /// drivers, build tools) are dotted numbers by nature and skip the IPv4 check.
-pub(crate) fn scrub(manifest: Manifest, ids: &Identifiers) -> Manifest {
+pub fn scrub(manifest: Manifest, ids: &Identifiers) -> Manifest {
     let Ok(mut value) = serde_json::to_value(&manifest) else {
         return manifest;
     };

@@ -2,12 +2,17 @@
 
 use std::fmt::Write as _;
 
-use pitfall_contract::Manifest;
+use crate::Scan;
 
-/// A few lines: host, GPUs, drivers, container, key packages, env, workload,
-/// then the scan's notes.
-pub(crate) fn render(manifest: &Manifest, notes: &[String]) -> String {
+/// A few lines: what was read, host, GPUs, drivers, container, key
+/// packages, env, workload, then the scan's notes.
+pub fn render(scan: &Scan) -> String {
+    let (manifest, notes) = (&scan.manifest, &scan.notes);
     let mut out = String::new();
+    if !scan.formats.is_empty() {
+        let read: Vec<&str> = scan.formats.iter().map(|f| f.command()).collect();
+        let _ = writeln!(out, "Read:       {}", read.join(", "));
+    }
     let or_unknown = |v: Option<&str>| v.unwrap_or("?").to_owned();
     if let Some(host) = &manifest.host {
         let os = host.os.as_ref().map(|os| {
@@ -41,6 +46,8 @@ pub(crate) fn render(manifest: &Manifest, notes: &[String]) -> String {
     if let Some(d) = &manifest.drivers {
         let mut parts = Vec::new();
         parts.extend(d.nvidia.as_ref().map(|v| format!("nvidia {v}")));
+        parts.extend(d.cuda_driver.as_ref().map(|v| format!("driver supports CUDA {v}")));
+        parts.extend(d.cuda_runtime.as_ref().map(|v| format!("stack built with CUDA {v}")));
         parts.extend(d.cuda.as_ref().map(|v| format!("CUDA {v}")));
         let _ = writeln!(out, "Drivers:    {}", parts.join(", "));
     }

@@ -5,7 +5,7 @@ use pitfall_contract::manifest::Accelerator;
 use pitfall_contract::normalize::canonical_compute_capability;
 use pitfall_facts::gpus::{self, Resolution};
 
-use super::topo::Topology;
+use crate::topo::Topology;
 
 /// The facts nvidia-smi gives about the machine's NVIDIA GPUs.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -75,10 +75,14 @@ pub(crate) fn merge(mut xml: NvidiaSmi, csv: &NvidiaSmi) -> NvidiaSmi {
 pub(crate) fn accelerators(gpus: &[Gpu], topology: Option<&Topology>) -> Vec<Accelerator> {
     let mut groups: Vec<(Accelerator, Vec<usize>)> = Vec::new();
     for (index, gpu) in gpus.iter().enumerate() {
-        let model = gpu.name.as_deref().map(|name| match gpus::resolve(name, gpu.memory_mib) {
-            Resolution::Found(found) => found.variant.map_or(&found.gpu.model, |v| &v.name).clone(),
-            _ => name.to_owned(),
-        });
+        let resolved = gpu.name.as_deref().map(|name| gpus::resolve(name, gpu.memory_mib));
+        let (model, vendor) = match (gpu.name.as_deref(), resolved) {
+            (_, Some(Resolution::Found(found))) => (
+                Some(found.variant.map_or(&found.gpu.model, |v| &v.name).clone()),
+                found.gpu.vendor.clone(),
+            ),
+            (name, _) => (name.map(str::to_owned), vendor_of(name.unwrap_or_default()).to_owned()),
+        };
         let cc = gpu
             .compute_capability
             .as_deref()
@@ -90,7 +94,7 @@ pub(crate) fn accelerators(gpus: &[Gpu], topology: Option<&Topology>) -> Vec<Acc
             Some((_, members)) => members.push(index),
             None => groups.push((
                 Accelerator {
-                    vendor: Some("nvidia".to_owned()),
+                    vendor: Some(vendor),
                     model,
                     memory_mib: gpu.memory_mib,
                     compute_capability: cc,
@@ -109,6 +113,14 @@ pub(crate) fn accelerators(gpus: &[Gpu], topology: Option<&Topology>) -> Vec<Acc
             accelerator
         })
         .collect()
+}
+
+/// The vendor a device name the table does not know shows: AMD's names
+/// say so (`AMD Instinct MI300X`, `Radeon RX 7900 XTX`); the tools these
+/// names come from (nvidia-smi, CUDA's collect_env) otherwise name NVIDIA's.
+fn vendor_of(name: &str) -> &'static str {
+    let lower = name.to_ascii_lowercase();
+    if ["amd", "radeon", "instinct"].iter().any(|w| lower.contains(w)) { "amd" } else { "nvidia" }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `pip list --format=json` (or the same shape printed from
 //! `importlib.metadata`): the Python environment's packages.
 
-use anyhow::Context;
+use crate::error::{Context, Result};
 use pitfall_contract::manifest::Package;
 use serde::Deserialize;
 
@@ -25,7 +25,7 @@ pub(crate) struct PipList {
 }
 
 /// Parses the JSON array pip prints.
-pub(crate) fn parse(json: &str) -> anyhow::Result<PipList> {
+pub(crate) fn parse(json: &str) -> Result<PipList> {
     let entries: Vec<Entry> = serde_json::from_str(json.trim())
         .context("expected pip's JSON: [{\"name\": ..., \"version\": ...}, ...]")?;
     let mut list = PipList::default();
