@@ -20,6 +20,9 @@ pub(crate) fn engine() -> anyhow::Result<Engine> {
     if let Some(dir) = cache_dir()
         && let Ok(engine) = Engine::with_cache_dir(Limits::default(), dir)
     {
+        if let Some(why) = engine.disk_cache_refused() {
+            eprintln!("warning: {why}");
+        }
         return Ok(engine);
     }
     Engine::new(Limits::default()).context("starting the rule engine")

@@ -21,6 +21,9 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     let limits = Limits { memo_bytes: config.limits.rule_memo_bytes, ..Limits::default() };
     let engine = Engine::with_cache_dir(limits, config.data_dir.join("compiled"))
         .context("starting the rule engine")?;
+    if let Some(why) = engine.disk_cache_refused() {
+        tracing::warn!("{why}; rules are compiled afresh at each start");
+    }
     if !config.seed_bundled {
         return Ok(Arc::new(Registry::open(store, engine).await?));
     }
