@@ -83,8 +83,12 @@ pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 20_000;
 /// Open connections at most: far beyond what a few provisioning fleets
 /// need, well under the file-descriptor limit.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Open connections at most from one client network (an IPv4 address or
+/// an IPv6 /64): a CI fleet behind one NAT keeps a few dozen; one client
+/// cannot hold every one of [`DEFAULT_MAX_CONNECTIONS`].
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 64;
 /// Checks per minute from one client IP: a CI fleet behind one NAT checks
-/// a few manifests per deploy (a batch counts once).
+/// a few manifests per deploy (a batch counts per manifest).
 pub const DEFAULT_RATE_CHECK_PER_IP: u32 = 600;
 /// Checks per minute with one token.
 pub const DEFAULT_RATE_CHECK_PER_TOKEN: u32 = 600;
@@ -143,8 +147,13 @@ pub struct ServerLimits {
     /// Open connections at most; one more is closed at once.
     #[arg(long, env = "PITFALL_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
-    /// Checks (`/v1/check`, `/v1/check/batch`) per minute from one client
-    /// IP, bursts up to that many; 0 turns the limit off.
+    /// Open connections at most from one client network (an IPv4 address
+    /// or an IPv6 /64); one more is closed at once.
+    #[arg(long, env = "PITFALL_MAX_CONNECTIONS_PER_IP", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_IP)]
+    pub max_connections_per_ip: usize,
+    /// Checks (`/v1/check`, a manifest of `/v1/check/batch`) per minute
+    /// from one client IP (an IPv6 /64), bursts up to that many; 0 turns
+    /// the limit off.
     #[arg(long, env = "PITFALL_RATE_CHECK_PER_IP", default_value_t = DEFAULT_RATE_CHECK_PER_IP)]
     pub rate_check_per_ip: u32,
     /// Checks per minute with one bearer token; 0 turns the limit off.
@@ -183,6 +192,7 @@ impl Default for ServerLimits {
             header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
             body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             rate_check_per_ip: DEFAULT_RATE_CHECK_PER_IP,
             rate_check_per_token: DEFAULT_RATE_CHECK_PER_TOKEN,
             rate_publish_per_ip: DEFAULT_RATE_PUBLISH_PER_IP,

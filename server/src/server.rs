@@ -120,6 +120,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let listen_limits = crate::listen::ListenLimits {
         header_read_timeout: Duration::from_millis(config.limits.header_timeout_ms.max(1)),
         max_connections: config.limits.max_connections,
+        max_connections_per_ip: config.limits.max_connections_per_ip,
     };
     let router = app(AppState::with_signer(registry, config.limits.clone(), signer));
     let listener = tokio::net::TcpListener::bind(config.listen)

@@ -456,6 +456,35 @@ fn checks_and_publishes_are_rate_limited_per_token() {
 }
 
 #[test]
+fn a_batch_is_charged_per_manifest_on_a_real_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = crate::live::Server::start_with_vars(
+        dir.path(),
+        None,
+        false,
+        &[("PITFALL_RATE_CHECK_PER_IP", "6")],
+    );
+    let batch = |n: usize| {
+        let manifests = vec![r#"{"manifest_version": 1}"#; n].join(",");
+        format!(r#"{{"manifests": [{manifests}]}}"#).into_bytes()
+    };
+    // Five manifests take five of the six a minute.
+    let (status, body) =
+        crate::live::exchange(server.addr, "POST", "/v1/check/batch", &[], &batch(5));
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    // So a batch of two is over, and nothing is taken by its refusal...
+    let (status, body) =
+        crate::live::exchange(server.addr, "POST", "/v1/check/batch", &[], &batch(2));
+    assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
+    // ...and one more single check is still admitted, then none.
+    let manifest = br#"{"manifest_version": 1}"#;
+    let (status, _) = crate::live::exchange(server.addr, "POST", "/v1/check", &[], manifest);
+    assert_eq!(status, 200);
+    let (status, _) = crate::live::exchange(server.addr, "POST", "/v1/check", &[], manifest);
+    assert_eq!(status, 429);
+}
+
+#[test]
 fn checks_are_rate_limited_per_ip_on_a_real_server_with_retry_after() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = crate::live::Server::start_with_vars(
