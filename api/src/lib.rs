@@ -13,6 +13,6 @@ pub mod bundle;
 pub mod key;
 pub mod types;
 
-pub use bundle::{Bundle, BundleError, BundleIndex, BundleSigner, SignedBundle};
+pub use bundle::{Bundle, BundleError, BundleIndex, BundleSigner, Freshness, SignedBundle};
 pub use key::PublicKey;
 pub use pitfall_contract::report::CheckResponse;

@@ -5,6 +5,8 @@
 //! ```toml
 //! server = "https://pitfall.example.org"          # PITFALL_SERVER
 //! bundle_public_key = "ed25519:..."               # PITFALL_BUNDLE_KEY
+//! # while the registry rotates its key, both, comma-separated:
+//! # bundle_public_key = "ed25519:OLD...,ed25519:NEW..."
 //! token = "pft_..."                               # PITFALL_TOKEN
 //! ```
 
@@ -20,7 +22,8 @@ use serde::Deserialize;
 pub(crate) struct UserConfig {
     /// The registry `bundle pull` (and, through `PITFALL_SERVER`, `check`) uses.
     pub(crate) server: Option<String>,
-    /// The key bundles must be signed with.
+    /// The key bundles must be signed with (two, comma-separated, while
+    /// the registry rotates its key).
     pub(crate) bundle_public_key: Option<String>,
     /// A bearer token for writes.
     pub(crate) token: Option<String>,
@@ -71,15 +74,29 @@ impl UserConfig {
         Ok(config)
     }
 
-    /// The pinned key (`--key` first); an error says how to pin one.
-    pub(crate) fn public_key(&self, flag: Option<&str>) -> anyhow::Result<PublicKey> {
-        let Some(text) = flag.or(self.bundle_public_key.as_deref()) else {
+    /// The pinned keys (`--key`, which may be given twice, first; else the
+    /// comma-separated setting); an error says how to pin one.
+    pub(crate) fn public_keys(&self, flags: &[String]) -> anyhow::Result<Vec<PublicKey>> {
+        let texts: Vec<&str> = if flags.is_empty() {
+            self.bundle_public_key.as_deref().map_or_else(Vec::new, |t| t.split(',').collect())
+        } else {
+            flags.iter().flat_map(|f| f.split(',')).collect()
+        };
+        let texts: Vec<&str> = texts.into_iter().map(str::trim).filter(|t| !t.is_empty()).collect();
+        if texts.is_empty() {
             anyhow::bail!(
                 "no bundle public key is pinned: set bundle_public_key in {} or PITFALL_BUNDLE_KEY \
                  (the registry's operator prints it with `pitfall-server admin bundle-key`)",
                 path().map_or_else(|| "the config file".to_owned(), |p| p.display().to_string())
             );
-        };
-        text.parse().context("the pinned bundle public key")
+        }
+        if texts.len() > 2 {
+            anyhow::bail!(
+                "{} bundle public keys are pinned; at most two (the old and the new one while \
+                 the registry rotates its key)",
+                texts.len()
+            );
+        }
+        texts.iter().map(|t| t.parse().context("the pinned bundle public key")).collect()
     }
 }

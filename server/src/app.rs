@@ -59,7 +59,7 @@ impl AppState {
         signer: pitfall_api::BundleSigner,
     ) -> AppState {
         let cache = ResultCache::new(limits.result_cache_entries, limits.result_cache_bytes);
-        let bundles = Bundles::new(signer);
+        let bundles = Bundles::new(signer, limits.bundle_validity());
         let check_rate = RateLimiter::new(limits.rate_check_per_ip, limits.rate_check_per_token);
         let publish_rate =
             RateLimiter::new(limits.rate_publish_per_ip, limits.rate_publish_per_token);

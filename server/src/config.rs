@@ -97,6 +97,9 @@ pub const DEFAULT_RATE_CHECK_PER_TOKEN: u32 = 600;
 pub const DEFAULT_RATE_PUBLISH_PER_IP: u32 = 30;
 /// Publishes per minute with one token.
 pub const DEFAULT_RATE_PUBLISH_PER_TOKEN: u32 = 30;
+/// How long a signed bundle is current, in hours: a week
+/// (`pitfall_api::bundle::DEFAULT_VALIDITY`).
+pub const DEFAULT_BUNDLE_VALIDITY_HOURS: u64 = 7 * 24;
 /// Answers kept for identical manifests, at most.
 pub const DEFAULT_RESULT_CACHE_ENTRIES: usize = 10_000;
 /// And at most this much answer text: an answer of twenty findings is
@@ -165,12 +168,22 @@ pub struct ServerLimits {
     /// Publishes per minute with one bearer token; 0: off.
     #[arg(long, env = "PITFALL_RATE_PUBLISH_PER_TOKEN", default_value_t = DEFAULT_RATE_PUBLISH_PER_TOKEN)]
     pub rate_publish_per_token: u32,
+    /// How long a signed bundle (`GET /v1/bundle`) is current, in hours
+    /// from its signing; clients warn past it, or refuse with
+    /// `--require-fresh`. The server signs again after half of it.
+    #[arg(long, env = "PITFALL_BUNDLE_VALIDITY_HOURS", default_value_t = DEFAULT_BUNDLE_VALIDITY_HOURS, value_parser = clap::value_parser!(u64).range(1..=24 * 366))]
+    pub bundle_validity_hours: u64,
 }
 
 impl ServerLimits {
     /// The request timeout.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
+    }
+
+    /// How long a signed bundle is current.
+    pub fn bundle_validity(&self) -> Duration {
+        Duration::from_secs(self.bundle_validity_hours * 3600)
     }
 
     /// The body timeout.
@@ -197,6 +210,7 @@ impl Default for ServerLimits {
             rate_check_per_token: DEFAULT_RATE_CHECK_PER_TOKEN,
             rate_publish_per_ip: DEFAULT_RATE_PUBLISH_PER_IP,
             rate_publish_per_token: DEFAULT_RATE_PUBLISH_PER_TOKEN,
+            bundle_validity_hours: DEFAULT_BUNDLE_VALIDITY_HOURS,
         }
     }
 }
