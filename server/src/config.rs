@@ -173,6 +173,11 @@ pub struct ServerLimits {
     /// `--require-fresh`. The server signs again after half of it.
     #[arg(long, env = "PITFALL_BUNDLE_VALIDITY_HOURS", default_value_t = DEFAULT_BUNDLE_VALIDITY_HOURS, value_parser = clap::value_parser!(u64).range(1..=24 * 366))]
     pub bundle_validity_hours: u64,
+    /// Let a maintainer approve their own rules, but only while the
+    /// registry has a single maintainer (or admin) in all. Off, approval
+    /// always needs someone other than the rule's publisher and owners.
+    #[arg(long, env = "PITFALL_SOLE_MAINTAINER_SELF_APPROVAL", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub sole_maintainer_self_approval: bool,
 }
 
 impl ServerLimits {
@@ -211,6 +216,7 @@ impl Default for ServerLimits {
             rate_publish_per_ip: DEFAULT_RATE_PUBLISH_PER_IP,
             rate_publish_per_token: DEFAULT_RATE_PUBLISH_PER_TOKEN,
             bundle_validity_hours: DEFAULT_BUNDLE_VALIDITY_HOURS,
+            sole_maintainer_self_approval: false,
         }
     }
 }

@@ -94,6 +94,15 @@ impl Store {
         rows.iter().map(account_from_row).collect()
     }
 
+    /// How many accounts may review (maintainers and admins).
+    pub async fn reviewer_count(&self) -> Result<i64> {
+        let row =
+            sqlx::query("SELECT COUNT(*) AS n FROM accounts WHERE role IN ('maintainer', 'admin')")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(row.try_get("n")?)
+    }
+
     /// Changes an account's role.
     pub async fn set_role(&self, account_id: i64, role: Role, actor: &Actor) -> Result<Account> {
         let mut tx = self.begin_write().await?;

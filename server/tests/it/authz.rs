@@ -540,3 +540,112 @@ fn checks_are_rate_limited_per_ip_on_a_real_server_with_retry_after() {
     let (status, _) = server.call("GET", "/healthz", None, b"");
     assert_eq!(status, 200);
 }
+
+#[test]
+fn a_maintainer_cannot_approve_their_own_rule_unless_the_sole_one_with_the_flag() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        for db in databases().await {
+            let backend = db.backend();
+            let mut h = Harness::new(&db, ServerLimits::default()).await;
+            let mia_token = h.tokens["maintainer"].clone();
+            let mia = h.store.authenticate(&mia_token).await.expect("auth").expect("mia");
+            let publish_as_mia = |id: &str| {
+                let mut new = h.template.clone();
+                new.meta.id = id.to_owned();
+                new.meta.version = "1.0.0".to_owned();
+                let store = h.store.clone();
+                let mia = mia.clone();
+                async move {
+                    store
+                        .insert_version(new, &Actor::Account(mia), VersionState::Pending)
+                        .await
+                        .expect("mia's version");
+                }
+            };
+            let approve = |id: &str| format!("/v1/rules/{id}/versions/1.0.0/approve");
+
+            // Two reviewers (root and mia): mia's own rule needs root.
+            publish_as_mia("mias-rule").await;
+            let (status, answer) = h
+                .call(
+                    "POST",
+                    &approve("mias-rule"),
+                    Some(mia_token.as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 403, "{backend:?}: {answer}");
+            assert_eq!(answer["error"]["code"], "forbidden");
+            assert!(
+                answer["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("another maintainer"))
+            );
+            let version =
+                h.store.version("mias-rule", "1.0.0").await.expect("read").expect("there");
+            assert_eq!(version.state, VersionState::Pending, "{backend:?}: nothing changed");
+            // Rejecting their own is no risk and stays allowed; approving
+            // someone else's is review.
+            let root = h.tokens["admin"].clone();
+            let (status, answer) = h
+                .call(
+                    "POST",
+                    &approve("mias-rule"),
+                    Some(root.as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 200, "{backend:?}: {answer}");
+
+            // The flag does not help while there are two reviewers.
+            let flagged =
+                ServerLimits { sole_maintainer_self_approval: true, ..ServerLimits::default() };
+            h.state = AppState::new(h.state.registry().clone(), flagged.clone());
+            publish_as_mia("mias-second").await;
+            let (status, _) = h
+                .call(
+                    "POST",
+                    &approve("mias-second"),
+                    Some(mia_token.as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 403, "{backend:?}: two reviewers, flag or not");
+
+            // Root steps down: mia is the sole maintainer. Without the flag
+            // still refused; with it, allowed.
+            let root_account = h.store.account_by_name("root").await.expect("read").expect("root");
+            h.store
+                .set_role(root_account.id, Role::Contributor, &Actor::System)
+                .await
+                .expect("demote");
+            h.state = AppState::new(h.state.registry().clone(), ServerLimits::default());
+            let (status, _) = h
+                .call(
+                    "POST",
+                    &approve("mias-second"),
+                    Some(mia_token.as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 403, "{backend:?}: sole maintainer without the flag");
+            h.state = AppState::new(h.state.registry().clone(), flagged);
+            let (status, answer) = h
+                .call(
+                    "POST",
+                    &approve("mias-second"),
+                    Some(mia_token.as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 200, "{backend:?}: sole maintainer with the flag: {answer}");
+            h.store.close().await;
+        }
+    });
+}
