@@ -44,7 +44,9 @@ impl Source {
             if let Some(token) = &config.token {
                 builder = builder.token(token);
             }
-            return Ok(Source::Online(builder.build()?));
+            let client = builder.build()?;
+            crate::config::warn_about_token(&client, crate::config::TokenSource::Settings);
+            return Ok(Source::Online(client));
         }
         let engine = rules::engine()?;
         let set = match &args.rules {

@@ -16,8 +16,8 @@ use anyhow::Context;
 use pitfall_client::api::PublicKey;
 use serde::Deserialize;
 
-/// The settings in effect.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// The settings in effect. Its `Debug` never shows the token.
+#[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct UserConfig {
     /// The registry `bundle pull` (and, through `PITFALL_SERVER`, `check`) uses.
@@ -27,6 +27,45 @@ pub(crate) struct UserConfig {
     pub(crate) bundle_public_key: Option<String>,
     /// A bearer token for writes.
     pub(crate) token: Option<String>,
+}
+
+impl std::fmt::Debug for UserConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserConfig")
+            .field("server", &self.server)
+            .field("bundle_public_key", &self.bundle_public_key)
+            .field("token", &pitfall_client::api::redacted(&self.token))
+            .finish()
+    }
+}
+
+/// Where a token came from, for what to warn about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokenSource {
+    /// `--token` on the command line: other users see it in the process
+    /// list, and it stays in the shell's history.
+    Flag,
+    /// `PITFALL_TOKEN` or the config file.
+    Settings,
+}
+
+/// Warns on stderr before a token is sent in a way that exposes it: over
+/// plain http to another machine, or given as `--token`.
+pub(crate) fn warn_about_token(client: &pitfall_client::Client, source: TokenSource) {
+    if client.sends_token_in_the_clear() {
+        eprintln!(
+            "warning: sending the token over plain http to {}: anyone on the path can read and \
+             reuse it; use https (or a loopback address)",
+            client.base_url()
+        );
+    }
+    if source == TokenSource::Flag {
+        eprintln!(
+            "warning: --token is visible to other users of this machine and kept in shell \
+             history; prefer PITFALL_TOKEN or `token` in {}",
+            path().map_or_else(|| "the config file".to_owned(), |p| p.display().to_string())
+        );
+    }
 }
 
 /// A per-user file or folder: the path `override_var` names, else

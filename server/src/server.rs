@@ -158,11 +158,14 @@ pub fn bundle_key(config: &Config) -> anyhow::Result<pitfall_api::PublicKey> {
 
 /// `admin create-token`: an account with `role` (created if missing) and a
 /// fresh token for it, printed once. This is how the first admin exists.
+/// An existing account with another role is refused unless `set_role`.
 pub async fn create_token(
     config: &Config,
     name: &str,
     role: Role,
     label: &str,
+    set_role: bool,
+    grant: crate::store::TokenGrant,
 ) -> anyhow::Result<String> {
     crate::api::accounts::validate_account_name(name)
         .map_err(|e| anyhow::anyhow!("{}", e.describe().1.message))?;
@@ -171,9 +174,16 @@ pub async fn create_token(
     let store = connect(config).await?;
     let account = match store.account_by_name(name).await? {
         Some(account) if account.role == role => account,
-        Some(account) => store.set_role(account.id, role, &Actor::System).await?,
+        // A typo in a name must not silently promote (or demote) an
+        // existing account: changing a role is said out loud.
+        Some(account) if set_role => store.set_role(account.id, role, &Actor::System).await?,
+        Some(account) => anyhow::bail!(
+            "the account {name} exists with the role {}, not {}: pass --set-role to change it",
+            account.role.as_str(),
+            role.as_str()
+        ),
         None => store.create_account(name, role, &Actor::System).await?,
     };
-    let (secret, _) = store.issue_token(account.id, label, &Actor::System).await?;
+    let (secret, _) = store.issue_token_with(account.id, label, grant, &Actor::System).await?;
     Ok(secret)
 }

@@ -118,9 +118,9 @@ pub async fn yank(
     body: Body,
 ) -> Result<Json<VersionDetail>, AppError> {
     let principal = caller.signed_in()?.clone();
-    if !caller.has(Role::Maintainer)
-        && !state.registry().store().is_owner(&id, principal.account_id).await?
-    {
+    let as_owner = principal.scopes.contains(crate::store::Scope::Publish)
+        && state.registry().store().is_owner(&id, principal.account_id).await?;
+    if !caller.has(Role::Maintainer) && !as_owner {
         return Err(AppError::Forbidden(format!(
             "only an owner of {id} or a maintainer may yank it"
         )));

@@ -649,3 +649,116 @@ fn a_maintainer_cannot_approve_their_own_rule_unless_the_sole_one_with_the_flag(
         }
     });
 }
+
+#[test]
+fn a_token_is_bound_by_its_scopes_and_its_expiry() {
+    use pitfall_server::store::{Scope, Scopes, TokenGrant};
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        for db in databases().await {
+            let backend = db.backend();
+            let h = Harness::new(&db, ServerLimits::default()).await;
+            let root_id = h.store.account_by_name("root").await.expect("read").expect("root").id;
+            let issue = |scopes: &[Scope], expires_at: Option<i64>| {
+                let store = h.store.clone();
+                let grant = TokenGrant { expires_at, scopes: Scopes::of(scopes.iter().copied()) };
+                async move {
+                    store
+                        .issue_token_with(root_id, "scoped", grant, &Actor::System)
+                        .await
+                        .expect("token")
+                        .0
+                }
+            };
+            let json = |v: Value| serde_json::to_vec(&v).expect("json");
+
+            // An admin's check-only token: no admin power, no publishing.
+            let check_only = issue(&[Scope::Check], None).await;
+            let (status, answer) = h
+                .call("GET", "/v1/audit", Some(check_only.as_str()), "application/json", vec![])
+                .await;
+            assert_eq!(status, 403, "{backend:?}: {answer}");
+            assert!(
+                answer["error"]["message"].as_str().is_some_and(|m| m.contains("admin scope")),
+                "{answer}"
+            );
+            let (status, _) = h
+                .call("GET", "/v1/review", Some(check_only.as_str()), "application/json", vec![])
+                .await;
+            assert_eq!(status, 403, "{backend:?}: review needs the review scope");
+            // The same account's full token can.
+            let (status, _) = h
+                .call(
+                    "GET",
+                    "/v1/audit",
+                    Some(h.tokens["admin"].as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 200);
+            let review_only = issue(&[Scope::Review], None).await;
+            let (status, _) = h
+                .call("GET", "/v1/review", Some(review_only.as_str()), "application/json", vec![])
+                .await;
+            assert_eq!(status, 200, "{backend:?}");
+
+            // A token mints only narrower tokens.
+            let body = json(json!({"label": "wider", "scopes": ["check", "admin"]}));
+            let (status, answer) = h
+                .call("POST", "/v1/tokens", Some(check_only.as_str()), "application/json", body)
+                .await;
+            assert_eq!(status, 403, "{backend:?}: {answer}");
+            let body = json(json!({"label": "ci", "scopes": ["check"], "expires_in_days": 2}));
+            let (status, answer) = h
+                .call(
+                    "POST",
+                    "/v1/tokens",
+                    Some(h.tokens["admin"].as_str()),
+                    "application/json",
+                    body,
+                )
+                .await;
+            assert_eq!(status, 201, "{backend:?}: {answer}");
+            assert_eq!(answer["scopes"], json!(["check"]));
+            assert!(answer["expires_at"].as_str().is_some(), "{answer}");
+            let body = json(json!({"label": "x", "scopes": ["sudo"]}));
+            let (status, answer) = h
+                .call(
+                    "POST",
+                    "/v1/tokens",
+                    Some(h.tokens["admin"].as_str()),
+                    "application/json",
+                    body,
+                )
+                .await;
+            assert_eq!((status, answer["error"]["code"].as_str()), (400, Some("invalid_scope")));
+
+            // Expired: refused outright, like a revoked token.
+            let past = issue(&Scope::ALL, Some(1_000)).await;
+            let (status, answer) =
+                h.call("GET", "/v1/whoami", Some(past.as_str()), "application/json", vec![]).await;
+            assert_eq!(status, 401, "{backend:?}: {answer}");
+            // One that expires later works, and what it mints expires no later.
+            let soon = now_millis() + 3_600_000;
+            let short = issue(&Scope::ALL, Some(soon)).await;
+            let (status, _) =
+                h.call("GET", "/v1/whoami", Some(short.as_str()), "application/json", vec![]).await;
+            assert_eq!(status, 200);
+            let body = json(json!({"label": "longer", "expires_in_days": 30}));
+            let (status, answer) =
+                h.call("POST", "/v1/tokens", Some(short.as_str()), "application/json", body).await;
+            assert_eq!(status, 201, "{answer}");
+            let id = answer["id"].as_i64().expect("id");
+            let minted = h.store.token(id).await.expect("read").expect("token");
+            assert_eq!(minted.expires_at, Some(soon), "{backend:?}: capped at the caller's expiry");
+            h.store.close().await;
+        }
+    });
+}
+
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).expect("millis"))
+}

@@ -176,3 +176,56 @@ fn two_replicas_on_one_postgres_are_one_registry() {
     drop((a, b));
     drop(db);
 }
+
+#[test]
+fn admin_create_token_needs_a_role_and_changes_one_only_with_set_role() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |args: &[&str]| {
+        Command::new(SERVER)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["--seed-bundled", "false", "admin", "create-token"])
+            .args(args)
+            .env_remove("DATABASE_URL")
+            .output()
+            .expect("run admin create-token")
+    };
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    // No role: a usage error, nothing created.
+    let out = run(&["--name", "carol"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--role"), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    // Created as a contributor; another token with the same role is fine.
+    assert!(run(&["--name", "carol", "--role", "contributor"]).status.success());
+    let again = run(&["--name", "carol", "--role", "contributor"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    // Asking for admin on an existing contributor is refused, not a promotion.
+    let out = run(&["--name", "carol", "--role", "admin"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("exists with the role contributor") && err.contains("--set-role"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "no token was printed");
+    // Said out loud, it is done: the new token is an admin's.
+    let token = admin_token_with(dir.path(), &["--name", "carol", "--role", "admin", "--set-role"]);
+    let server = Server::start(dir.path(), None, false);
+    let (status, answer) = server.call("GET", "/v1/whoami", Some(&token), b"");
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["role"], "admin", "{answer}");
+}
+
+fn admin_token_with(data_dir: &Path, args: &[&str]) -> String {
+    let output = Command::new(SERVER)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--seed-bundled", "false", "admin", "create-token"])
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run admin create-token");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).expect("utf-8").trim().to_owned()
+}
