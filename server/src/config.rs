@@ -178,6 +178,12 @@ pub struct ServerLimits {
     /// always needs someone other than the rule's publisher and owners.
     #[arg(long, env = "PITFALL_SOLE_MAINTAINER_SELF_APPROVAL", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub sole_maintainer_self_approval: bool,
+    /// The URL people reach this server at (`https://pitfall.example.org`),
+    /// when it differs from the listen address (behind a proxy). An https
+    /// URL marks the review session cookie `Secure`, as a request that
+    /// arrived over https (`X-Forwarded-Proto: https`) does.
+    #[arg(long, env = "PITFALL_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
 }
 
 impl ServerLimits {
@@ -217,6 +223,7 @@ impl Default for ServerLimits {
             rate_publish_per_token: DEFAULT_RATE_PUBLISH_PER_TOKEN,
             bundle_validity_hours: DEFAULT_BUNDLE_VALIDITY_HOURS,
             sole_maintainer_self_approval: false,
+            public_url: None,
         }
     }
 }

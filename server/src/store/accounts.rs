@@ -232,6 +232,12 @@ impl Store {
         .await?
         .rows_affected();
         let info = token_by_id(&mut tx, token_id).await?;
+        // Its review sessions end with it (they would no longer
+        // authenticate anyway: a session is only as good as its token).
+        sqlx::query("DELETE FROM review_sessions WHERE token_id = $1")
+            .bind(token_id)
+            .execute(&mut *tx)
+            .await?;
         if revoked > 0 {
             let subject = Subject {
                 token_id: Some(token_id),
@@ -308,6 +314,11 @@ pub(crate) fn secret_hash(secret: &str) -> String {
 
 /// A fresh secret from the OS's random source.
 fn new_secret() -> Result<String> {
+    random_secret(TOKEN_PREFIX)
+}
+
+/// `prefix` and 32 random bytes from the OS, in hex.
+pub(super) fn random_secret(prefix: &str) -> Result<String> {
     let mut bytes = [0u8; TOKEN_BYTES];
     getrandom::fill(&mut bytes)
         .map_err(|e| StoreError::Invalid(format!("no randomness from the OS: {e}")))?;
