@@ -12,8 +12,11 @@ pub struct Config {
     #[arg(long, env = "PITFALL_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
     /// Where the server keeps its data: the SQLite database (unless
-    /// DATABASE_URL names another) and the compiled-code cache.
-    #[arg(long, env = "PITFALL_DATA_DIR", default_value = "./pitfall-data")]
+    /// DATABASE_URL names another), the bundle signing key (unless
+    /// --signing-key-file) and the compiled-code cache. Default: see
+    /// [`default_data_dir`] (a system service's state directory, else the
+    /// user's XDG data dir), never the directory it was started from.
+    #[arg(long, env = "PITFALL_DATA_DIR", default_value_os_t = default_data_dir())]
     pub data_dir: PathBuf,
     /// The registry's database: `sqlite://PATH` or `postgres://...`.
     /// Default: `sqlite://<data-dir>/pitfall.db`. Several servers on one
@@ -36,6 +39,46 @@ pub struct Config {
     /// generated on first start; `admin bundle-key` prints its public key.
     #[arg(long, env = "PITFALL_SIGNING_KEY_FILE", value_name = "PATH")]
     pub signing_key_file: Option<PathBuf>,
+}
+
+/// Where a system service keeps its data when nothing else says.
+pub const SYSTEM_DATA_DIR: &str = "/var/lib/pitfall";
+
+/// The data dir when `--data-dir` and `PITFALL_DATA_DIR` are not given:
+///
+/// 1. `$STATE_DIRECTORY` (its first entry), which systemd sets for a unit
+///    with `StateDirectory=`;
+/// 2. [`SYSTEM_DATA_DIR`] when running as a system service: systemd set
+///    `INVOCATION_ID` and the process runs as root or a system account
+///    (uid below 1000; a `systemd --user` unit runs as a person, who gets
+///    the next rule);
+/// 3. `$XDG_DATA_HOME/pitfall`, else `$HOME/.local/share/pitfall`;
+/// 4. [`SYSTEM_DATA_DIR`] when there is no home at all.
+pub fn default_data_dir() -> PathBuf {
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory.
+    let euid = unsafe { libc::geteuid() };
+    data_dir_from(|name| std::env::var_os(name), euid)
+}
+
+/// [`default_data_dir`] over a given environment and user id.
+pub fn data_dir_from(env: impl Fn(&str) -> Option<std::ffi::OsString>, euid: u32) -> PathBuf {
+    let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    if let Some(state) = set("STATE_DIRECTORY") {
+        let first = state.to_string_lossy().split(':').next().unwrap_or("").to_owned();
+        if !first.is_empty() {
+            return PathBuf::from(first);
+        }
+    }
+    if set("INVOCATION_ID").is_some() && euid < 1000 {
+        return PathBuf::from(SYSTEM_DATA_DIR);
+    }
+    if let Some(xdg) = set("XDG_DATA_HOME") {
+        return PathBuf::from(xdg).join("pitfall");
+    }
+    match set("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/share/pitfall"),
+        None => PathBuf::from(SYSTEM_DATA_DIR),
+    }
 }
 
 /// `Config` alone, parsed like `pitfall-server`'s flags.
@@ -224,6 +267,42 @@ impl Default for ServerLimits {
             bundle_validity_hours: DEFAULT_BUNDLE_VALIDITY_HOURS,
             sole_maintainer_self_approval: false,
             public_url: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_data_dir_follows_the_service_manager_then_xdg() {
+        let cases: &[(&[(&str, &str)], u32, &str)] = &[
+            (&[("HOME", "/home/ann")], 1000, "/home/ann/.local/share/pitfall"),
+            (&[("HOME", "/home/ann"), ("XDG_DATA_HOME", "/data/ann")], 1000, "/data/ann/pitfall"),
+            // A systemd system service (as root or a system account).
+            (&[("HOME", "/root"), ("INVOCATION_ID", "abc")], 0, SYSTEM_DATA_DIR),
+            (&[("HOME", "/"), ("INVOCATION_ID", "abc")], 998, SYSTEM_DATA_DIR),
+            // A systemd --user service: the person's own data dir.
+            (
+                &[("HOME", "/home/ann"), ("INVOCATION_ID", "abc")],
+                1000,
+                "/home/ann/.local/share/pitfall",
+            ),
+            // StateDirectory= wins.
+            (
+                &[("STATE_DIRECTORY", "/var/lib/pf:/var/lib/other"), ("INVOCATION_ID", "a")],
+                0,
+                "/var/lib/pf",
+            ),
+            (&[], 0, SYSTEM_DATA_DIR),
+            (&[("HOME", "")], 1000, SYSTEM_DATA_DIR),
+        ];
+        for (vars, euid, expected) in cases {
+            let env = |name: &str| {
+                vars.iter().find(|(k, _)| *k == name).map(|(_, v)| std::ffi::OsString::from(v))
+            };
+            assert_eq!(data_dir_from(env, *euid), PathBuf::from(expected), "{vars:?} uid {euid}");
         }
     }
 }

@@ -17,6 +17,9 @@ use crate::store::{Actor, Role, Store};
 pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
+    // What to back up is there (the database, unless DATABASE_URL names
+    // another, and the signing key): say where it is.
+    tracing::info!(data_dir = %config.data_dir.display(), "data dir");
     let store = connect(config).await?;
     let limits = Limits { memo_bytes: config.limits.rule_memo_bytes, ..Limits::default() };
     let engine = Engine::with_cache_dir(limits, config.data_dir.join("compiled"))
@@ -116,7 +119,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     tracing::info!(rules = rules.rules().len(), revision = rules.revision(), "rules loaded");
     let poller = registry.spawn_poller(Duration::from_millis(config.refresh_ms.max(10)));
     let public_key = signer.public_key();
-    tracing::info!(public_key = %public_key, "bundles signed");
+    tracing::info!(
+        public_key = %public_key,
+        key_file = %config.signing_key_file.clone().unwrap_or_else(|| config.data_dir.join(crate::signing::DEFAULT_KEY_FILE)).display(),
+        "bundles signed"
+    );
     let listen_limits = crate::listen::ListenLimits {
         header_read_timeout: Duration::from_millis(config.limits.header_timeout_ms.max(1)),
         max_connections: config.limits.max_connections,

@@ -229,3 +229,52 @@ fn admin_token_with(data_dir: &Path, args: &[&str]) -> String {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).expect("utf-8").trim().to_owned()
 }
+
+#[test]
+fn with_no_data_dir_the_server_uses_the_users_data_dir_and_says_so() {
+    use std::io::{BufRead, BufReader};
+    let home = tempfile::tempdir().expect("tempdir");
+    let started_in = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(SERVER)
+        .args(["--listen", "127.0.0.1:0", "--seed-bundled", "false"])
+        .current_dir(started_in.path())
+        .env("HOME", home.path())
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("INVOCATION_ID")
+        .env_remove("STATE_DIRECTORY")
+        .env_remove("PITFALL_DATA_DIR")
+        .env_remove("DATABASE_URL")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut log = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            log.push_str(&line);
+            log.push('\n');
+            if line.contains("serving") {
+                let _ = tx.send(log.clone());
+            }
+        }
+        let _ = tx.send(log);
+    });
+    let log = rx.recv_timeout(crate::live::START_TIMEOUT).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    let expected = home.path().join(".local/share/pitfall");
+    assert!(log.contains("serving"), "did not start:\n{log}");
+    assert!(log.contains(&format!("data_dir={}", expected.display())), "{log}");
+    assert!(log.contains("public_key=ed25519:"), "{log}");
+    assert!(expected.join("pitfall.db").is_file(), "the database is in the user's data dir");
+    assert!(expected.join("bundle-signing-key.pem").is_file(), "and so is the signing key");
+    assert_eq!(
+        std::fs::read_dir(started_in.path()).expect("ls").count(),
+        0,
+        "nothing is written where it was started"
+    );
+}
