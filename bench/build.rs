@@ -8,7 +8,6 @@ use std::path::PathBuf;
 fn main() {
     println!("cargo:rerun-if-changed=extism-plugin/src");
     println!("cargo:rerun-if-changed=extism-plugin/Cargo.toml");
-    println!("cargo:rerun-if-env-changed=PITFALL_NO_INSTALL");
     if std::env::var_os("CARGO_FEATURE_EXTISM").is_none() {
         return;
     }
@@ -21,8 +20,7 @@ fn main() {
 fn build() -> Result<(), Box<dyn std::error::Error>> {
     let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
     let root = dir.parent().ok_or("no workspace root")?;
-    let install = std::env::var_os("PITFALL_NO_INSTALL").is_none();
-    let toolchain = pitfall_wasm_build::ensure(install)?;
+    let toolchain = pitfall_wasm_build::detect_for_build()?;
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));

@@ -7,7 +7,7 @@
 //! | bytes | what |
 //! | --- | --- |
 //! | 8 | magic `PITFALLB` |
-//! | 4 | format version (1) |
+//! | 4 | format version (2; 1 is still read) |
 //! | 4 | index length `N` |
 //! | N | the index: JSON ([`BundleIndex`]) |
 //! | 64 | ed25519 signature of every byte before it (magic, version, length, index) |
@@ -17,6 +17,11 @@
 //! and sha256: a verifier checks the signature with its pinned key first,
 //! then every module's digest, then that the file ends where the last
 //! module does. Nothing is read as trusted before the signature holds.
+//!
+//! Format 2 signs when the bundle was issued and when it expires, so a
+//! client can tell a stale bundle (a mirror or someone in the path
+//! replaying an old one, or answering 304 for ever) from a current one;
+//! format 1 had neither and is read as a bundle of unknown age.
 
 use ed25519_dalek::{Signature, Signer, SigningKey};
 use pitfall_contract::meta::{RuleMeta, Severity};
@@ -28,8 +33,14 @@ use crate::key::PublicKey;
 
 /// The first bytes of every bundle.
 pub const MAGIC: &[u8; 8] = b"PITFALLB";
-/// The format this crate writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format this crate writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format it still reads (no issue time or expiry).
+pub const OLDEST_READ_FORMAT: u32 = 1;
+/// How long a bundle is valid by default: a week, so a client offline for
+/// a few days still checks, and a replayed bundle stops being accepted as
+/// current within a week.
+pub const DEFAULT_VALIDITY: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 /// The media type `GET /v1/bundle` answers with.
 pub const MEDIA_TYPE: &str = "application/vnd.pitfall.bundle";
 /// An index larger than this is refused before it is parsed: 64 MiB is
@@ -51,6 +62,13 @@ pub struct BundleIndex {
     /// with its pinned key to say "signed by another key" rather than
     /// "tampered".
     pub public_key: String,
+    /// When it was signed, in seconds since the Unix epoch (format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<u64>,
+    /// When it stops being current, in seconds since the Unix epoch
+    /// (format 2): a client warns past it, or refuses with `--require-fresh`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
     /// The rules, by id; the modules follow in this order.
     pub rules: Vec<BundleEntry>,
 }
@@ -86,20 +104,22 @@ pub enum BundleError {
     #[error("not a Pitfall bundle (no PITFALLB magic)")]
     NotABundle,
     /// A format this client does not read.
-    #[error("bundle format {0} is not supported (this client reads format {FORMAT_VERSION})")]
+    #[error(
+        "bundle format {0} is not supported (this client reads formats {OLDEST_READ_FORMAT} to {FORMAT_VERSION})"
+    )]
     UnsupportedFormat(u32),
-    /// Signed, but by a key other than the pinned one.
+    /// Signed, but by a key other than the pinned ones.
     #[error("the bundle is signed by {signed_by}, not by the pinned key {pinned}")]
     WrongKey {
         /// The key the bundle names (unverified).
         signed_by: String,
-        /// The key the client trusts.
+        /// The keys the client trusts (", "-separated).
         pinned: String,
     },
     /// The signature does not verify: the signed part was changed.
     #[error("the bundle's signature does not verify with the pinned key {pinned}: it was altered")]
     BadSignature {
-        /// The key the client trusts.
+        /// The keys the client trusts (", "-separated).
         pinned: String,
     },
     /// The signed index is not what the format says.
@@ -171,15 +191,26 @@ impl BundleSigner {
         PublicKey::from(self.key.verifying_key())
     }
 
-    /// Writes and signs a bundle of these rules (sorted by id, so every
-    /// replica writes the same bytes for the same set and key).
-    pub fn sign(&self, ruleset_revision: &str, rules: &[(&RuleMeta, &[u8])]) -> SignedBundle {
+    /// Writes and signs a bundle of these rules (sorted by id), issued at
+    /// `issued_at` and expiring `valid_for` later (both rounded down to
+    /// whole seconds). Replicas with one key and one set write the same
+    /// entity tag, which leaves the times out.
+    pub fn sign(
+        &self,
+        ruleset_revision: &str,
+        rules: &[(&RuleMeta, &[u8])],
+        issued_at: std::time::SystemTime,
+        valid_for: std::time::Duration,
+    ) -> SignedBundle {
         let mut rules: Vec<&(&RuleMeta, &[u8])> = rules.iter().collect();
         rules.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+        let issued = unix_seconds(issued_at);
         let index = BundleIndex {
             format: FORMAT_VERSION,
             ruleset_revision: ruleset_revision.to_owned(),
             public_key: self.public_key().to_string(),
+            issued_at: Some(issued),
+            expires_at: Some(issued.saturating_add(valid_for.as_secs())),
             rules: rules.iter().map(|(meta, module)| entry(meta, module)).collect(),
         };
         // Serialising plain structs of strings and numbers cannot fail.
@@ -192,7 +223,7 @@ impl BundleSigner {
         bytes.extend_from_slice(&u32::try_from(index_json.len()).unwrap_or(u32::MAX).to_le_bytes());
         bytes.extend_from_slice(&index_json);
         let signature = self.key.sign(&bytes);
-        let etag = etag(ruleset_revision, &bytes);
+        let etag = etag(&index);
         bytes.extend_from_slice(&signature.to_bytes());
         for (_, module) in &rules {
             bytes.extend_from_slice(module);
@@ -219,11 +250,31 @@ fn entry(meta: &RuleMeta, module: &[u8]) -> BundleEntry {
     }
 }
 
-/// The entity tag of a bundle: its revision (readable in logs) and the
-/// digest of its signed part, which names the key and every module.
-fn etag(ruleset_revision: &str, signed: &[u8]) -> String {
-    let digest = hex(&Sha256::digest(signed));
-    let revision: String = ruleset_revision.chars().filter(char::is_ascii_alphanumeric).collect();
+/// Seconds since the Unix epoch (0 before it).
+pub fn unix_seconds(at: std::time::SystemTime) -> u64 {
+    at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// The entity tag of a bundle: its revision (readable in logs) and a
+/// digest of the key and every rule's id, version and sha256. The issue
+/// and expiry times are left out, so a re-signed bundle of the same set
+/// (a later replica, a refresh) is the same entity: a client holding it
+/// is answered 304 and looks at its own copy's expiry.
+fn etag(index: &BundleIndex) -> String {
+    let mut h = Sha256::new();
+    h.update(index.public_key.as_bytes());
+    h.update(b"\n");
+    h.update(index.ruleset_revision.as_bytes());
+    for rule in &index.rules {
+        h.update(b"\n");
+        for part in [&rule.id, &rule.version, &rule.sha256] {
+            h.update(part.as_bytes());
+            h.update(b" ");
+        }
+    }
+    let digest = hex(&h.finalize());
+    let revision: String =
+        index.ruleset_revision.chars().filter(char::is_ascii_alphanumeric).collect();
     format!("\"{revision}-{}\"", &digest[..32])
 }
 
@@ -239,6 +290,7 @@ pub struct Bundle<'a> {
 
 /// The header fields and the split of the file.
 struct Parts<'a> {
+    format: u32,
     signed: &'a [u8],
     index: &'a [u8],
     signature: &'a [u8],
@@ -259,7 +311,7 @@ fn split(bytes: &[u8]) -> Result<Parts<'_>, BundleError> {
     let word =
         |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
     let format = word(8);
-    if format != FORMAT_VERSION {
+    if !(OLDEST_READ_FORMAT..=FORMAT_VERSION).contains(&format) {
         return Err(BundleError::UnsupportedFormat(format));
     }
     let index_len = word(12) as usize;
@@ -277,6 +329,7 @@ fn split(bytes: &[u8]) -> Result<Parts<'_>, BundleError> {
         return Err(BundleError::Truncated("signature"));
     }
     Ok(Parts {
+        format,
         signed: &bytes[..index_end],
         index: &bytes[HEADER_BYTES..index_end],
         signature: &bytes[index_end..signature_end],
@@ -299,30 +352,50 @@ pub fn looks_like_bundle(bytes: &[u8]) -> bool {
 impl<'a> Bundle<'a> {
     /// Checks a bundle against the pinned key: the signature over the
     /// header and index, then each module's size and sha256, then that
-    /// nothing follows the last module.
+    /// nothing follows the last module. Its age is not judged here: see
+    /// [`Bundle::freshness`].
     pub fn verify(bytes: &'a [u8], pinned: &PublicKey) -> Result<Bundle<'a>, BundleError> {
+        Bundle::verify_any(bytes, std::slice::from_ref(pinned))
+    }
+
+    /// As [`Bundle::verify`], with any of several pinned keys (two while
+    /// a registry rotates its key: the old and the new).
+    pub fn verify_any(bytes: &'a [u8], pinned: &[PublicKey]) -> Result<Bundle<'a>, BundleError> {
         let parts = split(bytes)?;
+        let pinned_text = pinned.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
         let signature = Signature::from_slice(parts.signature)
-            .map_err(|_| BundleError::BadSignature { pinned: pinned.to_string() })?;
-        if pinned.verifying_key().verify_strict(parts.signed, &signature).is_err() {
+            .map_err(|_| BundleError::BadSignature { pinned: pinned_text.clone() })?;
+        let verifies =
+            |key: &PublicKey| key.verifying_key().verify_strict(parts.signed, &signature).is_ok();
+        if !pinned.iter().any(verifies) {
             // Which failure it is only decides the message: a bundle that
             // names another key was most likely signed by it.
             let claimed =
                 serde_json::from_slice::<BundleIndex>(parts.index).ok().map(|i| i.public_key);
             return Err(match claimed {
-                Some(signed_by) if signed_by != pinned.to_string() => {
-                    BundleError::WrongKey { signed_by, pinned: pinned.to_string() }
+                Some(signed_by) if pinned.iter().all(|k| k.to_string() != signed_by) => {
+                    BundleError::WrongKey { signed_by, pinned: pinned_text }
                 }
-                _ => BundleError::BadSignature { pinned: pinned.to_string() },
+                _ => BundleError::BadSignature { pinned: pinned_text },
             });
         }
         let index: BundleIndex = serde_json::from_slice(parts.index)
             .map_err(|e| BundleError::BadIndex(e.to_string()))?;
-        if index.format != FORMAT_VERSION {
+        if index.format != parts.format {
             return Err(BundleError::BadIndex(format!(
-                "index format {} in a format {FORMAT_VERSION} file",
-                index.format
+                "index format {} in a format {} file",
+                index.format, parts.format
             )));
+        }
+        if index.format >= 2 {
+            match (index.issued_at, index.expires_at) {
+                (Some(issued), Some(expires)) if issued <= expires => {}
+                _ => {
+                    return Err(BundleError::BadIndex(
+                        "a format 2 index needs issued_at <= expires_at".to_owned(),
+                    ));
+                }
+            }
         }
         let mut ids = std::collections::HashSet::with_capacity(index.rules.len());
         let mut modules = Vec::with_capacity(index.rules.len());
@@ -347,8 +420,19 @@ impl<'a> Bundle<'a> {
             modules.push(module);
             rest = tail;
         }
-        let etag = etag(&index.ruleset_revision, parts.signed);
+        let etag = etag(&index);
         Ok(Bundle { index, modules, etag })
+    }
+
+    /// Whether the bundle is still current at `now`.
+    pub fn freshness(&self, now: std::time::SystemTime) -> Freshness {
+        match self.index.expires_at {
+            None => Freshness::Unknown,
+            Some(expires) if unix_seconds(now) < expires => {
+                Freshness::Current { expires_at: expires }
+            }
+            Some(expires) => Freshness::Expired { expires_at: expires },
+        }
     }
 
     /// Each rule's index entry and module bytes, in index order.
@@ -359,6 +443,30 @@ impl<'a> Bundle<'a> {
     /// The entity tag the server gave this bundle.
     pub fn etag(&self) -> &str {
         &self.etag
+    }
+}
+
+/// A verified bundle's age against its signed expiry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Before its expiry (seconds since the Unix epoch).
+    Current {
+        /// When it expires.
+        expires_at: u64,
+    },
+    /// At or past its expiry.
+    Expired {
+        /// When it expired.
+        expires_at: u64,
+    },
+    /// A format 1 bundle: it signs no expiry, so its age cannot be told.
+    Unknown,
+}
+
+impl Freshness {
+    /// Whether it may be used as current: only before a signed expiry.
+    pub fn is_current(self) -> bool {
+        matches!(self, Freshness::Current { .. })
     }
 }
 
@@ -389,9 +497,99 @@ mod tests {
         BundleSigner::from_seed(&[seed; 32])
     }
 
-    fn sample(signer: &BundleSigner) -> SignedBundle {
+    const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+    fn at(unix: u64) -> std::time::SystemTime {
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix)
+    }
+
+    fn sample_at(signer: &BundleSigner, issued: u64) -> SignedBundle {
         let (a, b) = (meta("b-rule"), meta("a-rule"));
-        signer.sign("7", &[(&a, b"module b".as_slice()), (&b, b"module a, longer".as_slice())])
+        let rules = [(&a, b"module b".as_slice()), (&b, b"module a, longer".as_slice())];
+        signer.sign("7", &rules, at(issued), DEFAULT_VALIDITY)
+    }
+
+    fn sample(signer: &BundleSigner) -> SignedBundle {
+        sample_at(signer, 1_800_000_000)
+    }
+
+    /// A bundle as format 1 wrote it: no issue time, no expiry.
+    fn format_1(signer: &BundleSigner) -> Vec<u8> {
+        let module = b"module a".as_slice();
+        let mut index = serde_json::to_value(BundleIndex {
+            format: 1,
+            ruleset_revision: "3".to_owned(),
+            public_key: signer.public_key().to_string(),
+            issued_at: None,
+            expires_at: None,
+            rules: vec![entry(&meta("a-rule"), module)],
+        })
+        .expect("index");
+        assert!(index.get("issued_at").is_none(), "format 1 has no times");
+        index["format"] = 1.into();
+        let json = serde_json::to_vec(&index).expect("json");
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&u32::try_from(json.len()).expect("len").to_le_bytes());
+        bytes.extend_from_slice(&json);
+        let signature = signer.key.sign(&bytes);
+        bytes.extend_from_slice(&signature.to_bytes());
+        bytes.extend_from_slice(module);
+        bytes
+    }
+
+    #[test]
+    fn the_issue_time_and_expiry_are_signed_and_judged() {
+        let s = signer(1);
+        let signed = sample_at(&s, 1_800_000_000);
+        let bundle = Bundle::verify(&signed.bytes, &s.public_key()).expect("verifies");
+        assert_eq!(bundle.index.issued_at, Some(1_800_000_000));
+        assert_eq!(bundle.index.expires_at, Some(1_800_000_000 + 7 * 24 * 3600));
+        let expires_at = 1_800_000_000 + 7 * 24 * 3600;
+        assert_eq!(bundle.freshness(at(1_800_000_000) + DAY), Freshness::Current { expires_at });
+        assert_eq!(bundle.freshness(at(expires_at)), Freshness::Expired { expires_at });
+        // A later signature of the same set is the same entity.
+        assert_eq!(sample_at(&s, 1_800_000_000 + 3600).etag, signed.etag);
+        assert_ne!(sample_at(&s, 1_800_000_000 + 3600).bytes, signed.bytes);
+        // Moving the expiry is altering the signed part.
+        let text = String::from_utf8_lossy(&signed.bytes).into_owned();
+        let at_expiry = text.find(&expires_at.to_string()).expect("expiry in the index");
+        let mut later = signed.bytes.clone();
+        later[at_expiry] += 1;
+        assert!(matches!(
+            Bundle::verify(&later, &s.public_key()),
+            Err(BundleError::BadSignature { .. })
+        ));
+    }
+
+    #[test]
+    fn a_format_1_bundle_still_verifies_with_an_unknown_age() {
+        let s = signer(1);
+        let bytes = format_1(&s);
+        let bundle = Bundle::verify(&bytes, &s.public_key()).expect("format 1 verifies");
+        assert_eq!(bundle.index.format, 1);
+        assert_eq!(bundle.freshness(at(0)), Freshness::Unknown);
+        assert!(!bundle.freshness(at(0)).is_current());
+        // A format 3 file is not read.
+        let mut future = bytes.clone();
+        future[8] = 3;
+        assert_eq!(
+            Bundle::verify(&future, &s.public_key()).expect_err("refused"),
+            BundleError::UnsupportedFormat(3)
+        );
+    }
+
+    #[test]
+    fn either_of_two_pinned_keys_verifies_during_a_rotation() {
+        let (old, new, other) = (signer(1), signer(2), signer(3));
+        let pinned = [old.public_key(), new.public_key()];
+        for s in [&old, &new] {
+            assert!(Bundle::verify_any(&sample(s).bytes, &pinned).is_ok());
+        }
+        let err = Bundle::verify_any(&sample(&other).bytes, &pinned).expect_err("refused");
+        assert!(matches!(err, BundleError::WrongKey { .. }), "{err}");
+        assert!(err.to_string().contains(&new.public_key().to_string()), "{err}");
+        assert!(Bundle::verify_any(&sample(&old).bytes, &[]).is_err(), "no key, no bundle");
     }
 
     #[test]

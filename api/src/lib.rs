@@ -13,6 +13,22 @@ pub mod bundle;
 pub mod key;
 pub mod types;
 
-pub use bundle::{Bundle, BundleError, BundleIndex, BundleSigner, SignedBundle};
+pub use bundle::{Bundle, BundleError, BundleIndex, BundleSigner, Freshness, SignedBundle};
 pub use key::PublicKey;
 pub use pitfall_contract::report::CheckResponse;
+
+/// Stands for a secret in `Debug` output: tokens never reach a log line or
+/// a panic message through a derived `Debug`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Redacted;
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// `Some(<redacted>)` or `None`: whether a secret is there, never what it is.
+pub fn redacted<T>(secret: &Option<T>) -> Option<Redacted> {
+    secret.as_ref().map(|_| Redacted)
+}

@@ -218,16 +218,37 @@ pub struct IssueTokenRequest {
     /// For admins: the account to issue it to (default: the caller's).
     #[schemars(regex(pattern = ACCOUNT_NAME_PATTERN))]
     pub account: Option<String>,
+    /// What it may be used for, a subset of the calling token's scopes
+    /// (default: all of them): `check`, `publish`, `review`, `admin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("items" = {"enum": ["check", "publish", "review", "admin"]}), length(min = 1))]
+    pub scopes: Option<Vec<String>>,
+    /// Days until it stops authenticating (default: never, or when the
+    /// calling token expires, if it does: a token never outlives the one
+    /// that issued it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 3650))]
+    pub expires_in_days: Option<u32>,
 }
 
 /// A token just issued: the only time its secret is shown.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Serialize, Deserialize, JsonSchema)]
 pub struct IssuedToken {
     /// The secret, for `Authorization: Bearer`. Shown once; stored hashed.
     pub token: String,
     /// The token's description.
     #[serde(flatten)]
     pub info: TokenView,
+}
+
+impl std::fmt::Debug for IssuedToken {
+    // The secret never reaches a log line or a panic message.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuedToken")
+            .field("token", &crate::Redacted)
+            .field("info", &self.info)
+            .finish()
+    }
 }
 
 /// A token, without its secret.
@@ -243,6 +264,12 @@ pub struct TokenView {
     pub created_at: String,
     /// When it was revoked, if it was.
     pub revoked_at: Option<String>,
+    /// When it stops authenticating (RFC 3339), if it does.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    /// What it may be used for.
+    #[serde(default)]
+    pub scopes: Vec<String>,
 }
 
 /// One audit log entry.

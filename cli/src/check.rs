@@ -44,7 +44,9 @@ impl Source {
             if let Some(token) = &config.token {
                 builder = builder.token(token);
             }
-            return Ok(Source::Online(builder.build()?));
+            let client = builder.build()?;
+            crate::config::warn_about_token(&client, crate::config::TokenSource::Settings);
+            return Ok(Source::Online(client));
         }
         let engine = rules::engine()?;
         let set = match &args.rules {
@@ -57,7 +59,8 @@ impl Source {
                         &engine,
                         &path.display().to_string(),
                         &bytes,
-                        &config.public_key(None)?,
+                        &config.public_keys(&[])?,
+                        args.require_fresh,
                     )?
                 } else {
                     rules::from_path(&engine, path)?
@@ -65,7 +68,7 @@ impl Source {
             }
             None => match bundle::bundle_path().filter(|p| p.is_file()) {
                 Some(path) => {
-                    let key = config.public_key(None).with_context(|| {
+                    let keys = config.public_keys(&[]).with_context(|| {
                         format!("checking with the pulled bundle {}", path.display())
                     })?;
                     let bytes = std::fs::read(&path)
@@ -74,7 +77,8 @@ impl Source {
                         &engine,
                         &format!("the pulled bundle {}", path.display()),
                         &bytes,
-                        &key,
+                        &keys,
+                        args.require_fresh,
                     )?
                 }
                 None => rules::bundled(&engine)?,

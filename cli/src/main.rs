@@ -123,6 +123,10 @@ struct CheckArgs {
     /// Show progress on stderr even when it is not a terminal.
     #[arg(long)]
     progress: bool,
+    /// Offline with a signed bundle: exit 2 if it is past its signed expiry
+    /// (otherwise a warning on stderr).
+    #[arg(long)]
+    require_fresh: bool,
 }
 
 fn main() -> ExitCode {

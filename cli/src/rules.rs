@@ -20,6 +20,9 @@ pub(crate) fn engine() -> anyhow::Result<Engine> {
     if let Some(dir) = cache_dir()
         && let Ok(engine) = Engine::with_cache_dir(Limits::default(), dir)
     {
+        if let Some(why) = engine.disk_cache_refused() {
+            eprintln!("warning: {why}");
+        }
         return Ok(engine);
     }
     Engine::new(Limits::default()).context("starting the rule engine")
@@ -50,17 +53,24 @@ pub(crate) fn bundled(engine: &Engine) -> anyhow::Result<RuleSet> {
     Ok(RuleSet::new(load_all(engine, modules)?, pitfall_bundled_rules::REVISION))
 }
 
-/// Loads a signed bundle's rules after verifying it with `key`; each
-/// module must describe itself as its signed index entry says. The set
-/// answers with the bundle's ruleset revision, as the server that signed
-/// it does.
+/// Loads a signed bundle's rules after verifying it with one of `keys`;
+/// each module must describe itself as its signed index entry says. The
+/// set answers with the bundle's ruleset revision, as the server that
+/// signed it does. A bundle past its signed expiry is used with a warning,
+/// or refused with `require_fresh`.
 pub(crate) fn from_bundle(
     engine: &Engine,
     name: &str,
     bytes: &[u8],
-    key: &PublicKey,
+    keys: &[PublicKey],
+    require_fresh: bool,
 ) -> anyhow::Result<RuleSet> {
-    let bundle = Bundle::verify(bytes, key).with_context(|| format!("{name}: refused"))?;
+    let bundle = Bundle::verify_any(bytes, keys).with_context(|| format!("{name}: refused"))?;
+    let held = crate::bundle::Held {
+        index: bundle.index.clone(),
+        freshness: bundle.freshness(std::time::SystemTime::now()),
+    };
+    crate::bundle::judge_freshness(name, &held, require_fresh)?;
     let modules = bundle
         .modules()
         .map(|(entry, wasm)| (format!("{name}: rule {} {}", entry.id, entry.version), wasm));

@@ -51,6 +51,8 @@ fn registry() -> &'static Registry {
                     name,
                     role,
                     "contribute test",
+                    false,
+                    pitfall_server::store::TokenGrant::default(),
                 ))
                 .expect("token")
         };
@@ -76,6 +78,11 @@ fn repo() -> PathBuf {
 /// `pitfall` in `dir`, without the user's settings, with the rule
 /// crates' shared target dir.
 fn pitfall(dir: &Path, args: &[&str]) -> Output {
+    pitfall_with(dir, args, &[])
+}
+
+/// [`pitfall`] with these environment variables set.
+fn pitfall_with(dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
     let target =
         Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target/").join("rule-crates");
     let nowhere = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-such-pitfall-setting");
@@ -88,7 +95,7 @@ fn pitfall(dir: &Path, args: &[&str]) -> Output {
     for var in ["PITFALL_SERVER", "PITFALL_BUNDLE_KEY", "PITFALL_TOKEN", "PITFALL_SDK"] {
         command.env_remove(var);
     }
-    command.args(args).output().expect("pitfall runs")
+    command.envs(vars.iter().copied()).args(args).output().expect("pitfall runs")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -160,6 +167,12 @@ fn through_the_pipeline(dir: &Path, rule: &str, id: &str, version: &str, manifes
         &["rule", "publish", rule, "--server", &registry.url, "--token", &registry.contributor],
     );
     expect_code(&published, 0, "rule publish");
+    // A token on the command line works, with a word about where it shows.
+    assert!(
+        text(&published.stderr).contains("warning: --token is visible to other users"),
+        "{}",
+        text(&published.stderr)
+    );
     let stdout = text(&published.stdout);
     for line in [
         "  validation  passed: ABI 1",
@@ -411,17 +424,10 @@ fn broken_metadata_is_refused_by_lint_build_and_the_registry_with_the_same_messa
     assert!(!home.path().join("target/broken.wasm").exists(), "a refused rule is not built");
 
     // The registry runs the same lint and answers the same messages.
-    let published = pitfall(
+    let published = pitfall_with(
         home.path(),
-        &[
-            "rule",
-            "publish",
-            "broken.wasm",
-            "--server",
-            &registry.url,
-            "--token",
-            &registry.contributor,
-        ],
+        &["rule", "publish", "broken.wasm", "--server", &registry.url],
+        &[("PITFALL_TOKEN", &registry.contributor)],
     );
     expect_code(&published, 2, "rule publish");
     let expected =
@@ -447,7 +453,7 @@ fn bad_input_exits_2_with_a_message_naming_the_problem() {
         (&["rule", "lint", "garbage.wasm"], "validation:"),
         (
             &["rule", "publish", "garbage.wasm", "--server", "http://127.0.0.1:9"],
-            "no token: give --token",
+            "no token: set PITFALL_TOKEN",
         ),
     ];
     for (args, message) in cases {

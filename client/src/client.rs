@@ -30,8 +30,9 @@ const FALLBACK_LIMITS: LimitsView =
     LimitsView { max_batch: 256, max_manifest_bytes: 256 << 10, max_body_bytes: 2 << 20 };
 
 /// A client of one registry server. Cheap to clone; safe to share between
-/// threads (connections are pooled).
-#[derive(Debug, Clone)]
+/// threads (connections are pooled). Its `Debug` shows whether it holds a
+/// token, never the token.
+#[derive(Clone)]
 pub struct Client {
     base: String,
     agent: ureq::Agent,
@@ -41,13 +42,35 @@ pub struct Client {
 }
 
 /// Builds a [`Client`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientBuilder {
     base: String,
     token: Option<String>,
     connect_timeout: Duration,
     timeout: Duration,
     retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("base", &self.base)
+            .field("token", &pitfall_api::redacted(&self.token))
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("base", &self.base)
+            .field("token", &pitfall_api::redacted(&self.token))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("timeout", &self.timeout)
+            .field("retry", &self.retry)
+            .finish()
+    }
 }
 
 impl ClientBuilder {
@@ -162,6 +185,13 @@ impl Client {
     /// The server's base URL (no trailing slash).
     pub fn base_url(&self) -> &str {
         &self.base
+    }
+
+    /// Whether this client would send its token unencrypted to another
+    /// machine: it has one, and the server is `http://` on a host that is
+    /// not this one (anyone on the path could read and reuse the token).
+    pub fn sends_token_in_the_clear(&self) -> bool {
+        self.token.is_some() && plain_http_to_another_host(&self.base)
     }
 
     fn call<'a>(
@@ -438,6 +468,21 @@ impl Client {
     }
 }
 
+/// Whether `base` is `http://` to a host other than this machine's
+/// loopback (`localhost`, 127.0.0.0/8, `::1`).
+fn plain_http_to_another_host(base: &str) -> bool {
+    let Some(rest) = base.strip_prefix("http://") else { return false };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host_port.split(':').next().unwrap_or(""),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    !loopback
+}
+
 /// `{"manifests": [...]}` from manifests' JSON texts.
 fn batch_body(texts: &[&str]) -> String {
     let mut body = String::with_capacity(texts.iter().map(|t| t.len() + 1).sum::<usize>() + 16);
@@ -514,6 +559,49 @@ fn segment(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SECRET: &str = "pft_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd";
+
+    #[test]
+    fn debug_output_never_holds_the_token() {
+        let builder = Client::builder("https://reg.example").token(SECRET);
+        let client = builder.clone().build().expect("client");
+        for text in [format!("{builder:?}"), format!("{client:?}"), format!("{client:#?}")] {
+            assert!(!text.contains(SECRET) && !text.contains("0123456789abcdef"), "{text}");
+            assert!(text.contains("<redacted>"), "{text}");
+        }
+        let issued = pitfall_api::types::IssuedToken {
+            token: SECRET.to_owned(),
+            info: pitfall_api::types::TokenView {
+                id: 1,
+                account: "alice".into(),
+                label: "ci".into(),
+                created_at: "2026-12-06T00:00:00Z".into(),
+                revoked_at: None,
+                expires_at: None,
+                scopes: vec!["check".into()],
+            },
+        };
+        assert!(!format!("{issued:?}").contains(SECRET), "{issued:?}");
+    }
+
+    #[test]
+    fn a_token_over_plain_http_to_another_host_is_flagged() {
+        let with_token = |url: &str| Client::builder(url).token(SECRET).build().expect("client");
+        for (url, clear) in [
+            ("http://reg.example", true),
+            ("http://10.0.0.5:8080/pitfall", true),
+            ("http://[2001:db8::1]:8080", true),
+            ("http://localhost:8080", false),
+            ("http://127.0.0.1:8080", false),
+            ("http://127.1.2.3", false),
+            ("http://[::1]:8080", false),
+            ("https://reg.example", false),
+        ] {
+            assert_eq!(with_token(url).sends_token_in_the_clear(), clear, "{url}");
+        }
+        assert!(!Client::new("http://reg.example").expect("client").sends_token_in_the_clear());
+    }
 
     #[test]
     fn base_urls_are_checked_and_normalised() {

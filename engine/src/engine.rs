@@ -137,7 +137,10 @@ impl Engine {
         Engine::build(limits, None)
     }
 
-    /// An engine that also caches compiled code in `dir` (created if needed).
+    /// An engine that also caches compiled code in `dir` (created with mode
+    /// 0700 if needed), when `dir` is owned by this user and writable by no
+    /// one else; otherwise it runs without it and
+    /// [`Engine::disk_cache_refused`] says why.
     pub fn with_cache_dir(limits: Limits, dir: PathBuf) -> Result<Engine, EngineError> {
         Engine::build(limits, Some(dir))
     }
@@ -147,8 +150,7 @@ impl Engine {
             .map_err(|e| EngineError(e.to_string()))?;
         let mut linker = Linker::new(&wasm);
         host::define(&mut linker).map_err(|e| EngineError(e.to_string()))?;
-        let cache = CompiledCache::new(cache_dir, &wasm)
-            .map_err(|e| EngineError(format!("cache dir: {e}")))?;
+        let cache = CompiledCache::new(cache_dir, &wasm);
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(wasm.clone(), ticker_stop.clone())
             .map_err(|e| EngineError(e.to_string()))?;
@@ -199,6 +201,14 @@ impl Engine {
             instantiations: self.inner.instantiations.load(Ordering::Relaxed),
             reuses: self.inner.reuses.load(Ordering::Relaxed),
         }
+    }
+
+    /// Why the compiled-code cache directory asked for is not used (not
+    /// owned by this user, writable by others, an unreadable or exposed
+    /// key), if it is not: callers say so, since rules then compile afresh
+    /// at each start.
+    pub fn disk_cache_refused(&self) -> Option<&str> {
+        self.inner.cache.refused()
     }
 
     /// Checks, compiles (or takes from the cache) and links a module.

@@ -1,9 +1,8 @@
 //! Builds every rule crate under `rules/` to wasm (through
-//! `pitfall-wasm-build`, which picks the rustup target or the Debian route
-//! and installs the latter when missing) and embeds the modules.
-//!
-//! `PITFALL_NO_INSTALL=1` forbids installing packages; the build then fails
-//! with the command to run instead.
+//! `pitfall-wasm-build`, which picks the rustup target or the Debian route)
+//! and embeds the modules. It installs nothing: without a wasm toolchain
+//! the build fails naming the command that installs one (`cargo xtask
+//! setup`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -27,10 +26,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     for p in ["sdk/src", "sdk/Cargo.toml", "Cargo.lock", "Cargo.toml", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
-    println!("cargo:rerun-if-env-changed=PITFALL_NO_INSTALL");
-
-    let install = std::env::var_os("PITFALL_NO_INSTALL").is_none();
-    let toolchain = pitfall_wasm_build::ensure(install)?;
+    let toolchain = pitfall_wasm_build::detect_for_build()?;
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));

@@ -59,7 +59,7 @@ impl AppState {
         signer: pitfall_api::BundleSigner,
     ) -> AppState {
         let cache = ResultCache::new(limits.result_cache_entries, limits.result_cache_bytes);
-        let bundles = Bundles::new(signer);
+        let bundles = Bundles::new(signer, limits.bundle_validity());
         let check_rate = RateLimiter::new(limits.rate_check_per_ip, limits.rate_check_per_token);
         let publish_rate =
             RateLimiter::new(limits.rate_publish_per_ip, limits.rate_publish_per_token);
@@ -203,8 +203,10 @@ async fn admit(
     // The web pages' check form and matrix evaluate too, once they have a
     // query; their empty forms are free.
     let asks = request.uri().query().is_some_and(|q| !q.is_empty());
+    // A batch is charged by its handler, once it has counted the
+    // manifests (`charge_batch`).
     let limiter = match (method, route) {
-        ("POST", "/v1/check" | "/v1/check/batch" | "/v1/manifest/from-text" | "/check") => {
+        ("POST", "/v1/check" | "/v1/manifest/from-text" | "/check") => {
             Some(&state.inner.check_rate)
         }
         ("GET", "/check" | "/matrix") if asks => Some(&state.inner.check_rate),
@@ -212,12 +214,7 @@ async fn admit(
         _ => None,
     };
     if let Some(limiter) = limiter {
-        let ip = crate::listen::peer(&request).map(|p| p.ip());
-        let bearer = crate::auth::bearer_token(request.headers());
-        // Rounded up: a client that waits what it was told is admitted.
-        limiter.admit(ip, bearer).map_err(|wait| AppError::RateLimited {
-            retry_after_s: (wait.as_secs_f64().ceil() as u64).max(1),
-        })?;
+        charge(limiter, &request, 1)?;
     }
     let (parts, body) = request.into_parts();
     let bytes = tokio::time::timeout(
@@ -227,6 +224,30 @@ async fn admit(
     .await
     .map_err(|_| AppError::BodyTimeout)??;
     Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// Takes `cost` units from the request's rate-limit buckets (its peer's
+/// network and its bearer token), or answers 429.
+fn charge(limiter: &RateLimiter, request: &Request, cost: u32) -> Result<(), AppError> {
+    let ip = crate::listen::peer(request).map(|p| p.ip());
+    let bearer = crate::auth::bearer_token(request.headers());
+    // Rounded up: a client that waits what it was told is admitted.
+    limiter.admit(ip, bearer, cost).map_err(|wait| AppError::RateLimited {
+        retry_after_s: (wait.as_secs_f64().ceil() as u64).max(1),
+    })
+}
+
+/// Charges a batch of `manifests` to the check limit, at least one unit
+/// (an empty or unreadable batch still cost a request), so a batch costs
+/// what its manifests would cost one by one. All or nothing: a refused
+/// batch takes nothing from the buckets.
+pub(crate) fn charge_batch(
+    state: &AppState,
+    request: &Request,
+    manifests: usize,
+) -> Result<(), AppError> {
+    let cost = u32::try_from(manifests.max(1)).unwrap_or(u32::MAX);
+    charge(&state.inner.check_rate, request, cost)
 }
 
 /// Reads at most `limit` bytes of body, or answers 413 in the envelope.

@@ -3,6 +3,11 @@
 //! header with an unknown or revoked token is refused outright rather than
 //! treated as anonymous, so a client with a broken token learns it at once.
 //! Tokens are never logged: only the account name and token id are.
+//!
+//! A token's rights are its account's role's narrowed to the token's
+//! scopes (`check`, `publish`, `review`, `admin`): a role's own powers need
+//! its scope ([`Scope::of_role`]), so a `publish` token of an admin
+//! publishes but manages no account.
 
 use axum::extract::FromRequestParts;
 use axum::http::HeaderMap;
@@ -11,7 +16,7 @@ use axum::http::request::Parts;
 
 use crate::app::AppState;
 use crate::error::AppError;
-use crate::store::{Principal, Role};
+use crate::store::{Principal, Role, Scope};
 
 /// The caller of a request: anonymous, or an account.
 #[derive(Debug, Clone)]
@@ -26,24 +31,34 @@ impl Caller {
     }
 
     /// The account if its role is at least `role` (contributor < maintainer
-    /// < admin), else 401 or 403.
+    /// < admin) and its token carries that role's scope, else 401 or 403.
     pub fn at_least(&self, role: Role) -> Result<&Principal, AppError> {
         let principal = self.signed_in()?;
-        if rank(principal.role) >= rank(role) {
-            Ok(principal)
-        } else {
-            Err(AppError::Forbidden(format!(
+        if rank(principal.role) < rank(role) {
+            return Err(AppError::Forbidden(format!(
                 "this needs the {} role; {} is a {}",
                 role.as_str(),
                 principal.name,
                 principal.role.as_str()
-            )))
+            )));
         }
+        let scope = Scope::of_role(role);
+        if !principal.scopes.contains(scope) {
+            return Err(AppError::Forbidden(format!(
+                "this needs a token with the {} scope; this one has {}",
+                scope.as_str(),
+                principal.scopes.iter().map(Scope::as_str).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        Ok(principal)
     }
 
-    /// Whether the caller's role is at least `role`.
+    /// Whether the caller's role is at least `role` and its token carries
+    /// that role's scope.
     pub fn has(&self, role: Role) -> bool {
-        self.0.as_ref().is_some_and(|p| rank(p.role) >= rank(role))
+        self.0
+            .as_ref()
+            .is_some_and(|p| rank(p.role) >= rank(role) && p.scopes.contains(Scope::of_role(role)))
     }
 }
 

@@ -1,8 +1,11 @@
 //! The signed bundle of the served rule set (`GET /v1/bundle`): built from
 //! exactly the rules checks run against, labelled with their revision,
-//! once per revision, and kept until the revision moves.
+//! signed with an issue time and an expiry, and kept until the revision
+//! moves or half its validity has passed (then signed again, so a client
+//! that fetches always gets at least half a validity period).
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use axum::body::Bytes;
 use pitfall_api::BundleSigner;
@@ -20,12 +23,15 @@ pub struct Built {
     pub etag: String,
     /// The revision it holds.
     pub ruleset_revision: String,
+    /// When it was signed.
+    issued_at: SystemTime,
 }
 
 /// Builds and keeps the bundle of the current revision.
 #[derive(Debug)]
 pub struct Bundles {
     signer: Arc<BundleSigner>,
+    validity: Duration,
     current: Mutex<Option<Arc<Built>>>,
     /// One build at a time: concurrent requests for a new revision wait
     /// for the first one's build rather than each building it.
@@ -33,10 +39,11 @@ pub struct Bundles {
 }
 
 impl Bundles {
-    /// Bundles signed by `signer`.
-    pub fn new(signer: BundleSigner) -> Bundles {
+    /// Bundles signed by `signer`, each valid for `validity` from its signing.
+    pub fn new(signer: BundleSigner, validity: Duration) -> Bundles {
         Bundles {
             signer: Arc::new(signer),
+            validity,
             current: Mutex::new(None),
             building: tokio::sync::Mutex::new(()),
         }
@@ -49,7 +56,11 @@ impl Bundles {
 
     fn cached(&self, revision: &str) -> Option<Arc<Built>> {
         let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        current.as_ref().filter(|b| b.ruleset_revision == revision).cloned()
+        let fresh_enough = |b: &Built| {
+            SystemTime::now().duration_since(b.issued_at).unwrap_or(Duration::ZERO)
+                < self.validity / 2
+        };
+        current.as_ref().filter(|b| b.ruleset_revision == revision && fresh_enough(b)).cloned()
     }
 
     /// The bundle of the rule set served now.
@@ -78,10 +89,11 @@ impl Bundles {
         }
         let signer = self.signer.clone();
         let revision = rules.revision().to_owned();
+        let (issued_at, validity) = (SystemTime::now(), self.validity);
         let signed = tokio::task::spawn_blocking(move || {
             let pairs: Vec<_> =
                 rules.rules().iter().zip(&modules).map(|(r, m)| (r.meta(), m.as_slice())).collect();
-            signer.sign(&revision, &pairs)
+            signer.sign(&revision, &pairs, issued_at, validity)
         })
         .await
         .map_err(|e| AppError::Internal(anyhow::anyhow!("bundle task failed: {e}")))?;
@@ -90,6 +102,7 @@ impl Bundles {
             bytes: Bytes::from(signed.bytes),
             etag: signed.etag,
             ruleset_revision: signed.ruleset_revision,
+            issued_at,
         });
         *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(built.clone());
         Ok(built)

@@ -12,8 +12,11 @@ pub struct Config {
     #[arg(long, env = "PITFALL_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
     /// Where the server keeps its data: the SQLite database (unless
-    /// DATABASE_URL names another) and the compiled-code cache.
-    #[arg(long, env = "PITFALL_DATA_DIR", default_value = "./pitfall-data")]
+    /// DATABASE_URL names another), the bundle signing key (unless
+    /// --signing-key-file) and the compiled-code cache. Default: see
+    /// [`default_data_dir`] (a system service's state directory, else the
+    /// user's XDG data dir), never the directory it was started from.
+    #[arg(long, env = "PITFALL_DATA_DIR", default_value_os_t = default_data_dir())]
     pub data_dir: PathBuf,
     /// The registry's database: `sqlite://PATH` or `postgres://...`.
     /// Default: `sqlite://<data-dir>/pitfall.db`. Several servers on one
@@ -36,6 +39,46 @@ pub struct Config {
     /// generated on first start; `admin bundle-key` prints its public key.
     #[arg(long, env = "PITFALL_SIGNING_KEY_FILE", value_name = "PATH")]
     pub signing_key_file: Option<PathBuf>,
+}
+
+/// Where a system service keeps its data when nothing else says.
+pub const SYSTEM_DATA_DIR: &str = "/var/lib/pitfall";
+
+/// The data dir when `--data-dir` and `PITFALL_DATA_DIR` are not given:
+///
+/// 1. `$STATE_DIRECTORY` (its first entry), which systemd sets for a unit
+///    with `StateDirectory=`;
+/// 2. [`SYSTEM_DATA_DIR`] when running as a system service: systemd set
+///    `INVOCATION_ID` and the process runs as root or a system account
+///    (uid below 1000; a `systemd --user` unit runs as a person, who gets
+///    the next rule);
+/// 3. `$XDG_DATA_HOME/pitfall`, else `$HOME/.local/share/pitfall`;
+/// 4. [`SYSTEM_DATA_DIR`] when there is no home at all.
+pub fn default_data_dir() -> PathBuf {
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory.
+    let euid = unsafe { libc::geteuid() };
+    data_dir_from(|name| std::env::var_os(name), euid)
+}
+
+/// [`default_data_dir`] over a given environment and user id.
+pub fn data_dir_from(env: impl Fn(&str) -> Option<std::ffi::OsString>, euid: u32) -> PathBuf {
+    let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    if let Some(state) = set("STATE_DIRECTORY") {
+        let first = state.to_string_lossy().split(':').next().unwrap_or("").to_owned();
+        if !first.is_empty() {
+            return PathBuf::from(first);
+        }
+    }
+    if set("INVOCATION_ID").is_some() && euid < 1000 {
+        return PathBuf::from(SYSTEM_DATA_DIR);
+    }
+    if let Some(xdg) = set("XDG_DATA_HOME") {
+        return PathBuf::from(xdg).join("pitfall");
+    }
+    match set("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/share/pitfall"),
+        None => PathBuf::from(SYSTEM_DATA_DIR),
+    }
 }
 
 /// `Config` alone, parsed like `pitfall-server`'s flags.
@@ -83,8 +126,12 @@ pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 20_000;
 /// Open connections at most: far beyond what a few provisioning fleets
 /// need, well under the file-descriptor limit.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Open connections at most from one client network (an IPv4 address or
+/// an IPv6 /64): a CI fleet behind one NAT keeps a few dozen; one client
+/// cannot hold every one of [`DEFAULT_MAX_CONNECTIONS`].
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 64;
 /// Checks per minute from one client IP: a CI fleet behind one NAT checks
-/// a few manifests per deploy (a batch counts once).
+/// a few manifests per deploy (a batch counts per manifest).
 pub const DEFAULT_RATE_CHECK_PER_IP: u32 = 600;
 /// Checks per minute with one token.
 pub const DEFAULT_RATE_CHECK_PER_TOKEN: u32 = 600;
@@ -93,6 +140,9 @@ pub const DEFAULT_RATE_CHECK_PER_TOKEN: u32 = 600;
 pub const DEFAULT_RATE_PUBLISH_PER_IP: u32 = 30;
 /// Publishes per minute with one token.
 pub const DEFAULT_RATE_PUBLISH_PER_TOKEN: u32 = 30;
+/// How long a signed bundle is current, in hours: a week
+/// (`pitfall_api::bundle::DEFAULT_VALIDITY`).
+pub const DEFAULT_BUNDLE_VALIDITY_HOURS: u64 = 7 * 24;
 /// Answers kept for identical manifests, at most.
 pub const DEFAULT_RESULT_CACHE_ENTRIES: usize = 10_000;
 /// And at most this much answer text: an answer of twenty findings is
@@ -143,8 +193,13 @@ pub struct ServerLimits {
     /// Open connections at most; one more is closed at once.
     #[arg(long, env = "PITFALL_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
-    /// Checks (`/v1/check`, `/v1/check/batch`) per minute from one client
-    /// IP, bursts up to that many; 0 turns the limit off.
+    /// Open connections at most from one client network (an IPv4 address
+    /// or an IPv6 /64); one more is closed at once.
+    #[arg(long, env = "PITFALL_MAX_CONNECTIONS_PER_IP", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_IP)]
+    pub max_connections_per_ip: usize,
+    /// Checks (`/v1/check`, a manifest of `/v1/check/batch`) per minute
+    /// from one client IP (an IPv6 /64), bursts up to that many; 0 turns
+    /// the limit off.
     #[arg(long, env = "PITFALL_RATE_CHECK_PER_IP", default_value_t = DEFAULT_RATE_CHECK_PER_IP)]
     pub rate_check_per_ip: u32,
     /// Checks per minute with one bearer token; 0 turns the limit off.
@@ -156,12 +211,33 @@ pub struct ServerLimits {
     /// Publishes per minute with one bearer token; 0: off.
     #[arg(long, env = "PITFALL_RATE_PUBLISH_PER_TOKEN", default_value_t = DEFAULT_RATE_PUBLISH_PER_TOKEN)]
     pub rate_publish_per_token: u32,
+    /// How long a signed bundle (`GET /v1/bundle`) is current, in hours
+    /// from its signing; clients warn past it, or refuse with
+    /// `--require-fresh`. The server signs again after half of it.
+    #[arg(long, env = "PITFALL_BUNDLE_VALIDITY_HOURS", default_value_t = DEFAULT_BUNDLE_VALIDITY_HOURS, value_parser = clap::value_parser!(u64).range(1..=24 * 366))]
+    pub bundle_validity_hours: u64,
+    /// Let a maintainer approve their own rules, but only while the
+    /// registry has a single maintainer (or admin) in all. Off, approval
+    /// always needs someone other than the rule's publisher and owners.
+    #[arg(long, env = "PITFALL_SOLE_MAINTAINER_SELF_APPROVAL", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub sole_maintainer_self_approval: bool,
+    /// The URL people reach this server at (`https://pitfall.example.org`),
+    /// when it differs from the listen address (behind a proxy). An https
+    /// URL marks the review session cookie `Secure`, as a request that
+    /// arrived over https (`X-Forwarded-Proto: https`) does.
+    #[arg(long, env = "PITFALL_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
 }
 
 impl ServerLimits {
     /// The request timeout.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
+    }
+
+    /// How long a signed bundle is current.
+    pub fn bundle_validity(&self) -> Duration {
+        Duration::from_secs(self.bundle_validity_hours * 3600)
     }
 
     /// The body timeout.
@@ -183,10 +259,50 @@ impl Default for ServerLimits {
             header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
             body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             rate_check_per_ip: DEFAULT_RATE_CHECK_PER_IP,
             rate_check_per_token: DEFAULT_RATE_CHECK_PER_TOKEN,
             rate_publish_per_ip: DEFAULT_RATE_PUBLISH_PER_IP,
             rate_publish_per_token: DEFAULT_RATE_PUBLISH_PER_TOKEN,
+            bundle_validity_hours: DEFAULT_BUNDLE_VALIDITY_HOURS,
+            sole_maintainer_self_approval: false,
+            public_url: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_data_dir_follows_the_service_manager_then_xdg() {
+        let cases: &[(&[(&str, &str)], u32, &str)] = &[
+            (&[("HOME", "/home/ann")], 1000, "/home/ann/.local/share/pitfall"),
+            (&[("HOME", "/home/ann"), ("XDG_DATA_HOME", "/data/ann")], 1000, "/data/ann/pitfall"),
+            // A systemd system service (as root or a system account).
+            (&[("HOME", "/root"), ("INVOCATION_ID", "abc")], 0, SYSTEM_DATA_DIR),
+            (&[("HOME", "/"), ("INVOCATION_ID", "abc")], 998, SYSTEM_DATA_DIR),
+            // A systemd --user service: the person's own data dir.
+            (
+                &[("HOME", "/home/ann"), ("INVOCATION_ID", "abc")],
+                1000,
+                "/home/ann/.local/share/pitfall",
+            ),
+            // StateDirectory= wins.
+            (
+                &[("STATE_DIRECTORY", "/var/lib/pf:/var/lib/other"), ("INVOCATION_ID", "a")],
+                0,
+                "/var/lib/pf",
+            ),
+            (&[], 0, SYSTEM_DATA_DIR),
+            (&[("HOME", "")], 1000, SYSTEM_DATA_DIR),
+        ];
+        for (vars, euid, expected) in cases {
+            let env = |name: &str| {
+                vars.iter().find(|(k, _)| *k == name).map(|(_, v)| std::ffi::OsString::from(v))
+            };
+            assert_eq!(data_dir_from(env, *euid), PathBuf::from(expected), "{vars:?} uid {euid}");
         }
     }
 }

@@ -2,12 +2,15 @@
 //! connection bound, so a client that opens sockets and sends nothing, or
 //! drips its headers a byte a minute, would hold a task and a file
 //! descriptor for ever. Here every connection gets hyper's header-read
-//! timeout, the number of open connections is bounded (one over the bound
-//! is closed at once, so the ones already served are not starved), and the
-//! peer address is put in the request's extensions for per-IP rate limits.
+//! timeout, the number of open connections is bounded, in all and per
+//! client network (an IPv4 address or an IPv6 /64, as the rate limits key
+//! them), so one client cannot take every slot (one over a bound is closed
+//! at once, so the ones already served are not starved), and the peer
+//! address is put in the request's extensions for per-IP rate limits.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -31,6 +34,45 @@ pub struct ListenLimits {
     pub header_read_timeout: Duration,
     /// Open connections at most.
     pub max_connections: usize,
+    /// Open connections at most from one client network.
+    pub max_connections_per_ip: usize,
+}
+
+/// Open connections per client network.
+#[derive(Debug, Default)]
+struct PerNet(Mutex<HashMap<IpAddr, usize>>);
+
+/// One open connection of a network; counted off when dropped.
+#[derive(Debug)]
+struct NetSlot {
+    nets: Arc<PerNet>,
+    net: IpAddr,
+}
+
+impl PerNet {
+    fn take(self: &Arc<Self>, peer: IpAddr, max: usize) -> Option<NetSlot> {
+        let net = crate::rate_limit::client_net(peer);
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let count = open.entry(net).or_insert(0);
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(NetSlot { nets: self.clone(), net })
+    }
+}
+
+impl Drop for NetSlot {
+    fn drop(&mut self) {
+        let mut open = self.nets.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = open.get_mut(&self.net) {
+            *count -= 1;
+            if *count == 0 {
+                // Only networks with an open connection are kept.
+                open.remove(&self.net);
+            }
+        }
+    }
 }
 
 /// Serves `router` on `listener` until `shutdown` completes, then waits up
@@ -44,6 +86,8 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let max = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
     let slots = Arc::new(Semaphore::new(max));
+    let per_net = Arc::new(PerNet::default());
+    let max_per_net = limits.max_connections_per_ip.max(1);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
@@ -68,6 +112,11 @@ pub async fn serve(
             drop(stream);
             continue;
         };
+        let Some(net_slot) = per_net.take(peer.ip(), max_per_net) else {
+            tracing::warn!(%peer, max = max_per_net, "connection refused: too many open connections from its network");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
@@ -81,6 +130,7 @@ pub async fn serve(
             if let Err(e) = connection.await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
+            drop(net_slot);
             drop(slot);
         });
     }

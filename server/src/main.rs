@@ -10,7 +10,7 @@ use pitfall_server::Config;
 /// glibc's allocator was a third of a loaded server's CPU (BENCHMARKS.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use pitfall_server::store::Role;
+use pitfall_server::store::{Role, Scope, Scopes, TokenGrant};
 
 #[derive(Debug, Parser)]
 #[command(name = "pitfall-server", version, about = "The Pitfall registry server")]
@@ -37,9 +37,20 @@ enum Admin {
         /// The account's name.
         #[arg(long, default_value = "admin")]
         name: String,
-        /// The account's role: contributor, maintainer or admin.
-        #[arg(long, default_value = "admin")]
+        /// The account's role: contributor, maintainer or admin. An
+        /// existing account must already have it, unless --set-role.
+        #[arg(long)]
         role: String,
+        /// Change an existing account's role to --role.
+        #[arg(long)]
+        set_role: bool,
+        /// What the token may be used for (check, publish, review, admin;
+        /// repeat or comma-separate). Default: everything the role allows.
+        #[arg(long = "scope", value_delimiter = ',')]
+        scopes: Vec<String>,
+        /// Days until the token stops authenticating. Default: never.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=3650))]
+        expires_in_days: Option<u32>,
         /// What the token is for.
         #[arg(long, default_value = "created by pitfall-server admin")]
         label: String,
@@ -48,6 +59,23 @@ enum Admin {
     /// (`ed25519:...`), for clients to pin (`bundle_public_key` in
     /// `~/.config/pitfall/config.toml`, or `PITFALL_BUNDLE_KEY`).
     BundleKey,
+}
+
+/// A token's scopes and expiry from `create-token`'s flags.
+fn grant(scopes: &[String], expires_in_days: Option<u32>) -> anyhow::Result<TokenGrant> {
+    let scopes = if scopes.is_empty() {
+        Scopes::ALL
+    } else {
+        let parsed: Result<Vec<Scope>, _> = scopes.iter().map(|s| s.trim().parse()).collect();
+        Scopes::of(parsed.map_err(|e| anyhow::anyhow!("--scope: {e}"))?)
+    };
+    let expires_at = expires_in_days.map(|days| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        now + i64::from(days) * 86_400_000
+    });
+    Ok(TokenGrant { expires_at, scopes })
 }
 
 fn main() -> std::process::ExitCode {
@@ -74,15 +102,32 @@ async fn run() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => pitfall_server::server::serve(cli.config).await,
-        Command::Admin(Admin::CreateToken { name, role, label }) => match role.parse::<Role>() {
-            Ok(role) => pitfall_server::server::create_token(&cli.config, &name, role, &label)
+        Command::Admin(Admin::CreateToken {
+            name,
+            role,
+            set_role,
+            scopes,
+            expires_in_days,
+            label,
+        }) => match (role.parse::<Role>(), grant(&scopes, expires_in_days)) {
+            (Ok(role), Ok(grant)) => {
+                pitfall_server::server::create_token(
+                    &cli.config,
+                    &name,
+                    role,
+                    &label,
+                    set_role,
+                    grant,
+                )
                 .await
                 .map(|token| {
-                    // The secret goes to stdout alone, so scripts can capture it;
-                    // it is stored hashed and never shown again.
+                    // The secret goes to stdout alone, so scripts can capture
+                    // it; it is stored hashed and never shown again.
                     println!("{token}");
-                }),
-            Err(e) => Err(anyhow::anyhow!("--role: {e}")),
+                })
+            }
+            (Err(e), _) => Err(anyhow::anyhow!("--role: {e}")),
+            (_, Err(e)) => Err(e),
         },
         Command::Admin(Admin::BundleKey) => {
             pitfall_server::server::bundle_key(&cli.config).map(|key| println!("{key}"))

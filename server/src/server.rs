@@ -17,10 +17,16 @@ use crate::store::{Actor, Role, Store};
 pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
+    // What to back up is there (the database, unless DATABASE_URL names
+    // another, and the signing key): say where it is.
+    tracing::info!(data_dir = %config.data_dir.display(), "data dir");
     let store = connect(config).await?;
     let limits = Limits { memo_bytes: config.limits.rule_memo_bytes, ..Limits::default() };
     let engine = Engine::with_cache_dir(limits, config.data_dir.join("compiled"))
         .context("starting the rule engine")?;
+    if let Some(why) = engine.disk_cache_refused() {
+        tracing::warn!("{why}; rules are compiled afresh at each start");
+    }
     if !config.seed_bundled {
         return Ok(Arc::new(Registry::open(store, engine).await?));
     }
@@ -113,10 +119,15 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     tracing::info!(rules = rules.rules().len(), revision = rules.revision(), "rules loaded");
     let poller = registry.spawn_poller(Duration::from_millis(config.refresh_ms.max(10)));
     let public_key = signer.public_key();
-    tracing::info!(public_key = %public_key, "bundles signed");
+    tracing::info!(
+        public_key = %public_key,
+        key_file = %config.signing_key_file.clone().unwrap_or_else(|| config.data_dir.join(crate::signing::DEFAULT_KEY_FILE)).display(),
+        "bundles signed"
+    );
     let listen_limits = crate::listen::ListenLimits {
         header_read_timeout: Duration::from_millis(config.limits.header_timeout_ms.max(1)),
         max_connections: config.limits.max_connections,
+        max_connections_per_ip: config.limits.max_connections_per_ip,
     };
     let router = app(AppState::with_signer(registry, config.limits.clone(), signer));
     let listener = tokio::net::TcpListener::bind(config.listen)
@@ -154,11 +165,14 @@ pub fn bundle_key(config: &Config) -> anyhow::Result<pitfall_api::PublicKey> {
 
 /// `admin create-token`: an account with `role` (created if missing) and a
 /// fresh token for it, printed once. This is how the first admin exists.
+/// An existing account with another role is refused unless `set_role`.
 pub async fn create_token(
     config: &Config,
     name: &str,
     role: Role,
     label: &str,
+    set_role: bool,
+    grant: crate::store::TokenGrant,
 ) -> anyhow::Result<String> {
     crate::api::accounts::validate_account_name(name)
         .map_err(|e| anyhow::anyhow!("{}", e.describe().1.message))?;
@@ -167,9 +181,16 @@ pub async fn create_token(
     let store = connect(config).await?;
     let account = match store.account_by_name(name).await? {
         Some(account) if account.role == role => account,
-        Some(account) => store.set_role(account.id, role, &Actor::System).await?,
+        // A typo in a name must not silently promote (or demote) an
+        // existing account: changing a role is said out loud.
+        Some(account) if set_role => store.set_role(account.id, role, &Actor::System).await?,
+        Some(account) => anyhow::bail!(
+            "the account {name} exists with the role {}, not {}: pass --set-role to change it",
+            account.role.as_str(),
+            role.as_str()
+        ),
         None => store.create_account(name, role, &Actor::System).await?,
     };
-    let (secret, _) = store.issue_token(account.id, label, &Actor::System).await?;
+    let (secret, _) = store.issue_token_with(account.id, label, grant, &Actor::System).await?;
     Ok(secret)
 }

@@ -1,5 +1,7 @@
 //! `cargo xtask <command>`: the project's own commands, so a fresh machine
-//! needs nothing but cargo.
+//! needs nothing but cargo. Installing packages (apt-get, as root) happens
+//! here and nowhere else: build scripts only detect (`PITFALL_NO_INSTALL=1`
+//! makes these commands name the packages instead of installing them).
 //!
 //! - `setup`: install what the tests need (the wasm toolchain when the
 //!   active toolchain has no wasm32 target: Debian's rustc-web route; and
@@ -7,6 +9,9 @@
 //!   fonts-dejavu-core for the text of pitfall-bench's plot, clang + lld
 //!   for rules written in C; and schemathesis, pinned, in a virtualenv
 //!   under `target/schemathesis`, for the server's API conformance test).
+//! - `serve [ARGS]`: install the wasm toolchain if it is missing (as
+//!   `setup` does, and only that), then `cargo run -p pitfall-server --
+//!   ARGS`: the one line that runs the registry on a fresh machine.
 //! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
 //! - `test`: `setup`, `cargo fmt --check` and `cargo clippy -D warnings`,
 //!   then every test of the workspace.
@@ -28,13 +33,14 @@ fn main() -> anyhow::Result<()> {
     let root = root()?;
     match args.first().map(String::as_str) {
         Some("setup") => setup().map(|_| ()),
+        Some("serve") => serve(&root, &args[1..]),
         Some("build-rules") => build_rules(&root),
         Some("test") => test(&root, &args[1..]),
         Some("schema") => schema(&root),
         Some("soak") => soak(&root, &args[1..]),
         Some("fuzz") => fuzz::fuzz(&root, &args[1..]),
         _ => bail!(
-            "usage: cargo xtask <setup|build-rules|test|schema|soak [--seconds N]|fuzz TARGET [--seconds N]>"
+            "usage: cargo xtask <setup|serve [ARGS]|build-rules|test|schema|soak [--seconds N]|fuzz TARGET [--seconds N]>"
         ),
     }
 }
@@ -53,6 +59,24 @@ fn setup() -> anyhow::Result<pitfall_wasm_build::Toolchain> {
     ensure_packages("the C example rule", C_PACKAGES, C_BINARIES, install)?;
     ensure_schemathesis(install)?;
     Ok(toolchain)
+}
+
+/// The wasm toolchain the bundled rules need (installed if missing and
+/// allowed), then the server, with `args`.
+fn serve(root: &Path, args: &[String]) -> anyhow::Result<()> {
+    let install = std::env::var_os("PITFALL_NO_INSTALL").is_none();
+    let toolchain = pitfall_wasm_build::ensure(install)?;
+    eprintln!("xtask: wasm toolchain: {}", toolchain.name());
+    let status = cargo()
+        .current_dir(root)
+        .args(["run", "-p", "pitfall-server", "--"])
+        .args(args)
+        .status()
+        .context("running cargo run -p pitfall-server")?;
+    if !status.success() {
+        bail!("pitfall-server exited with {status}");
+    }
+    Ok(())
 }
 
 /// The schemathesis release the server's conformance test pins (the same

@@ -14,17 +14,28 @@ use serde_json::Value;
 
 use super::build::{build_checked, build_module};
 use super::source::Source;
-use crate::config::UserConfig;
+use crate::config::{TokenSource, UserConfig};
 
 /// Where to publish, and as whom.
-#[derive(Debug, clap::Args)]
+#[derive(clap::Args)]
 pub(crate) struct Registry {
     /// The registry (default: PITFALL_SERVER, else `server` in the config file).
     #[arg(long, value_name = "URL")]
     server: Option<String>,
-    /// A bearer token (default: PITFALL_TOKEN, else `token` in the config file).
+    /// A bearer token. Prefer PITFALL_TOKEN or `token` in the config file
+    /// (used when this is not given): a flag is visible to other users in
+    /// the process list and stays in shell history.
     #[arg(long, value_name = "TOKEN")]
     token: Option<String>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("server", &self.server)
+            .field("token", &pitfall_client::api::redacted(&self.token))
+            .finish()
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -57,13 +68,18 @@ impl Registry {
                 "no registry: give --server URL, or set PITFALL_SERVER or `server` in the config file"
             );
         };
-        let Some(token) = self.token.clone().or(config.token) else {
-            bail!("no token: give --token, or set PITFALL_TOKEN or `token` in the config file");
+        let (token, source) = match (&self.token, config.token) {
+            (Some(flag), _) => (flag.clone(), TokenSource::Flag),
+            (None, Some(setting)) => (setting, TokenSource::Settings),
+            (None, None) => {
+                bail!("no token: set PITFALL_TOKEN or `token` in the config file (or give --token)")
+            }
         };
         let client = Client::builder(&server)
             .token(token)
             .build()
             .with_context(|| format!("the registry {server}"))?;
+        crate::config::warn_about_token(&client, source);
         Ok((client, server.trim_end_matches('/').to_owned()))
     }
 }

@@ -369,3 +369,101 @@ fn fleets_are_checked_online_and_offline_alike_with_fail_on_quiet_and_progress()
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
 }
+
+/// A bundle of no rules at `revision`, signed by `signer` at `issued`
+/// (seconds from now, negative for the past) and valid for `days`.
+fn empty_bundle(signer: &BundleSigner, revision: &str, issued: i64, days: u64) -> Vec<u8> {
+    let now = std::time::SystemTime::now();
+    let offset = std::time::Duration::from_secs(issued.unsigned_abs());
+    let at = if issued < 0 { now - offset } else { now + offset };
+    signer.sign(revision, &[], at, std::time::Duration::from_secs(days * 24 * 3600)).bytes
+}
+
+fn pull_from(home: &Home, body: Vec<u8>, extra: &[&str]) -> Output {
+    let url = serve_once(body);
+    let mut args = vec!["bundle", "pull", "--server", &url];
+    args.extend_from_slice(extra);
+    home.run(&args)
+}
+
+#[test]
+fn an_older_bundle_is_refused_unless_the_downgrade_is_asked_for() {
+    let signer = BundleSigner::from_seed(&[21; 32]);
+    let home = Home::new(&signer.public_key().to_string());
+    let five = empty_bundle(&signer, "5", 0, 7);
+    let out = pull_from(&home, five.clone(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("current until"), "{}", text(&out.stdout));
+
+    // A lower revision (yanked rules brought back), or the same revision
+    // signed earlier: refused, the held bundle kept.
+    for (older, why) in [
+        (empty_bundle(&signer, "3", 0, 7), "revision 3 is older than the held revision 5"),
+        (empty_bundle(&signer, "5", -3600, 7), "revision 5 signed before the held copy"),
+    ] {
+        let out = pull_from(&home, older, &[]);
+        assert_eq!(out.status.code(), Some(2), "{why}: {}", text(&out.stdout));
+        let err = text(&out.stderr);
+        assert!(err.contains(why) && err.contains("--allow-downgrade"), "{err}");
+        assert_eq!(std::fs::read(home.bundle()).expect("kept"), five, "{why}");
+    }
+
+    // Asked for: taken.
+    let three = empty_bundle(&signer, "3", 0, 7);
+    let out = pull_from(&home, three.clone(), &["--allow-downgrade"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(home.bundle()).expect("pulled"), three);
+    // A newer revision needs nothing.
+    let out = pull_from(&home, empty_bundle(&signer, "4", 0, 7), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn an_expired_bundle_is_refused_from_a_server_and_flagged_when_held() {
+    let signer = BundleSigner::from_seed(&[22; 32]);
+    let home = Home::new(&signer.public_key().to_string());
+    // Signed ten days ago for a week: a stale copy, however validly signed.
+    let stale = empty_bundle(&signer, "9", -10 * 24 * 3600, 7);
+    let out = pull_from(&home, stale.clone(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("expired at"), "{}", text(&out.stderr));
+    assert!(!home.bundle().exists());
+
+    // Held (pulled long ago): checks go on with a warning...
+    std::fs::create_dir_all(home.bundle().parent().expect("dir")).expect("dir");
+    std::fs::write(home.bundle(), &stale).expect("written");
+    let g5g = fixture("g5g-gemma4-vllm0271.json");
+    let out = home.run(&["check", &g5g, "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("warning") && err.contains("expired at"), "{err}");
+    // ...or stop with --require-fresh.
+    let out = home.run(&["check", &g5g, "--quiet", "--require-fresh"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--require-fresh refuses it"), "{}", text(&out.stderr));
+    // A current bundle passes either way.
+    std::fs::write(home.bundle(), empty_bundle(&signer, "9", 0, 7)).expect("written");
+    let out = home.run(&["check", &g5g, "--quiet", "--require-fresh"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("warning"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn two_pinned_keys_accept_either_during_a_rotation() {
+    let (old, new) = (BundleSigner::from_seed(&[23; 32]), BundleSigner::from_seed(&[24; 32]));
+    let home = Home::new(&format!("{},{}", old.public_key(), new.public_key()));
+    let out = pull_from(&home, empty_bundle(&old, "1", 0, 7), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = pull_from(&home, empty_bundle(&new, "2", 0, 7), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let third = BundleSigner::from_seed(&[25; 32]);
+    let out = pull_from(&home, empty_bundle(&third, "3", 0, 7), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not by the pinned key"), "{}", text(&out.stderr));
+    // Three keys is a mistake, not a rotation.
+    let many =
+        Home::new(&format!("{},{},{}", old.public_key(), new.public_key(), third.public_key()));
+    let out = many.run(&["bundle", "show", &home.bundle().display().to_string()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("at most two"), "{}", text(&out.stderr));
+}

@@ -56,9 +56,19 @@ impl Live {
             seed_modules(&store, &engine, modules).await.expect("seed");
             store.close().await;
             let maintainer =
-                create_token(&config, "mia", Role::Maintainer, "test").await.expect("token");
-            let contributor =
-                create_token(&config, "alice", Role::Contributor, "test").await.expect("token");
+                create_token(&config, "mia", Role::Maintainer, "test", false, Default::default())
+                    .await
+                    .expect("token");
+            let contributor = create_token(
+                &config,
+                "alice",
+                Role::Contributor,
+                "test",
+                false,
+                Default::default(),
+            )
+            .await
+            .expect("token");
             (start(config).await.expect("server starts"), maintainer, contributor)
         });
         Live {

@@ -16,7 +16,9 @@ use crate::api::types::{
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::AppError;
-use crate::store::{Account, Actor, AuditEntry, Role, TokenInfo};
+use crate::store::{
+    Account, Actor, AuditEntry, Role, Scope, Scopes, TokenGrant, TokenInfo, UnixMillis,
+};
 
 fn account_view(a: &Account) -> AccountView {
     AccountView {
@@ -33,7 +35,65 @@ fn token_view(t: &TokenInfo) -> TokenView {
         label: t.label.clone(),
         created_at: rfc3339(t.created_at),
         revoked_at: t.revoked_at.map(rfc3339),
+        expires_at: t.expires_at.map(rfc3339),
+        scopes: t.scopes.iter().map(|s| s.as_str().to_owned()).collect(),
     }
+}
+
+/// The scopes a request asks for: a subset of the calling token's
+/// (default: all of them), so no token mints a broader one.
+fn requested_scopes(asked: Option<&[String]>, caller: Scopes) -> Result<Scopes, AppError> {
+    let Some(asked) = asked else { return Ok(caller) };
+    let scopes = asked
+        .iter()
+        .map(|s| {
+            s.parse::<Scope>().map_err(|_| AppError::BadRequest {
+                code: "invalid_scope",
+                message: format!("{s:?} is not a scope: check, publish, review or admin"),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let scopes = Scopes::of(scopes);
+    if scopes == Scopes::of([]) {
+        return Err(AppError::BadRequest {
+            code: "invalid_scope",
+            message: "a token needs at least one scope".into(),
+        });
+    }
+    if !scopes.is_subset(caller) {
+        return Err(AppError::Forbidden(
+            "a token can only be issued scopes the calling token has".into(),
+        ));
+    }
+    Ok(scopes)
+}
+
+/// When a new token expires: in `days` if asked, never by default, and
+/// never after the calling token does.
+fn requested_expiry(
+    days: Option<u32>,
+    caller: Option<UnixMillis>,
+) -> Result<Option<UnixMillis>, AppError> {
+    let asked = match days {
+        None => None,
+        Some(days @ 1..=3650) => Some(now_millis() + i64::from(days) * 86_400_000),
+        Some(days) => {
+            return Err(AppError::BadRequest {
+                code: "invalid_expiry",
+                message: format!("expires_in_days is 1 to 3650, not {days}"),
+            });
+        }
+    };
+    Ok(match (asked, caller) {
+        (Some(a), Some(c)) => Some(a.min(c)),
+        (a, c) => a.or(c),
+    })
+}
+
+fn now_millis() -> UnixMillis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn parse_role(text: &str) -> Result<Role, AppError> {
@@ -137,7 +197,12 @@ pub async fn issue_token(
                 .id
         }
     };
-    let (secret, info) = store.issue_token(account_id, label, &Actor::Account(principal)).await?;
+    let grant = TokenGrant {
+        scopes: requested_scopes(request.scopes.as_deref(), principal.scopes)?,
+        expires_at: requested_expiry(request.expires_in_days, principal.expires_at)?,
+    };
+    let (secret, info) =
+        store.issue_token_with(account_id, label, grant, &Actor::Account(principal)).await?;
     Ok((StatusCode::CREATED, Json(IssuedToken { token: secret, info: token_view(&info) })))
 }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{Extension, State};
+use axum::extract::{Extension, Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use pitfall_contract::manifest::MANIFEST_VERSION;
@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::answer::SerializedAnswer;
 use crate::api::types::{BatchItem, ErrorBody};
-use crate::app::{AppState, RequestDeadline, read_body};
+use crate::app::{AppState, RequestDeadline, charge_batch, read_body};
 use crate::error::AppError;
 use crate::extract::json_object;
 use crate::result_cache::{ManifestDigest, text_digest};
@@ -49,17 +49,28 @@ struct RawBatch<'a> {
 pub async fn batch(
     State(state): State<AppState>,
     Extension(deadline): Extension<RequestDeadline>,
-    body: Body,
+    request: Request,
 ) -> Result<Response, AppError> {
+    let (parts, body) = request.into_parts();
+    let charged = Request::from_parts(parts, Body::empty());
     let body = read_body(body, state.limits().max_body_bytes).await?;
     let start = Instant::now();
     // Raw entries: each manifest's size is its text's length, with no
     // second serialisation to measure it.
-    let request: RawBatch<'_> = json_object(&body).map_err(|e| AppError::BadRequest {
-        code: "invalid_json",
-        message: format!("the body must be {{\"manifests\": [...]}}: {e}"),
-    })?;
+    let request: RawBatch<'_> = match json_object(&body) {
+        Ok(request) => request,
+        Err(e) => {
+            charge_batch(&state, &charged, 1)?;
+            return Err(AppError::BadRequest {
+                code: "invalid_json",
+                message: format!("the body must be {{\"manifests\": [...]}}: {e}"),
+            });
+        }
+    };
     let max = state.limits().max_batch;
+    // One unit for a batch refused as too large; else one per manifest.
+    let manifests = if request.manifests.len() > max { 1 } else { request.manifests.len() };
+    charge_batch(&state, &charged, manifests)?;
     if request.manifests.len() > max {
         return Err(AppError::BadRequest {
             code: "batch_too_large",

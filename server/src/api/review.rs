@@ -10,7 +10,7 @@ use crate::api::types::{ReviewRequest, VersionDetail};
 use crate::app::{AppState, read_body};
 use crate::auth::Caller;
 use crate::error::AppError;
-use crate::store::{Actor, Role, VersionState};
+use crate::store::{Actor, Principal, Role, VersionState};
 
 /// A review body is tiny; anything larger is not a reason.
 const MAX_REVIEW_BODY: usize = 16 << 10;
@@ -74,8 +74,40 @@ async fn review(
     to: VersionState,
 ) -> Result<Json<VersionDetail>, AppError> {
     let principal = caller.at_least(Role::Maintainer)?.clone();
+    if to == VersionState::Approved {
+        refuse_self_approval(state, &principal, id, version).await?;
+    }
     let reason = reason(body).await?;
     change_state(state, Actor::Account(principal), id, version, to, reason).await
+}
+
+/// A maintainer may not approve a version they published or of a rule
+/// they own: a second pair of eyes is the point of review. The exception
+/// is a registry with one reviewer in all, and only when its server was
+/// started with `--sole-maintainer-self-approval` (someone has to approve).
+async fn refuse_self_approval(
+    state: &AppState,
+    principal: &Principal,
+    id: &str,
+    version: &str,
+) -> Result<(), AppError> {
+    let store = state.registry().store();
+    let published_by = store.version(id, version).await?.and_then(|v| v.published_by);
+    let own = published_by.is_some_and(|by| by.id == principal.account_id)
+        || store.is_owner(id, principal.account_id).await?;
+    if !own {
+        return Ok(());
+    }
+    if state.limits().sole_maintainer_self_approval && store.reviewer_count().await? <= 1 {
+        tracing::info!(rule = %id, version = %version, account = %principal.name, "self-approval by the sole maintainer");
+        return Ok(());
+    }
+    Err(AppError::Forbidden(format!(
+        "{} may not approve {id} {version}: they published it or own the rule, and review needs \
+         another maintainer (a registry with a single maintainer may allow it with \
+         --sole-maintainer-self-approval)",
+        principal.name
+    )))
 }
 
 /// `POST /v1/rules/{id}/versions/{version}/yank` (an owner or a maintainer).
@@ -86,9 +118,9 @@ pub async fn yank(
     body: Body,
 ) -> Result<Json<VersionDetail>, AppError> {
     let principal = caller.signed_in()?.clone();
-    if !caller.has(Role::Maintainer)
-        && !state.registry().store().is_owner(&id, principal.account_id).await?
-    {
+    let as_owner = principal.scopes.contains(crate::store::Scope::Publish)
+        && state.registry().store().is_owner(&id, principal.account_id).await?;
+    if !caller.has(Role::Maintainer) && !as_owner {
         return Err(AppError::Forbidden(format!(
             "only an owner of {id} or a maintainer may yank it"
         )));

@@ -10,8 +10,8 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{
-    Account, Actor, AuditEntry, Principal, Result, Role, Store, StoreError, Subject, TokenInfo,
-    account_ref, audit, is_unique_violation, json_column, now, record,
+    Account, Actor, AuditEntry, Principal, Result, Role, Scope, Scopes, Store, StoreError, Subject,
+    TokenGrant, TokenInfo, account_ref, audit, is_unique_violation, json_column, now, record,
 };
 
 /// The prefix of every token secret: makes leaked tokens recognisable to
@@ -27,7 +27,7 @@ const MAX_AUDIT_PAGE: i64 = 500;
 
 const ACCOUNT_COLUMNS: &str = "id, name, role, created_at";
 const TOKEN_SELECT: &str = "SELECT t.id, t.account_id, a.name AS account_name, t.label, t.created_at, t.revoked_at, \
-     t.last_used_at FROM api_tokens t JOIN accounts a ON a.id = t.account_id";
+     t.last_used_at, t.expires_at, t.scopes FROM api_tokens t JOIN accounts a ON a.id = t.account_id";
 
 impl Store {
     /// Creates an account. A taken name is [`StoreError::Conflict`].
@@ -94,6 +94,15 @@ impl Store {
         rows.iter().map(account_from_row).collect()
     }
 
+    /// How many accounts may review (maintainers and admins).
+    pub async fn reviewer_count(&self) -> Result<i64> {
+        let row =
+            sqlx::query("SELECT COUNT(*) AS n FROM accounts WHERE role IN ('maintainer', 'admin')")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(row.try_get("n")?)
+    }
+
     /// Changes an account's role.
     pub async fn set_role(&self, account_id: i64, role: Role, actor: &Actor) -> Result<Account> {
         let mut tx = self.begin_write().await?;
@@ -125,23 +134,39 @@ impl Store {
         Ok(account)
     }
 
-    /// Issues a token for an account. The secret is returned here and
-    /// never again; only its hash is stored.
+    /// Issues a token for an account, with no expiry and every scope. The
+    /// secret is returned here and never again; only its hash is stored.
     pub async fn issue_token(
         &self,
         account_id: i64,
         label: &str,
         actor: &Actor,
     ) -> Result<(String, TokenInfo)> {
+        self.issue_token_with(account_id, label, TokenGrant::default(), actor).await
+    }
+
+    /// [`Store::issue_token`] with an expiry and scopes.
+    pub async fn issue_token_with(
+        &self,
+        account_id: i64,
+        label: &str,
+        grant: TokenGrant,
+        actor: &Actor,
+    ) -> Result<(String, TokenInfo)> {
+        if grant.scopes == Scopes::of([]) {
+            return Err(StoreError::Invalid("a token needs at least one scope".into()));
+        }
         let secret = new_secret()?;
         let mut tx = self.begin_write().await?;
         let id: i64 = sqlx::query(
-            "INSERT INTO api_tokens (account_id, label, secret_sha256, created_at) \
-             SELECT id, $1, $2, $3 FROM accounts WHERE id = $4 RETURNING id",
+            "INSERT INTO api_tokens (account_id, label, secret_sha256, created_at, expires_at, scopes) \
+             SELECT id, $1, $2, $3, $4, $5 FROM accounts WHERE id = $6 RETURNING id",
         )
         .bind(label)
         .bind(secret_hash(&secret))
         .bind(now())
+        .bind(grant.expires_at)
+        .bind(grant.scopes.stored())
         .bind(account_id)
         .fetch_optional(&mut *tx)
         .await?
@@ -149,33 +174,34 @@ impl Store {
         .try_get("id")?;
         let subject =
             Subject { token_id: Some(id), account_id: Some(account_id), ..Subject::default() };
-        record(&mut tx, actor, audit::TOKEN_ISSUE, subject, json!({ "label": label })).await?;
+        let detail = json!({
+            "label": label,
+            "expires_at": grant.expires_at,
+            "scopes": grant.scopes.iter().map(Scope::as_str).collect::<Vec<_>>(),
+        });
+        record(&mut tx, actor, audit::TOKEN_ISSUE, subject, detail).await?;
         let info = token_by_id(&mut tx, id).await?;
         tx.commit().await?;
         Ok((secret, info))
     }
 
-    /// The account behind a token secret; `None` for an unknown or revoked
-    /// token (or a string that is not a token at all).
+    /// The account behind a token secret; `None` for an unknown, revoked
+    /// or expired token (or a string that is not a token at all).
     pub async fn authenticate(&self, secret: &str) -> Result<Option<Principal>> {
         if !secret.starts_with(TOKEN_PREFIX) {
             return Ok(None);
         }
         let row = sqlx::query(
-            "SELECT t.id AS token_id, t.last_used_at, a.id AS account_id, a.name, a.role \
+            "SELECT t.id AS token_id, t.last_used_at, t.expires_at, t.scopes, a.id AS account_id, a.name, a.role \
              FROM api_tokens t JOIN accounts a ON a.id = t.account_id \
-             WHERE t.secret_sha256 = $1 AND t.revoked_at IS NULL",
+             WHERE t.secret_sha256 = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > $2)",
         )
         .bind(secret_hash(secret))
+        .bind(now())
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
-        let principal = Principal {
-            account_id: row.try_get("account_id")?,
-            name: row.try_get("name")?,
-            role: row.try_get::<String, _>("role")?.parse()?,
-            token_id: row.try_get("token_id")?,
-        };
+        let principal = principal_from_row(&row)?;
         let last_used: Option<i64> = row.try_get("last_used_at")?;
         let now = now();
         if last_used.is_none_or(|t| now - t >= LAST_USED_GRANULARITY_MS) {
@@ -206,6 +232,12 @@ impl Store {
         .await?
         .rows_affected();
         let info = token_by_id(&mut tx, token_id).await?;
+        // Its review sessions end with it (they would no longer
+        // authenticate anyway: a session is only as good as its token).
+        sqlx::query("DELETE FROM review_sessions WHERE token_id = $1")
+            .bind(token_id)
+            .execute(&mut *tx)
+            .await?;
         if revoked > 0 {
             let subject = Subject {
                 token_id: Some(token_id),
@@ -282,10 +314,15 @@ pub(crate) fn secret_hash(secret: &str) -> String {
 
 /// A fresh secret from the OS's random source.
 fn new_secret() -> Result<String> {
+    random_secret(TOKEN_PREFIX)
+}
+
+/// `prefix` and 32 random bytes from the OS, in hex.
+pub(super) fn random_secret(prefix: &str) -> Result<String> {
     let mut bytes = [0u8; TOKEN_BYTES];
     getrandom::fill(&mut bytes)
         .map_err(|e| StoreError::Invalid(format!("no randomness from the OS: {e}")))?;
-    Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
+    Ok(format!("{prefix}{}", hex(&bytes)))
 }
 
 /// Lowercase hex.
@@ -315,6 +352,19 @@ fn account_from_row(row: &AnyRow) -> Result<Account> {
     })
 }
 
+/// The caller a row of `api_tokens t JOIN accounts a` names (columns
+/// `token_id`, `expires_at`, `scopes`, `account_id`, `name`, `role`).
+pub(super) fn principal_from_row(row: &AnyRow) -> Result<Principal> {
+    Ok(Principal {
+        account_id: row.try_get("account_id")?,
+        name: row.try_get("name")?,
+        role: row.try_get::<String, _>("role")?.parse()?,
+        token_id: row.try_get("token_id")?,
+        scopes: Scopes::from_stored(row.try_get::<Option<String>, _>("scopes")?.as_deref())?,
+        expires_at: row.try_get("expires_at")?,
+    })
+}
+
 fn token_from_row(row: &AnyRow) -> Result<TokenInfo> {
     Ok(TokenInfo {
         id: row.try_get("id")?,
@@ -324,5 +374,7 @@ fn token_from_row(row: &AnyRow) -> Result<TokenInfo> {
         created_at: row.try_get("created_at")?,
         revoked_at: row.try_get("revoked_at")?,
         last_used_at: row.try_get("last_used_at")?,
+        expires_at: row.try_get("expires_at")?,
+        scopes: Scopes::from_stored(row.try_get::<Option<String>, _>("scopes")?.as_deref())?,
     })
 }

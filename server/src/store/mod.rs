@@ -25,6 +25,7 @@ mod accounts;
 mod error;
 mod rules;
 mod search;
+mod sessions;
 mod types;
 
 use std::sync::Once;
@@ -36,6 +37,7 @@ use sqlx::{Any, AnyConnection, AnyPool, Executor as _, Row};
 
 pub use accounts::TOKEN_PREFIX;
 pub use error::{Result, StoreError};
+pub use sessions::{SESSION_IDLE_MS, SESSION_MAX_MS};
 pub use types::*;
 
 /// How long a SQLite writer waits for another's lock before failing.

@@ -27,6 +27,108 @@ pub enum Role {
     Admin,
 }
 
+/// What a token may be used for. A token's rights are its account's
+/// role's, narrowed to its scopes: a `check` token (a CI job's) can do
+/// nothing but identify its checks for their rate limit, whatever the
+/// account's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Checks only.
+    Check,
+    /// Publish and yank one's own rules.
+    Publish,
+    /// Approve, reject and yank (a maintainer's review).
+    Review,
+    /// Manage accounts, roles, others' tokens; read the audit log.
+    Admin,
+}
+
+impl Scope {
+    /// Every scope, in order.
+    pub const ALL: [Scope; 4] = [Scope::Check, Scope::Publish, Scope::Review, Scope::Admin];
+
+    /// The scope a role's own powers need: publishing for a contributor,
+    /// review for a maintainer, administration for an admin.
+    pub fn of_role(role: Role) -> Scope {
+        match role {
+            Role::Contributor => Scope::Publish,
+            Role::Maintainer => Scope::Review,
+            Role::Admin => Scope::Admin,
+        }
+    }
+}
+
+/// A set of scopes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Scopes(u8);
+
+impl Scopes {
+    /// Every scope: what a token issued without scopes carries.
+    pub const ALL: Scopes = Scopes(0b1111);
+
+    fn bit(scope: Scope) -> u8 {
+        1 << (scope as u8)
+    }
+
+    /// These scopes.
+    pub fn of(scopes: impl IntoIterator<Item = Scope>) -> Scopes {
+        Scopes(scopes.into_iter().fold(0, |bits, s| bits | Scopes::bit(s)))
+    }
+
+    /// Whether `scope` is in the set.
+    pub fn contains(self, scope: Scope) -> bool {
+        self.0 & Scopes::bit(scope) != 0
+    }
+
+    /// Whether every scope of `self` is in `other`.
+    pub fn is_subset(self, other: Scopes) -> bool {
+        self.0 & !other.0 == 0
+    }
+
+    /// The scopes, in order.
+    pub fn iter(self) -> impl Iterator<Item = Scope> {
+        Scope::ALL.into_iter().filter(move |s| self.contains(*s))
+    }
+
+    /// `check,publish,...` as stored; `None` for every scope.
+    pub fn stored(self) -> Option<String> {
+        (self != Scopes::ALL).then(|| self.iter().map(Scope::as_str).collect::<Vec<_>>().join(","))
+    }
+
+    /// From the stored column (`None`: every scope).
+    pub fn from_stored(text: Option<&str>) -> Result<Scopes, StoreError> {
+        let Some(text) = text else { return Ok(Scopes::ALL) };
+        let scopes = text
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::parse::<Scope>)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Scopes::of(scopes))
+    }
+}
+
+impl std::fmt::Debug for Scopes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+/// What a new token carries beyond its account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenGrant {
+    /// When it stops authenticating; `None`: never.
+    pub expires_at: Option<UnixMillis>,
+    /// What it may be used for.
+    pub scopes: Scopes,
+}
+
+impl Default for TokenGrant {
+    fn default() -> TokenGrant {
+        TokenGrant { expires_at: None, scopes: Scopes::ALL }
+    }
+}
+
 /// A version's place in review. Allowed transitions (anything else is
 /// [`StoreError::InvalidTransition`]):
 ///
@@ -84,6 +186,7 @@ macro_rules! spelled {
 }
 
 spelled!(Role, "role", Contributor => "contributor", Maintainer => "maintainer", Admin => "admin");
+spelled!(Scope, "scope", Check => "check", Publish => "publish", Review => "review", Admin => "admin");
 spelled!(VersionState, "state", Pending => "pending", Approved => "approved", Rejected => "rejected", Yanked => "yanked");
 
 /// An account.
@@ -110,6 +213,10 @@ pub struct Principal {
     pub role: Role,
     /// The token used.
     pub token_id: i64,
+    /// What that token may be used for.
+    pub scopes: Scopes,
+    /// When that token expires, if it does.
+    pub expires_at: Option<UnixMillis>,
 }
 
 /// Who performs a write, for ownership and the audit log.
@@ -156,6 +263,10 @@ pub struct TokenInfo {
     pub revoked_at: Option<UnixMillis>,
     /// When it last authenticated a request (updated at most once a minute).
     pub last_used_at: Option<UnixMillis>,
+    /// When it stops authenticating, if it does.
+    pub expires_at: Option<UnixMillis>,
+    /// What it may be used for.
+    pub scopes: Scopes,
 }
 
 /// An account named in a record.

@@ -195,7 +195,7 @@ pub(crate) fn page(html: Html<String>) -> Response {
 /// public pages).
 pub(crate) async fn page_caller(state: &AppState, headers: &HeaderMap) -> Caller {
     match session_token(headers) {
-        Some(token) => Caller(state.registry().store().authenticate(&token).await.ok().flatten()),
+        Some(id) => Caller(state.registry().store().session(&id).await.ok().flatten()),
         None => Caller(None),
     }
 }
@@ -203,7 +203,7 @@ pub(crate) async fn page_caller(state: &AppState, headers: &HeaderMap) -> Caller
 /// The name of the review session cookie.
 pub(crate) const SESSION_COOKIE: &str = "pitfall_session";
 
-/// The session cookie's token.
+/// The session cookie's value: a session id (`crate::store` keeps its hash).
 pub(crate) fn session_token(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(COOKIE)

@@ -1,10 +1,13 @@
 //! `/review`: the queue of pending versions for maintainers, and approve /
-//! reject forms. Sign-in is a token entered in a form and kept in an
-//! `HttpOnly; SameSite=Strict` cookie. Every POST is checked twice against
-//! cross-site requests: its `Origin` (when sent) must be this host, and it
-//! must carry the session's CSRF token (derived from the session token,
-//! which scripts cannot read). The decisions go through the API's review
-//! handlers.
+//! reject forms. Sign-in is a token entered in a form; it starts a
+//! server-side session (`crate::store`'s sessions: 12 h idle, 7 days in
+//! all, ended by sign-out or by revoking the token) whose random id is the
+//! cookie, `HttpOnly; SameSite=Strict`, and `Secure` when the request came
+//! over https or the server's public URL is https. The token itself never
+//! goes into a cookie. Every POST is checked twice against cross-site
+//! requests: its `Origin` (when sent) must be this host, and it must carry
+//! the session's CSRF token (derived from the session id, which scripts
+//! cannot read). The decisions go through the API's review handlers.
 
 use axum::Form;
 use axum::body::Body;
@@ -26,10 +29,11 @@ use crate::error::AppError;
 use crate::extract::ApiPath;
 use crate::store::Role;
 
-/// How long a review session lasts (seconds).
-const SESSION_SECONDS: u32 = 8 * 3600;
+/// How long the browser keeps the cookie (seconds): the session's
+/// absolute bound; the server ends it sooner when idle.
+const COOKIE_SECONDS: i64 = crate::store::SESSION_MAX_MS / 1000;
 
-/// The CSRF token of a session: not guessable without the session token.
+/// The CSRF token of a session: not guessable without the session id.
 fn csrf_token(session: &str) -> String {
     let digest = Sha256::digest(format!("pitfall-csrf\0{session}").as_bytes());
     digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
@@ -158,11 +162,30 @@ pub(crate) struct SignIn {
     token: String,
 }
 
-fn session_cookie(token: &str) -> Result<HeaderValue, PageError> {
+/// Whether the cookie must be `Secure`: the request came over https (a
+/// proxy in front says so in `X-Forwarded-Proto`), or the server's public
+/// URL is https.
+fn secure(state: &AppState, headers: &HeaderMap) -> bool {
+    let forwarded_https =
+        headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|v| {
+            v.split(',').next().is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
+        });
+    let public_https = state
+        .limits()
+        .public_url
+        .as_deref()
+        .is_some_and(|u| u.trim().to_ascii_lowercase().starts_with("https://"));
+    forwarded_https || public_https
+}
+
+fn session_cookie(id: &str, secure: bool) -> Result<HeaderValue, PageError> {
+    let secure = if secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
-        "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECONDS}"
+        "{SESSION_COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={COOKIE_SECONDS}{secure}"
     ))
-    .map_err(|_| PageError::new(StatusCode::BAD_REQUEST, "That is not a token."))
+    .map_err(|_| {
+        PageError::new(StatusCode::INTERNAL_SERVER_ERROR, "A session id that is no cookie.")
+    })
 }
 
 fn clear_cookie() -> HeaderValue {
@@ -215,8 +238,10 @@ pub(crate) async fn sign_in(
             StatusCode::FORBIDDEN,
         );
     }
+    let session =
+        state.registry().store().create_session(&principal).await.map_err(AppError::from)?;
     let mut response = see_other("/review");
-    response.headers_mut().insert(SET_COOKIE, session_cookie(token)?);
+    response.headers_mut().insert(SET_COOKIE, session_cookie(&session, secure(&state, &headers))?);
     Ok(response)
 }
 
@@ -243,15 +268,18 @@ fn posted_session(headers: &HeaderMap, csrf: &str) -> Result<String, PageError> 
     Ok(token)
 }
 
-/// `POST /review/signout`.
+/// `POST /review/signout`: ends the session on the server, not only the
+/// cookie in this browser.
 pub(crate) async fn sign_out(
+    State(state): State<AppState>,
     headers: HeaderMap,
     form: Result<Form<Decision>, FormRejection>,
 ) -> Result<Response, PageError> {
     let Ok(Form(form)) = form else {
         return Err(PageError::new(StatusCode::BAD_REQUEST, "The form is incomplete."));
     };
-    posted_session(&headers, &form.csrf)?;
+    let session = posted_session(&headers, &form.csrf)?;
+    state.registry().store().end_session(&session).await.map_err(AppError::from)?;
     let mut response = see_other("/review");
     response.headers_mut().insert(SET_COOKIE, clear_cookie());
     Ok(response)

@@ -456,6 +456,35 @@ fn checks_and_publishes_are_rate_limited_per_token() {
 }
 
 #[test]
+fn a_batch_is_charged_per_manifest_on_a_real_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = crate::live::Server::start_with_vars(
+        dir.path(),
+        None,
+        false,
+        &[("PITFALL_RATE_CHECK_PER_IP", "6")],
+    );
+    let batch = |n: usize| {
+        let manifests = vec![r#"{"manifest_version": 1}"#; n].join(",");
+        format!(r#"{{"manifests": [{manifests}]}}"#).into_bytes()
+    };
+    // Five manifests take five of the six a minute.
+    let (status, body) =
+        crate::live::exchange(server.addr, "POST", "/v1/check/batch", &[], &batch(5));
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    // So a batch of two is over, and nothing is taken by its refusal...
+    let (status, body) =
+        crate::live::exchange(server.addr, "POST", "/v1/check/batch", &[], &batch(2));
+    assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
+    // ...and one more single check is still admitted, then none.
+    let manifest = br#"{"manifest_version": 1}"#;
+    let (status, _) = crate::live::exchange(server.addr, "POST", "/v1/check", &[], manifest);
+    assert_eq!(status, 200);
+    let (status, _) = crate::live::exchange(server.addr, "POST", "/v1/check", &[], manifest);
+    assert_eq!(status, 429);
+}
+
+#[test]
 fn checks_are_rate_limited_per_ip_on_a_real_server_with_retry_after() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = crate::live::Server::start_with_vars(
@@ -510,4 +539,226 @@ fn checks_are_rate_limited_per_ip_on_a_real_server_with_retry_after() {
     // Reads are not limited.
     let (status, _) = server.call("GET", "/healthz", None, b"");
     assert_eq!(status, 200);
+}
+
+#[test]
+fn a_maintainer_cannot_approve_their_own_rule_unless_the_sole_one_with_the_flag() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        for db in databases().await {
+            let backend = db.backend();
+            let mut h = Harness::new(&db, ServerLimits::default()).await;
+            let mia_token = h.tokens["maintainer"].clone();
+            let mia = h.store.authenticate(&mia_token).await.expect("auth").expect("mia");
+            let publish_as_mia = |id: &str| {
+                let mut new = h.template.clone();
+                new.meta.id = id.to_owned();
+                new.meta.version = "1.0.0".to_owned();
+                let store = h.store.clone();
+                let mia = mia.clone();
+                async move {
+                    store
+                        .insert_version(new, &Actor::Account(mia), VersionState::Pending)
+                        .await
+                        .expect("mia's version");
+                }
+            };
+            let approve = |id: &str| format!("/v1/rules/{id}/versions/1.0.0/approve");
+
+            // Two reviewers (root and mia): mia's own rule needs root.
+            publish_as_mia("mias-rule").await;
+            let (status, answer) = h
+                .call(
+                    "POST",
+                    &approve("mias-rule"),
+                    Some(mia_token.as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 403, "{backend:?}: {answer}");
+            assert_eq!(answer["error"]["code"], "forbidden");
+            assert!(
+                answer["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("another maintainer"))
+            );
+            let version =
+                h.store.version("mias-rule", "1.0.0").await.expect("read").expect("there");
+            assert_eq!(version.state, VersionState::Pending, "{backend:?}: nothing changed");
+            // Rejecting their own is no risk and stays allowed; approving
+            // someone else's is review.
+            let root = h.tokens["admin"].clone();
+            let (status, answer) = h
+                .call(
+                    "POST",
+                    &approve("mias-rule"),
+                    Some(root.as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 200, "{backend:?}: {answer}");
+
+            // The flag does not help while there are two reviewers.
+            let flagged =
+                ServerLimits { sole_maintainer_self_approval: true, ..ServerLimits::default() };
+            h.state = AppState::new(h.state.registry().clone(), flagged.clone());
+            publish_as_mia("mias-second").await;
+            let (status, _) = h
+                .call(
+                    "POST",
+                    &approve("mias-second"),
+                    Some(mia_token.as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 403, "{backend:?}: two reviewers, flag or not");
+
+            // Root steps down: mia is the sole maintainer. Without the flag
+            // still refused; with it, allowed.
+            let root_account = h.store.account_by_name("root").await.expect("read").expect("root");
+            h.store
+                .set_role(root_account.id, Role::Contributor, &Actor::System)
+                .await
+                .expect("demote");
+            h.state = AppState::new(h.state.registry().clone(), ServerLimits::default());
+            let (status, _) = h
+                .call(
+                    "POST",
+                    &approve("mias-second"),
+                    Some(mia_token.as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 403, "{backend:?}: sole maintainer without the flag");
+            h.state = AppState::new(h.state.registry().clone(), flagged);
+            let (status, answer) = h
+                .call(
+                    "POST",
+                    &approve("mias-second"),
+                    Some(mia_token.as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 200, "{backend:?}: sole maintainer with the flag: {answer}");
+            h.store.close().await;
+        }
+    });
+}
+
+#[test]
+fn a_token_is_bound_by_its_scopes_and_its_expiry() {
+    use pitfall_server::store::{Scope, Scopes, TokenGrant};
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        for db in databases().await {
+            let backend = db.backend();
+            let h = Harness::new(&db, ServerLimits::default()).await;
+            let root_id = h.store.account_by_name("root").await.expect("read").expect("root").id;
+            let issue = |scopes: &[Scope], expires_at: Option<i64>| {
+                let store = h.store.clone();
+                let grant = TokenGrant { expires_at, scopes: Scopes::of(scopes.iter().copied()) };
+                async move {
+                    store
+                        .issue_token_with(root_id, "scoped", grant, &Actor::System)
+                        .await
+                        .expect("token")
+                        .0
+                }
+            };
+            let json = |v: Value| serde_json::to_vec(&v).expect("json");
+
+            // An admin's check-only token: no admin power, no publishing.
+            let check_only = issue(&[Scope::Check], None).await;
+            let (status, answer) = h
+                .call("GET", "/v1/audit", Some(check_only.as_str()), "application/json", vec![])
+                .await;
+            assert_eq!(status, 403, "{backend:?}: {answer}");
+            assert!(
+                answer["error"]["message"].as_str().is_some_and(|m| m.contains("admin scope")),
+                "{answer}"
+            );
+            let (status, _) = h
+                .call("GET", "/v1/review", Some(check_only.as_str()), "application/json", vec![])
+                .await;
+            assert_eq!(status, 403, "{backend:?}: review needs the review scope");
+            // The same account's full token can.
+            let (status, _) = h
+                .call(
+                    "GET",
+                    "/v1/audit",
+                    Some(h.tokens["admin"].as_str()),
+                    "application/json",
+                    vec![],
+                )
+                .await;
+            assert_eq!(status, 200);
+            let review_only = issue(&[Scope::Review], None).await;
+            let (status, _) = h
+                .call("GET", "/v1/review", Some(review_only.as_str()), "application/json", vec![])
+                .await;
+            assert_eq!(status, 200, "{backend:?}");
+
+            // A token mints only narrower tokens.
+            let body = json(json!({"label": "wider", "scopes": ["check", "admin"]}));
+            let (status, answer) = h
+                .call("POST", "/v1/tokens", Some(check_only.as_str()), "application/json", body)
+                .await;
+            assert_eq!(status, 403, "{backend:?}: {answer}");
+            let body = json(json!({"label": "ci", "scopes": ["check"], "expires_in_days": 2}));
+            let (status, answer) = h
+                .call(
+                    "POST",
+                    "/v1/tokens",
+                    Some(h.tokens["admin"].as_str()),
+                    "application/json",
+                    body,
+                )
+                .await;
+            assert_eq!(status, 201, "{backend:?}: {answer}");
+            assert_eq!(answer["scopes"], json!(["check"]));
+            assert!(answer["expires_at"].as_str().is_some(), "{answer}");
+            let body = json(json!({"label": "x", "scopes": ["sudo"]}));
+            let (status, answer) = h
+                .call(
+                    "POST",
+                    "/v1/tokens",
+                    Some(h.tokens["admin"].as_str()),
+                    "application/json",
+                    body,
+                )
+                .await;
+            assert_eq!((status, answer["error"]["code"].as_str()), (400, Some("invalid_scope")));
+
+            // Expired: refused outright, like a revoked token.
+            let past = issue(&Scope::ALL, Some(1_000)).await;
+            let (status, answer) =
+                h.call("GET", "/v1/whoami", Some(past.as_str()), "application/json", vec![]).await;
+            assert_eq!(status, 401, "{backend:?}: {answer}");
+            // One that expires later works, and what it mints expires no later.
+            let soon = now_millis() + 3_600_000;
+            let short = issue(&Scope::ALL, Some(soon)).await;
+            let (status, _) =
+                h.call("GET", "/v1/whoami", Some(short.as_str()), "application/json", vec![]).await;
+            assert_eq!(status, 200);
+            let body = json(json!({"label": "longer", "expires_in_days": 30}));
+            let (status, answer) =
+                h.call("POST", "/v1/tokens", Some(short.as_str()), "application/json", body).await;
+            assert_eq!(status, 201, "{answer}");
+            let id = answer["id"].as_i64().expect("id");
+            let minted = h.store.token(id).await.expect("read").expect("token");
+            assert_eq!(minted.expires_at, Some(soon), "{backend:?}: capped at the caller's expiry");
+            h.store.close().await;
+        }
+    });
+}
+
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).expect("millis"))
 }

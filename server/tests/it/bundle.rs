@@ -1,6 +1,6 @@
 //! `GET /v1/bundle` in-process on both backends: the served set, signed by
-//! the state's key, with an entity tag that answers 304 until the revision
-//! moves.
+//! the state's key with an issue time and the configured expiry, with an
+//! entity tag that answers 304 until the revision moves.
 
 use std::sync::Arc;
 
@@ -60,7 +60,8 @@ async fn the_bundle_is_the_served_set_signed_and_tagged_on_both_backends() {
             Arc::new(Registry::open(store.clone(), engine.clone()).await.expect("registry"));
         let signer = BundleSigner::from_seed(&[5; 32]);
         let key = signer.public_key();
-        let state = AppState::with_signer(registry.clone(), ServerLimits::default(), signer);
+        let limits = ServerLimits { bundle_validity_hours: 2, ..ServerLimits::default() };
+        let state = AppState::with_signer(registry.clone(), limits, signer);
 
         let (status, headers, bytes) = get(&state, None).await;
         assert_eq!(status, StatusCode::OK, "{backend:?}");
@@ -71,6 +72,12 @@ async fn the_bundle_is_the_served_set_signed_and_tagged_on_both_backends() {
         let bundle = Bundle::verify(&bytes, &key).expect("verifies with the state's key");
         assert_eq!(bundle.index.ruleset_revision, revision);
         assert_eq!(bundle.etag(), etag);
+        // Signed now, current for the configured two hours.
+        let now = pitfall_api::bundle::unix_seconds(std::time::SystemTime::now());
+        let issued = bundle.index.issued_at.expect("an issue time");
+        assert!(issued <= now && now - issued < 120, "issued {issued}, now {now}");
+        assert_eq!(bundle.index.expires_at, Some(issued + 2 * 3600));
+        assert!(bundle.freshness(std::time::SystemTime::now()).is_current());
         let mut served: Vec<_> = registry
             .rules()
             .rules()

@@ -329,6 +329,56 @@ fn slow_and_idle_clients_are_cut_off_in_bounded_time_and_others_are_served() {
     assert_eq!(status, 200);
 }
 
+#[test]
+fn one_client_network_cannot_take_every_connection() {
+    const PER_IP: usize = 4;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let vars = [
+        ("PITFALL_HEADER_TIMEOUT_MS", "30000".to_owned()),
+        ("PITFALL_MAX_CONNECTIONS", MAX_CONNECTIONS.to_string()),
+        ("PITFALL_MAX_CONNECTIONS_PER_IP", PER_IP.to_string()),
+    ];
+    let server = Server::start_with_vars(dir.path(), None, false, &vars);
+    let health =
+        format!("GET /healthz HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n", server.addr);
+    let mut idle: Vec<TcpStream> = (0..PER_IP)
+        .map(|_| TcpStream::connect_timeout(&server.addr, Duration::from_secs(5)).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    // Far below the global bound, one more from this address is closed.
+    let (status, _) = raw_exchange(server.addr, &health, b"");
+    assert_eq!(status, None, "a connection over the per-network bound is closed unanswered");
+    // Another address is served (all of 127/8 is this host's).
+    let other = std::net::SocketAddr::new([127, 0, 0, 2].into(), 0);
+    let (status, _) = exchange_from(other, server.addr, &health);
+    assert_eq!(status, Some(200), "another network is served");
+    // A connection closed frees its place for the same address.
+    drop(idle.pop());
+    std::thread::sleep(Duration::from_millis(200));
+    let (status, _) = raw_exchange(server.addr, &health, b"");
+    assert_eq!(status, Some(200), "a freed place is taken again");
+}
+
+/// `raw_exchange` from a given local address.
+fn exchange_from(local: SocketAddr, addr: SocketAddr, head: &str) -> (Option<u16>, Vec<u8>) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
+    let stream = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.bind(local).expect("bind 127.0.0.2");
+        socket.connect(addr).await.expect("connect")
+    });
+    let mut stream = stream.into_std().expect("std stream");
+    stream.set_nonblocking(false).expect("blocking");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    stream.write_all(head.as_bytes()).expect("write");
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response);
+    let status =
+        text.strip_prefix("HTTP/1.1 ").and_then(|s| s.get(..3)).and_then(|s| s.parse().ok());
+    (status, response)
+}
+
 /// Resident memory of a process, from `/proc/PID/status`, in KiB.
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");

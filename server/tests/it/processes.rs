@@ -176,3 +176,105 @@ fn two_replicas_on_one_postgres_are_one_registry() {
     drop((a, b));
     drop(db);
 }
+
+#[test]
+fn admin_create_token_needs_a_role_and_changes_one_only_with_set_role() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |args: &[&str]| {
+        Command::new(SERVER)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["--seed-bundled", "false", "admin", "create-token"])
+            .args(args)
+            .env_remove("DATABASE_URL")
+            .output()
+            .expect("run admin create-token")
+    };
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    // No role: a usage error, nothing created.
+    let out = run(&["--name", "carol"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--role"), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    // Created as a contributor; another token with the same role is fine.
+    assert!(run(&["--name", "carol", "--role", "contributor"]).status.success());
+    let again = run(&["--name", "carol", "--role", "contributor"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    // Asking for admin on an existing contributor is refused, not a promotion.
+    let out = run(&["--name", "carol", "--role", "admin"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("exists with the role contributor") && err.contains("--set-role"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "no token was printed");
+    // Said out loud, it is done: the new token is an admin's.
+    let token = admin_token_with(dir.path(), &["--name", "carol", "--role", "admin", "--set-role"]);
+    let server = Server::start(dir.path(), None, false);
+    let (status, answer) = server.call("GET", "/v1/whoami", Some(&token), b"");
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["role"], "admin", "{answer}");
+}
+
+fn admin_token_with(data_dir: &Path, args: &[&str]) -> String {
+    let output = Command::new(SERVER)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--seed-bundled", "false", "admin", "create-token"])
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run admin create-token");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).expect("utf-8").trim().to_owned()
+}
+
+#[test]
+fn with_no_data_dir_the_server_uses_the_users_data_dir_and_says_so() {
+    use std::io::{BufRead, BufReader};
+    let home = tempfile::tempdir().expect("tempdir");
+    let started_in = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(SERVER)
+        .args(["--listen", "127.0.0.1:0", "--seed-bundled", "false"])
+        .current_dir(started_in.path())
+        .env("HOME", home.path())
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("INVOCATION_ID")
+        .env_remove("STATE_DIRECTORY")
+        .env_remove("PITFALL_DATA_DIR")
+        .env_remove("DATABASE_URL")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut log = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            log.push_str(&line);
+            log.push('\n');
+            if line.contains("serving") {
+                let _ = tx.send(log.clone());
+            }
+        }
+        let _ = tx.send(log);
+    });
+    let log = rx.recv_timeout(crate::live::START_TIMEOUT).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    let expected = home.path().join(".local/share/pitfall");
+    assert!(log.contains("serving"), "did not start:\n{log}");
+    assert!(log.contains(&format!("data_dir={}", expected.display())), "{log}");
+    assert!(log.contains("public_key=ed25519:"), "{log}");
+    assert!(expected.join("pitfall.db").is_file(), "the database is in the user's data dir");
+    assert!(expected.join("bundle-signing-key.pem").is_file(), "and so is the signing key");
+    assert_eq!(
+        std::fs::read_dir(started_in.path()).expect("ls").count(),
+        0,
+        "nothing is written where it was started"
+    );
+}

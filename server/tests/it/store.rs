@@ -704,3 +704,51 @@ on_both_backends! {
         assert_eq!(store.seed(bundled().to_vec()).await.expect("seed"), bundled().len());
     }
 }
+
+on_both_backends! {
+    #[tokio::test]
+    async fn review_sessions_are_stored_hashed_and_end_idle_old_signed_out_or_revoked(db) {
+        use pitfall_server::store::{SESSION_IDLE_MS, SESSION_MAX_MS};
+        let store = connect(db).await;
+        let mia = store.create_account("mia", Role::Maintainer, &Actor::System).await.expect("account");
+        let (secret, info) = store.issue_token(mia.id, "laptop", &Actor::System).await.expect("issue");
+        let principal = store.authenticate(&secret).await.expect("auth").expect("valid");
+        let raw = sqlx::AnyPool::connect(db.url()).await.expect("raw pool");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_millis()).expect("millis"))
+            .expect("clock");
+
+        let id = store.create_session(&principal).await.expect("session");
+        assert!(id.starts_with("pfs_") && id.len() == 4 + 64, "{id}");
+        assert_eq!(store.session(&id).await.expect("read").map(|p| p.token_id), Some(info.id));
+        assert_eq!(store.session(&secret).await.expect("read"), None, "a token is no session id");
+        let stored: Vec<String> = sqlx::query("SELECT id_sha256 FROM review_sessions")
+            .fetch_all(&raw).await.expect("rows").iter().map(|r| r.try_get("id_sha256").expect("hash")).collect();
+        assert_eq!(stored, vec![sha256(id.as_bytes())], "only the id's hash is kept");
+
+        // Idle past 12 hours: ended.
+        sqlx::query("UPDATE review_sessions SET last_seen_at = $1")
+            .bind(now - SESSION_IDLE_MS - 1000).execute(&raw).await.expect("age");
+        assert_eq!(store.session(&id).await.expect("read"), None, "idle for 12 h");
+        // In use, but signed in over 7 days ago: ended.
+        let old = store.create_session(&principal).await.expect("session");
+        sqlx::query("UPDATE review_sessions SET created_at = $1, last_seen_at = $2 WHERE id_sha256 = $3")
+            .bind(now - SESSION_MAX_MS - 1000).bind(now).bind(sha256(old.as_bytes()))
+            .execute(&raw).await.expect("age");
+        assert_eq!(store.session(&old).await.expect("read"), None, "older than 7 days");
+        // A new session sweeps the ended ones.
+        let fresh = store.create_session(&principal).await.expect("session");
+        assert_eq!(store.session_count().await.expect("count"), 1);
+        // Signed out: ended.
+        store.end_session(&fresh).await.expect("sign out");
+        assert_eq!(store.session(&fresh).await.expect("read"), None);
+        // Revoking the token ends its sessions, and deletes them.
+        let live = store.create_session(&principal).await.expect("session");
+        assert!(store.session(&live).await.expect("read").is_some());
+        store.revoke_token(info.id, &Actor::System).await.expect("revoke");
+        assert_eq!(store.session(&live).await.expect("read"), None);
+        assert_eq!(store.session_count().await.expect("count"), 0);
+        store.close().await;
+    }
+}

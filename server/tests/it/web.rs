@@ -488,6 +488,14 @@ async fn maintainers_review_pending_versions_with_forms() {
         assert_eq!(signed_in.status, StatusCode::SEE_OTHER);
         let cookie = cookie_of(&signed_in);
         assert!(!signed_in.body.contains(&site.maintainer));
+        // The cookie names a server-side session, never the API token; over
+        // plain http it is not `Secure`, and it lasts at most 7 days.
+        assert!(cookie.starts_with("pitfall_session=pfs_"), "{cookie}");
+        assert!(!cookie.contains(&site.maintainer), "the token is not the cookie");
+        let set = signed_in.headers["set-cookie"].to_str().expect("cookie").to_owned();
+        assert!(set.contains("Max-Age=604800") && !set.contains("Secure"), "{set}");
+        let store = site.state.registry().store().clone();
+        let sessions = store.session_count().await.expect("count");
 
         let queue = site.get_with("/review", &[("cookie", &cookie)]).await;
         assert_page(&queue, StatusCode::OK, "queue");
@@ -553,6 +561,41 @@ async fn maintainers_review_pending_versions_with_forms() {
             site.post_form("/review/signout", &[("csrf", &csrf)], &[("cookie", &cookie)]).await;
         assert_eq!(out.status, StatusCode::SEE_OTHER);
         assert!(out.headers["set-cookie"].to_str().unwrap_or("").contains("Max-Age=0"));
+        // Sign-out ended the session on the server: the old cookie, kept
+        // (or stolen), opens nothing.
+        assert_eq!(store.session_count().await.expect("count"), sessions - 1);
+        let replayed = site.get_with("/review", &[("cookie", &cookie)]).await;
+        assert_page(&replayed, StatusCode::OK, "sign-in after sign-out");
+        assert!(!replayed.body.contains(PENDING_ID) && replayed.body.contains("/review/session"));
+
+        // Over https (a proxy says so), the cookie is `Secure`.
+        let https = site
+            .post_form(
+                "/review/session",
+                &[("token", &site.maintainer)],
+                &[("x-forwarded-proto", "https")],
+            )
+            .await;
+        assert_eq!(https.status, StatusCode::SEE_OTHER);
+        let set = https.headers["set-cookie"].to_str().expect("cookie").to_owned();
+        assert!(set.contains("; Secure"), "{set}");
+        let cookie = cookie_of(&https);
+        assert_eq!(site.get_with("/review", &[("cookie", &cookie)]).await.status, StatusCode::OK);
+        assert!(
+            site.get_with("/review", &[("cookie", &cookie)]).await.body.contains("Signed in as")
+        );
+
+        // Revoking the token ends its sessions.
+        let token_id = store
+            .authenticate(&site.maintainer)
+            .await
+            .expect("authenticate")
+            .expect("the maintainer")
+            .token_id;
+        store.revoke_token(token_id, &pitfall_server::store::Actor::System).await.expect("revoke");
+        let after_revoke = site.get_with("/review", &[("cookie", &cookie)]).await;
+        assert!(!after_revoke.body.contains("Signed in as"), "a revoked token's session lives on");
+        assert!(after_revoke.body.contains("/review/session"));
     }
 }
 

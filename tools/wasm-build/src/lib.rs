@@ -17,9 +17,12 @@
 //! drops a table that nothing uses ([`shrink`]), on both routes.
 //!
 //! [`ensure`] installs the Debian packages when neither route is present
-//! (as root, with apt-get). This crate is used by the bundled-rules build
-//! script, by `cargo xtask`, and by `pitfall rule build`, so all three pick
-//! the same route. Rules written in C are built by [`c::build_c`] (clang
+//! (as root, with apt-get); only `cargo xtask setup` (and the xtask
+//! commands built on it) calls it with installing allowed. Build scripts
+//! never install anything: they call [`detect_for_build`], which says what
+//! to run when nothing is there. This crate is used by the bundled-rules
+//! build script, by `cargo xtask`, and by `pitfall rule build`, so all
+//! three pick the same route. Rules written in C are built by [`c::build_c`] (clang
 //! and wasm-ld, the same stack, memory and shrinking).
 
 use std::path::{Path, PathBuf};
@@ -120,8 +123,23 @@ pub fn detect() -> Option<Toolchain> {
     debian_ready().then_some(Toolchain::Debian)
 }
 
+/// [`detect`] for a build script: a route that works here, or an error
+/// naming the command that installs one (`cargo xtask setup`). A build
+/// script that ran apt-get as root would surprise whoever runs `cargo
+/// build`; installing is something to ask for.
+pub fn detect_for_build() -> Result<Toolchain, BuildError> {
+    detect().ok_or_else(|| {
+        BuildError::NoToolchain(format!(
+            "; run `cargo xtask setup` (it installs them with apt-get, as root), or \
+             `apt-get install -y {}`, or `rustup target add {TARGET}`",
+            DEBIAN_PACKAGES.join(" ")
+        ))
+    })
+}
+
 /// Like [`detect`], but installs the Debian route when nothing is present
-/// and `install` is true (needs root and apt-get).
+/// and `install` is true (needs root and apt-get). For `cargo xtask`
+/// only: see [`detect_for_build`].
 pub fn ensure(install: bool) -> Result<Toolchain, BuildError> {
     if let Some(t) = detect() {
         return Ok(t);
