@@ -133,7 +133,9 @@ fn pip_constraints(before: &Manifest, after: &Manifest) -> Option<String> {
         for package in build.from_source.iter().filter(|p| !built_before.contains(&package_key(p)))
         {
             if arch.is_empty() {
-                lines.push(format!("# build from source: pip install --no-binary {package} {package}"));
+                lines.push(format!(
+                    "# build from source: pip install --no-binary {package} {package}"
+                ));
             } else {
                 lines.push(format!(
                     "# build from source: TORCH_CUDA_ARCH_LIST=\"{arch}\" pip install --no-binary {package} {package}"
@@ -242,7 +244,8 @@ mod tests {
                  --tensor-parallel-size 1 --attention-backend TRITON_ATTN"
             )
         );
-        let sglang = manifest(r#"{"manifest_version":1,"workload":{"engine":"sglang","model":"m"}}"#);
+        let sglang =
+            manifest(r#"{"manifest_version":1,"workload":{"engine":"sglang","model":"m"}}"#);
         assert_eq!(vllm_serve(&sglang), None);
     }
 

@@ -74,9 +74,7 @@ pub fn tier(action: &Action, before: &Manifest, after: &Manifest) -> Tier {
         Action::SetWorkload { .. } => Tier::FlagOrEnv,
         Action::UpgradePackage { package, .. } | Action::PinPackage { package, .. } => {
             match (installed(before, package), installed(after, package)) {
-                (Some(a), Some(b)) if a.release().first() == b.release().first() => {
-                    Tier::SameMajor
-                }
+                (Some(a), Some(b)) if a.release().first() == b.release().first() => Tier::SameMajor,
                 _ => Tier::Package,
             }
         }

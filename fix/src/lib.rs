@@ -29,7 +29,8 @@ pub use search::{EVALUATION_BOUND, FixError, solve, solve_within};
 /// The fix of `manifest` (as the client sent it) against `rules`, every
 /// candidate checked with [`RuleSet::check`].
 pub fn fix(engine: &Engine, rules: &RuleSet, manifest: &Manifest) -> FixAnswer {
-    let mut check = |m: Manifest| -> Result<CheckResponse, PastDeadline> { Ok(rules.check(engine, m)) };
+    let mut check =
+        |m: Manifest| -> Result<CheckResponse, PastDeadline> { Ok(rules.check(engine, m)) };
     match solve(manifest, rules, &mut check) {
         Ok(answer) => answer,
         // `RuleSet::check` has no deadline.

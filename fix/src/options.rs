@@ -175,9 +175,7 @@ fn versions(package: &str, wanted: &str, upgrade: bool) -> Vec<String> {
         let Ok(floor) = Version::parse(wanted) else { return vec![wanted.to_owned()] };
         let mut out = vec![wanted.to_owned()];
         if upgrade {
-            out.extend(
-                table.iter().filter(|v| **v > floor).map(|v| v.as_str().to_owned()),
-            );
+            out.extend(table.iter().filter(|v| **v > floor).map(|v| v.as_str().to_owned()));
         }
         out.truncate(VERSION_CHOICES);
         return out;
@@ -212,10 +210,8 @@ fn method_bits(method: &str) -> Option<u32> {
 /// as it is for a model the table does not know (the user quantizes their
 /// own); nothing for a known model the table has no checkpoint of.
 fn checkpoints(manifest: &Manifest, value: &Value) -> Result<Vec<Vec<Action>>, String> {
-    let as_is = vec![vec![Action::SetWorkload {
-        field: "quantization".into(),
-        value: value.clone(),
-    }]];
+    let as_is =
+        vec![vec![Action::SetWorkload { field: "quantization".into(), value: value.clone() }]];
     let Some(model_id) = manifest.workload.as_ref().and_then(|w| w.model.as_deref()) else {
         return Ok(as_is);
     };
@@ -226,7 +222,9 @@ fn checkpoints(manifest: &Manifest, value: &Value) -> Result<Vec<Vec<Action>>, S
     let wanted_bits = value.as_str().and_then(method_bits).unwrap_or(4);
     let mut found: Vec<&Model> = models::table()
         .iter()
-        .filter(|m| is_checkpoint_of(m, model) && m.quantization_bits.is_some_and(|b| b <= wanted_bits))
+        .filter(|m| {
+            is_checkpoint_of(m, model) && m.quantization_bits.is_some_and(|b| b <= wanted_bits)
+        })
         .collect();
     found.sort_by_key(|m| std::cmp::Reverse(m.quantization_bits));
     if found.is_empty() {

@@ -156,8 +156,7 @@ pub fn solve_within(
     check: &mut dyn FnMut(Manifest) -> Result<CheckResponse, PastDeadline>,
 ) -> Result<FixAnswer, FixError> {
     let revision = rules.revision();
-    let mut checker =
-        Checker { check, memo: HashMap::new(), used: 0, bound, bound_hit: false };
+    let mut checker = Checker { check, memo: HashMap::new(), used: 0, bound, bound_hit: false };
     let mut notes = Notes::default();
     let root = Node {
         manifest: manifest.clone(),
@@ -170,17 +169,19 @@ pub fn solve_within(
         return Ok(answer_without_check(revision, &checker));
     };
     let errors_before = refs(&first.errors);
+    let open_before: BTreeSet<String> =
+        first.answer.undetermined.iter().map(|u| u.rule_id.clone()).collect();
 
     let (status, plan, on_other_hardware, may_not_be_minimal) = if first.errors.is_empty() {
         let node = warnings(&mut checker, root, first)?;
-        let node = settle(&mut checker, rules, node.0, node.1)?;
+        let node = settle(&mut checker, rules, &open_before, node.0, node.1)?;
         (Status::Clear, Some(node), None, false)
     } else {
         let (found, open_cheaper) = search(&mut checker, &mut notes, &root, false)?;
         match found {
             Some((node, outcome)) => {
                 let node = warnings(&mut checker, node, outcome)?;
-                let node = settle(&mut checker, rules, node.0, node.1)?;
+                let node = settle(&mut checker, rules, &open_before, node.0, node.1)?;
                 (Status::Plan, Some(node), None, open_cheaper)
             }
             None => {
@@ -204,7 +205,8 @@ pub fn solve_within(
     };
 
     let plan = plan.map(|(node, outcome)| finish(manifest, node, &outcome));
-    let on_other_hardware = on_other_hardware.map(|(node, outcome)| finish(manifest, node, &outcome));
+    let on_other_hardware =
+        on_other_hardware.map(|(node, outcome)| finish(manifest, node, &outcome));
     let conflicts = if status.clears_errors() {
         Vec::new()
     } else {
@@ -325,7 +327,8 @@ fn run(
         if !expanded.insert(key(&node.manifest)) {
             continue;
         }
-        let mut children = children(notes, &node, &outcome, hardware, |f| f.severity == Severity::Error);
+        let mut children =
+            children(notes, &node, &outcome, hardware, |f| f.severity == Severity::Error);
         children.retain(|c| cheaper(&c.cost));
         match order {
             Order::Dive => {
@@ -503,15 +506,17 @@ fn warnings(
     Ok((node, outcome))
 }
 
-/// `node` (without errors) with, for each rule that could not decide, the
+/// `node` (without errors) with, for each error rule the plan itself left
+/// unable to decide (building from source asks which tools are there), the
 /// cheapest of its remedies (those whose actions need no value from a
 /// finding) that lets it decide clear while keeping errors clear and
-/// adding no warning: a rule that cannot tell whether the stack breaks is
-/// sidestepped where that is cheap, and otherwise left with the fields
+/// adding no warning. A rule the manifest as sent already left open is
+/// the client's question, not the plan's: the answer names the fields
 /// that would settle it.
 fn settle(
     checker: &mut Checker<'_>,
     rules: &RuleSet,
+    open_before: &BTreeSet<String>,
     mut node: Node,
     mut outcome: Rc<Outcome>,
 ) -> Result<(Node, Rc<Outcome>), FixError> {
@@ -524,6 +529,9 @@ fn settle(
         }
         let Some(rule) = rules.rules().iter().find(|r| r.id() == rule_id) else { continue };
         let meta = rule.meta();
+        if open_before.contains(&rule_id) || meta.severity != Severity::Error {
+            continue;
+        }
         let stand_in = Finding {
             rule_id: meta.id.clone(),
             rule_version: meta.version.clone(),
@@ -615,4 +623,3 @@ fn do_order(action: &pitfall_contract::actions::Action) -> u8 {
         A::ChangeHealthCheck { .. } => 8,
     }
 }
-
