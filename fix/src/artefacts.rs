@@ -43,7 +43,7 @@ pub struct EnvChange {
 }
 
 /// The artefacts for the plan that turned `before` into `after`.
-pub fn artefacts(before: &Manifest, after: &Manifest) -> Artefacts {
+pub(crate) fn artefacts(before: &Manifest, after: &Manifest) -> Artefacts {
     Artefacts {
         vllm_serve: vllm_serve(after),
         pip_constraints: pip_constraints(before, after),

@@ -63,7 +63,7 @@ impl Tier {
 }
 
 /// The tier of `action`, which turned `before` into `after`.
-pub fn tier(action: &Action, before: &Manifest, after: &Manifest) -> Tier {
+pub(crate) fn tier(action: &Action, before: &Manifest, after: &Manifest) -> Tier {
     match action {
         Action::AddFlag { .. }
         | Action::SetEnv { .. }
