@@ -223,7 +223,9 @@ async fn results_are_paginated() {
     assert!(first.body.contains("href=\"/rules?page=2\""));
     let second = site.get("/rules?page=2").await;
     assert_page(&second, StatusCode::OK, "page 2");
-    assert!(second.body.contains(&format!("Page 2 of {pages}")) && second.body.contains("rel=\"prev\""));
+    assert!(
+        second.body.contains(&format!("Page 2 of {pages}")) && second.body.contains("rel=\"prev\"")
+    );
 }
 
 #[tokio::test]
@@ -265,9 +267,11 @@ async fn the_check_form_with_the_g5g_setup_shows_the_head_dim_finding() {
     let site = Site::new(sqlite(), false).await;
     let answer = site.get(&format!("/check?{}", g5g_form())).await;
     assert_page(&answer, StatusCode::OK, "check");
-    for id in
-        ["gemma4-transformers-5-15-breaks-vllm", "vllm-bf16-needs-sm80", "aarch64-official-image-needs-sm80"]
-    {
+    for id in [
+        "gemma4-transformers-5-15-breaks-vllm",
+        "vllm-bf16-needs-sm80",
+        "aarch64-official-image-needs-sm80",
+    ] {
         assert!(answer.body.contains(&format!("href=\"/rules/{id}\"")), "no {id} finding");
     }
     assert!(answer.body.contains("finding finding-error"));
@@ -288,6 +292,12 @@ async fn the_check_form_with_the_g5g_setup_shows_the_head_dim_finding() {
     let pasted = site.get(&format!("/check?{}", q(&[("manifest", &fixture)]))).await;
     assert_page(&pasted, StatusCode::OK, "pasted");
     assert!(pasted.body.contains("href=\"/rules/gemma4-transformers-5-15-breaks-vllm\""));
+    // Under the findings, the fix: its steps and the rewritten command.
+    let fix = &pasted.body[pasted.body.find("How to make it work").expect("the fix section")..];
+    assert!(fix.contains("These changes clear every error"), "a plan");
+    assert!(fix.contains("vllm: add --dtype half"), "a step in words");
+    assert!(fix.contains("vllm serve google/gemma-4-E2B-it --dtype half"), "the serve line");
+    assert!(fix.contains("docker run --ipc=host"), "the container setting");
 }
 
 #[tokio::test]
