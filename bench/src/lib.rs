@@ -10,12 +10,14 @@
 //! publish cost ([`publish`]), cold start and RSS of a server process with
 //! 10,000 rules ([`startup`]), HTTP throughput against a bare echo endpoint
 //! ([`http`]) with the work a request does around the check next to the
-//! echo's ([`parts`]), and the plot ([`plot`]). `BENCHMARKS.md` reports them.
+//! echo's ([`parts`]), `pitfall fix` on the G5g fixture ([`fix`]), and
+//! the plot ([`plot`]). `BENCHMARKS.md` reports them.
 
 pub mod compare;
 pub mod corpus;
 #[cfg(feature = "extism")]
 pub mod extism;
+pub mod fix;
 pub mod fleet;
 pub mod floor;
 pub mod http;

@@ -17,7 +17,9 @@ use clap::{Parser, Subcommand};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use pitfall_bench::scale::ScalePoint;
 use pitfall_bench::stats::{Summary, median};
-use pitfall_bench::{compare, corpus, fleet, floor, http, parts, plot, publish, scale, startup};
+use pitfall_bench::{
+    compare, corpus, fix, fleet, floor, http, parts, plot, publish, scale, startup,
+};
 use pitfall_contract::{Manifest, Prepared, manifest_from_value, parse_manifest};
 use pitfall_engine::{Engine, Limits, Rule};
 
@@ -67,7 +69,11 @@ struct Args {
     /// building with `--features extism`). `http` (not in the default
     /// list) runs only the HTTP phases, against the registry a
     /// `--sections server --keep-registry` run left.
-    #[arg(long, value_delimiter = ',', default_value = "floor,scale,compare,publish,server,plot")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "floor,scale,compare,publish,fix,server,plot"
+    )]
     sections: Vec<String>,
 }
 
@@ -296,6 +302,9 @@ fn full(
     if args.runs("publish") {
         publish_cost(&specs, report)?;
     }
+    if args.runs("fix") {
+        fix_cost(engine, bundled, report)?;
+    }
     if args.runs("server") {
         server(args, bundled.len(), report)?;
     }
@@ -308,6 +317,31 @@ fn full(
             points.iter().map(|p| (p.rules_total, p.check.p50, p.check.p99)).collect();
         plot::check_latency(&png, &data)?;
         report.line(format!("plot={}", png.display()));
+    }
+    Ok(())
+}
+
+/// Rounds of the fix measurement after its first request.
+const FIX_ROUNDS: usize = 50;
+
+/// `pitfall fix` on the G5g fixture: the bundled corpus, then it and a
+/// synthetic registry of 10,000 rules.
+fn fix_cost(engine: &Engine, bundled: &[Arc<Rule>], report: &mut Report) -> anyhow::Result<()> {
+    let g5g = fixture("g5g-gemma4-vllm0271.json")?;
+    let synthetic = scale::load(engine, &corpus::specs(SERVER_RULES, SEED));
+    for rules in [bundled.to_vec(), bundled.iter().cloned().chain(synthetic).collect()] {
+        let p = fix::measure(engine, rules, &g5g, FIX_ROUNDS);
+        report.line(format!(
+            "fix rules={} fixture=g5g status={} steps={} evaluations={} first_ms={:.1} p50_ms={:.2} p99_ms={:.2} target_p50_ms=50 {}",
+            p.rules_total,
+            p.status,
+            p.steps,
+            p.evaluations,
+            p.first.as_secs_f64() * 1e3,
+            p.steady.p50 / 1e3,
+            p.steady.p99 / 1e3,
+            verdict(p.steady.p50 <= 50_000.0),
+        ));
     }
     Ok(())
 }

@@ -49,42 +49,54 @@ impl Source {
             return Ok(Source::Online(client));
         }
         let engine = rules::engine()?;
-        let set = match &args.rules {
-            Some(path) => {
-                let start = read_start(path);
-                if pitfall_client::api::bundle::looks_like_bundle(&start) {
-                    let bytes = std::fs::read(path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    rules::from_bundle(
-                        &engine,
-                        &path.display().to_string(),
-                        &bytes,
-                        &config.public_keys(&[])?,
-                        args.require_fresh,
-                    )?
-                } else {
-                    rules::from_path(&engine, path)?
-                }
-            }
-            None => match bundle::bundle_path().filter(|p| p.is_file()) {
-                Some(path) => {
-                    let keys = config.public_keys(&[]).with_context(|| {
-                        format!("checking with the pulled bundle {}", path.display())
-                    })?;
-                    let bytes = std::fs::read(&path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    rules::from_bundle(
-                        &engine,
-                        &format!("the pulled bundle {}", path.display()),
-                        &bytes,
-                        &keys,
-                        args.require_fresh,
-                    )?
-                }
-                None => rules::bundled(&engine)?,
-            },
-        };
+        let set = offline_rules(&engine, args.rules.as_deref(), config, args.require_fresh)?;
         Ok(Source::Offline(engine, Box::new(set)))
+    }
+}
+
+/// The rules of an offline check: `rules` (a `.wasm`, a folder of them, or
+/// a signed bundle, verified first), else the pulled bundle, else the rules
+/// built into this binary.
+pub(crate) fn offline_rules(
+    engine: &Engine,
+    rules: Option<&Path>,
+    config: &UserConfig,
+    require_fresh: bool,
+) -> anyhow::Result<RuleSet> {
+    match rules {
+        Some(path) => {
+            let start = read_start(path);
+            if pitfall_client::api::bundle::looks_like_bundle(&start) {
+                let bytes =
+                    std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+                rules::from_bundle(
+                    engine,
+                    &path.display().to_string(),
+                    &bytes,
+                    &config.public_keys(&[])?,
+                    require_fresh,
+                )
+            } else {
+                rules::from_path(engine, path)
+            }
+        }
+        None => match bundle::bundle_path().filter(|p| p.is_file()) {
+            Some(path) => {
+                let keys = config.public_keys(&[]).with_context(|| {
+                    format!("checking with the pulled bundle {}", path.display())
+                })?;
+                let bytes =
+                    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+                rules::from_bundle(
+                    engine,
+                    &format!("the pulled bundle {}", path.display()),
+                    &bytes,
+                    &keys,
+                    require_fresh,
+                )
+            }
+            None => rules::bundled(engine),
+        },
     }
 }
 
@@ -104,7 +116,7 @@ fn display_name(path: &Path) -> String {
 }
 
 /// A manifest file (or `-`): its display name and bytes.
-fn read_manifest(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
+pub(crate) fn read_manifest(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
     let name = display_name(path);
     let bytes = if path.as_os_str() == "-" {
         let mut buf = Vec::new();

@@ -1,7 +1,8 @@
 //! `pitfall`: describe a machine as a manifest (`scan`), check manifests
 //! against the known breakages (`check`, online or offline, one or a
 //! fleet), keep the registry's signed rule bundle (`bundle pull`), and
-//! write rules (`rule new|lint|test|build|publish`).
+//! write rules (`rule new|lint|test|build|publish`), and find the nearest
+//! configuration that passes (`fix`).
 //!
 //! Exit codes (the contract provisioning tools rely on): 0 no error-severity
 //! finding, 1 at least one, 2 the command itself failed (unreadable or
@@ -28,6 +29,7 @@ mod bundle;
 mod catalogue;
 mod check;
 mod config;
+mod fix;
 mod progress;
 mod rule;
 mod rules;
@@ -52,6 +54,11 @@ enum Command {
     /// else offline with --rules, else the pulled bundle, else the rules
     /// built into this binary.
     Check(CheckArgs),
+    /// The nearest configuration that passes: the cheapest remedies that
+    /// clear every error, with the patched manifest and the commands.
+    /// Offline, with the rules `check` uses offline. Exit 0 when a plan
+    /// clears every error, 1 when none does, 2 on bad input.
+    Fix(fix::FixArgs),
     /// Pull (or show) the registry's signed rule bundle for offline checks.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
@@ -134,6 +141,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Scan(args) => scan::command::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Fix(args) => fix::run(&args),
         Command::Bundle(command) => bundle::run(&command),
         Command::Rule(command) => rule::run(&command),
         Command::Catalogue(args) => catalogue::run(&args),

@@ -763,3 +763,37 @@ fn catalogue_lists_every_bundled_rule_with_its_component_date_and_sources() {
     assert!(text.starts_with(&format!("{} rules (rule set ", rules.len())), "{text}");
     assert!(text.contains("vllm-torch-abi-mismatch"), "{text}");
 }
+
+/// `pitfall fix`: exit 0 with a plan (the serve line printed, the
+/// constraints written, the patch a JSON object), 1 when only other
+/// hardware clears the errors, 2 on bad input.
+#[test]
+fn fix_prints_the_plan_and_exits_by_what_it_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let constraints = dir.path().join("constraints.txt");
+    let out = pitfall(&[
+        "fix",
+        &fixture("g5g-gemma4-vllm0271.json"),
+        "--write-constraints",
+        &constraints.display().to_string(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("a plan clears every error"), "{text}");
+    assert!(text.contains("vllm serve google/gemma-4-E2B-it --dtype half"), "{text}");
+    let written = std::fs::read_to_string(&constraints).expect("constraints written");
+    assert!(written.lines().any(|l| l.starts_with("vllm==")), "{written}");
+
+    let patch = pitfall(&["fix", &fixture("g5g-gemma4-vllm0271.json"), "--format", "patch"]);
+    let patch: Value = serde_json::from_slice(&patch.stdout).expect("the patch is JSON");
+    assert_eq!(patch["container"]["ipc"], "host", "{patch}");
+
+    let a6000 = pitfall(&["fix", &fixture("a6000-llama70b-single.json")]);
+    let text = String::from_utf8_lossy(&a6000.stdout);
+    assert_eq!(a6000.status.code(), Some(1), "{text}");
+    assert!(text.contains("Or, on other hardware"), "{text}");
+
+    let bad = pitfall_with_stdin(&["fix", "-"], br#"{"manifest_version": 2}"#);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("manifest_version"));
+}

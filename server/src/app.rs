@@ -126,6 +126,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/check", post(api::check::check))
         .route("/v1/check/batch", post(api::check::batch))
         .route("/v1/manifest/from-text", post(api::from_text::from_text))
+        .route("/v1/fix", post(api::fix::fix))
         .route("/v1/rules", get(api::rules::search).post(api::rules::publish))
         .route("/v1/catalogue", get(api::rules::catalogue))
         .route("/v1/rules/{id}", get(api::rules::rule))
@@ -206,7 +207,7 @@ async fn admit(
     // A batch is charged by its handler, once it has counted the
     // manifests (`charge_batch`).
     let limiter = match (method, route) {
-        ("POST", "/v1/check" | "/v1/manifest/from-text" | "/check") => {
+        ("POST", "/v1/check" | "/v1/fix" | "/v1/manifest/from-text" | "/check") => {
             Some(&state.inner.check_rate)
         }
         ("GET", "/check" | "/matrix") if asks => Some(&state.inner.check_rate),

@@ -104,6 +104,8 @@ pub fn operations() -> Vec<Operation> {
             request: Some((JSON, schema::<BatchRequest>)), query: None, response: 200 JSON => schema::<BatchResponse>),
         op!("POST" "/v1/manifest/from-text", Anonymous, "Build a manifest from an environment paste (collect_env, sglang.check_env, TGI --env, nvidia-smi) and a serve command; names what they did not say. Identifiers are redacted; nothing is stored.",
             request: Some((JSON, schema::<FromTextRequest>)), query: None, response: 200 JSON => schema::<FromTextResponse>),
+        op!("POST" "/v1/fix", Anonymous, "The nearest configuration that passes: the cheapest remedies that clear every error finding of one manifest (v1), with the patched manifest, the ordered steps, what they leave, their cost and the commands; at most 256 checks, within the request's time bound.",
+            request: Some((JSON, schema::<Manifest>)), query: None, response: 200 JSON => schema::<pitfall_fix::FixAnswer>),
         op!("GET" "/v1/rules", Anonymous, "Search rules by text (titles, summaries, error signatures) and filters.",
             request: None, query: Some(schema::<SearchQuery>), response: 200 JSON => schema::<SearchResponse>),
         op!("POST" "/v1/rules", Token, "Publish a module (the body is the .wasm); its metadata is read from the module. Stored as pending.",

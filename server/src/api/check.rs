@@ -208,7 +208,7 @@ fn micros(start: Instant) -> u64 {
 /// A manifest from its JSON text, with the contract's error codes. Valid
 /// manifests take the fast path (text straight into the types); anything
 /// else is read through a JSON value, which names what is wrong.
-fn read_manifest(text: &[u8]) -> Result<Manifest, AppError> {
+pub(crate) fn read_manifest(text: &[u8]) -> Result<Manifest, AppError> {
     if let Some(manifest) = manifest_from_slice(text) {
         return Ok(manifest);
     }

@@ -4,6 +4,7 @@ pub mod accounts;
 pub mod bundle;
 pub mod check;
 pub mod from_text;
+pub mod fix;
 pub mod ops;
 pub mod review;
 pub mod rules;

@@ -6,6 +6,8 @@
 //! answer links to the manifest it built, identifiers redacted. The
 //! manifest is built by `POST /v1/manifest/from-text`'s code and checked by
 //! the API's `POST /v1/check` handler (same parsing, same cache, same rules).
+//! A setup with an error also gets "How to make it work", the answer of
+//! `POST /v1/fix`'s handler.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +19,7 @@ use axum::response::Response;
 use minijinja::{Value, context};
 use pitfall_contract::report::CheckResponse;
 use pitfall_facts::gpus::{self, Resolution};
+use pitfall_fix::{FixAnswer, Status};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -276,6 +279,57 @@ pub(crate) fn answer_view(answer: &CheckResponse) -> Value {
     }
 }
 
+/// Runs the API's fix on a manifest's JSON text.
+pub(crate) async fn run_fix(
+    state: &AppState,
+    deadline: RequestDeadline,
+    json: String,
+) -> Result<FixAnswer, AppError> {
+    api::fix::fix_answer(state, deadline, Body::from(json)).await
+}
+
+/// "How to make it work": the plan's steps and commands, or why there is
+/// none on this hardware and the plan on other hardware.
+pub(crate) fn fix_view(answer: &FixAnswer) -> Value {
+    fn plan(plan: &pitfall_fix::Plan) -> Value {
+        context! {
+            cost => plan.cost_summary,
+            steps => plan.steps.iter().map(|s| context! {
+                text => s.text,
+                rule_id => s.answers.rule_id,
+                settles => s.undetermined,
+            }).collect::<Vec<_>>(),
+            serve => plan.artefacts.vllm_serve,
+            env => plan.artefacts.env.iter().map(|e| match &e.value {
+                Some(v) => format!("export {}={v}", e.name),
+                None => format!("unset {}", e.name),
+            }).collect::<Vec<_>>(),
+            constraints => plan.artefacts.pip_constraints,
+            docker => plan.artefacts.docker_run_flags,
+            compose => plan.artefacts.compose,
+            warnings => plan.leaves.warnings.iter().map(|r| r.rule_id.clone()).collect::<Vec<_>>(),
+            settle_with => plan.leaves.settle_with,
+        }
+    }
+    let headline = match answer.status {
+        Status::Clear => "No error to fix.",
+        Status::Plan => "These changes clear every error:",
+        Status::Conflict => {
+            "No set of changes clears every error on this hardware: remedies collide."
+        }
+        Status::HardwareOnly => "No set of changes clears every error on this hardware.",
+        Status::NoPlan => "No plan was found.",
+    };
+    context! {
+        headline => headline,
+        plan => answer.plan.as_ref().map(plan),
+        other => answer.on_other_hardware.as_ref().map(plan),
+        conflicts => Value::from_serialize(&answer.conflicts),
+        evaluations => answer.evaluations,
+        may_not_be_minimal => answer.may_not_be_minimal,
+    }
+}
+
 /// `GET /check`.
 pub(crate) async fn page_handler(
     state: AppState,
@@ -285,6 +339,7 @@ pub(crate) async fn page_handler(
     let mut errors: BTreeMap<&'static str, String> = BTreeMap::new();
     let mut answer = None;
     let mut checked = None;
+    let mut fix = None;
     let pasted = text(&form.manifest).map(str::to_owned);
     let mut from_text = None;
     let mut permalink_form = form.clone();
@@ -325,6 +380,7 @@ pub(crate) async fn page_handler(
             Ok(_) => match run_check(&state, deadline, json.clone()).await {
                 Ok(a) => {
                     answer = Some(answer_view(&a));
+                    fix = fixed(&state, deadline, &a, &json).await?;
                     checked = Some(json);
                 }
                 Err(
@@ -345,6 +401,7 @@ pub(crate) async fn page_handler(
                 match run_check(&state, deadline, json.clone()).await {
                     Ok(a) => {
                         answer = Some(answer_view(&a));
+                        fix = fixed(&state, deadline, &a, &json).await?;
                         checked = Some(json);
                     }
                     Err(e @ (AppError::BadRequest { .. } | AppError::Unprocessable { .. })) => {
@@ -372,6 +429,7 @@ pub(crate) async fn page_handler(
         from_text => from_text,
         errors => Value::from_serialize(&errors),
         answer => answer,
+        fix => fix,
         checked => checked,
         permalink => permalink,
         gpus => gpus,
@@ -387,6 +445,25 @@ pub(crate) async fn page_handler(
         let (mut parts, body) = response.into_parts();
         parts.status = axum::http::StatusCode::BAD_REQUEST;
         Ok(Response::from_parts(parts, body))
+    }
+}
+
+/// The fix view of a checked manifest that has an error, else none.
+async fn fixed(
+    state: &AppState,
+    deadline: RequestDeadline,
+    answer: &CheckResponse,
+    json: &str,
+) -> Result<Option<Value>, PageError> {
+    if !answer.has_errors() {
+        return Ok(None);
+    }
+    match run_fix(state, deadline, json.to_owned()).await {
+        Ok(answer) => Ok(Some(fix_view(&answer))),
+        // The findings stand without it: a fix past the request's time
+        // bound leaves the section out rather than the page.
+        Err(AppError::Timeout) => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -161,6 +161,62 @@ async fn check_answers_the_g5g_errors_in_the_contract_shape() {
 }
 
 #[tokio::test]
+async fn fix_answers_a_plan_whose_manifest_checks_clear() {
+    async fn run(h: Harness) {
+        let (status, answer) =
+            h.call(Method::POST, "/v1/fix", None, fixture("g5g-gemma4-vllm0271.json")).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["status"], "plan", "{answer}");
+        let evaluations = answer["evaluations"].as_u64().expect("evaluations");
+        assert!(evaluations >= 2 && evaluations <= u64::from(pitfall_fix::EVALUATION_BOUND));
+        let plan = &answer["plan"];
+        assert!(plan["steps"].as_array().is_some_and(|s| !s.is_empty()), "{plan}");
+        assert!(plan["artefacts"]["vllm_serve"].as_str().is_some_and(|s| s.contains("vllm serve")));
+        // The patched manifest, checked through the API, has no error.
+        let patched = serde_json::to_vec(&plan["patched_manifest"]).expect("serialises");
+        let checked = h.check(&patched).await;
+        let errors: Vec<&Value> = checked["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["severity"] == "error")
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        // A manifest with no error answers `clear`.
+        let (status, answer) =
+            h.call(Method::POST, "/v1/fix", None, fixture("h100x8-llama70b-healthy.json")).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["status"], "clear", "{answer}");
+    }
+    on_both_backends!(run);
+}
+
+#[tokio::test]
+async fn fix_refuses_bad_input_with_the_error_envelope() {
+    let h = Harness::new(crate::common::sqlite()).await;
+    for (body, want_status, want_code) in [
+        ("{not json".to_owned(), StatusCode::BAD_REQUEST, "invalid_json"),
+        (
+            r#"{"manifest_version": 2}"#.to_owned(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unsupported_manifest_version",
+        ),
+        (
+            format!(
+                r#"{{"manifest_version": 1, "env": {{"X": "{}"}}}}"#,
+                "x".repeat(ServerLimits::default().max_manifest_bytes)
+            ),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+        ),
+    ] {
+        let (status, answer) = h.call(Method::POST, "/v1/fix", None, body.clone()).await;
+        assert_eq!(status, want_status, "{}", &body[..body.len().min(60)]);
+        assert_eq!(answer["error"]["code"], want_code, "{answer}");
+    }
+}
+
+#[tokio::test]
 async fn bad_input_gets_the_error_envelope() {
     let h = Harness::new(crate::common::sqlite()).await;
     let cases: [(&str, StatusCode, &str); 5] = [

@@ -292,6 +292,12 @@ async fn the_check_form_with_the_g5g_setup_shows_the_head_dim_finding() {
     let pasted = site.get(&format!("/check?{}", q(&[("manifest", &fixture)]))).await;
     assert_page(&pasted, StatusCode::OK, "pasted");
     assert!(pasted.body.contains("href=\"/rules/gemma4-transformers-5-15-breaks-vllm\""));
+    // Under the findings, the fix: its steps and the rewritten command.
+    let fix = &pasted.body[pasted.body.find("How to make it work").expect("the fix section")..];
+    assert!(fix.contains("These changes clear every error"), "a plan");
+    assert!(fix.contains("vllm: add --dtype half"), "a step in words");
+    assert!(fix.contains("vllm serve google/gemma-4-E2B-it --dtype half"), "the serve line");
+    assert!(fix.contains("docker run --ipc=host"), "the container setting");
 }
 
 /// A report of the corpus (tests/reports/), as posted.
