@@ -4,11 +4,12 @@
 //! publish) when a toolchain can build it. A failed case prints its
 //! manifest, the expected and the actual outcome.
 
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
 use anyhow::Context;
-use pitfall_contract::cases::failure_report;
+use pitfall_contract::cases::{case_lines, failure_report};
 
 use super::build::build_module;
 use super::source::Source;
@@ -16,19 +17,25 @@ use super::source::Source;
 pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
     let source = Source::of(path)?;
     if let Source::Crate(dir) = &source {
+        let (_, cases) = source.embedded()?;
+        eprintln!("{}", native_plan(dir));
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        // cargo's report goes to stderr with cargo's own lines: stdout
+        // keeps this command's, one per step and case.
+        let to_stderr = std::io::stderr().as_fd().try_clone_to_owned().context("stderr")?;
         let status = Command::new(&cargo)
             .arg("test")
             .arg("--manifest-path")
             .arg(dir.join("Cargo.toml"))
             .current_dir(dir)
+            .stdout(to_stderr)
             .status()
             .context("running cargo test")?;
         if !status.success() {
             eprintln!("native: the cases failed (cargo test: {status}); the report is above");
             return Ok(ExitCode::from(2));
         }
-        outln!("native: every case passed");
+        outln!("native: {} cases passed (cargo test)", cases.len());
         if pitfall_wasm_build::detect().is_none() {
             outln!(
                 "wasm: skipped, no wasm32 toolchain (rustup's wasm32-unknown-unknown target, or `apt-get install -y {}`)",
@@ -44,6 +51,8 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
         .load(&bytes)
         .with_context(|| format!("{}: refused by the engine", module.display()))?;
     let results = engine.run_tests(&rule);
+    outln!("wasm: the cases of {} {} in the engine:", rule.id(), rule.meta().version);
+    out!("{}", case_lines(&results));
     let report = failure_report(rule.id(), &results);
     if !report.is_empty() {
         eprint!("{report}");
@@ -58,4 +67,18 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
         module.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `cargo test` is about to compile, when it is the crate's first
+/// run: the test harness is most of the time of a first `rule test`.
+fn native_plan(dir: &Path) -> String {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| dir.join("target"), std::path::PathBuf::from);
+    if target.join("debug").is_dir() {
+        return "native: cargo test (the harness is built)".into();
+    }
+    format!(
+        "native: cargo test, the first run in {}:\n  compiling the SDK's native test harness (pitfall-sdk with the registry's contract\n  code, fact tables and serde) and the rule; later runs reuse all but the rule",
+        target.display()
+    )
 }
