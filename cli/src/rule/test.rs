@@ -4,7 +4,6 @@
 //! publish) when a toolchain can build it. A failed case prints its
 //! manifest, the expected and the actual outcome.
 
-use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
@@ -20,22 +19,35 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
         let (_, cases) = source.embedded()?;
         eprintln!("{}", native_plan(dir));
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        // cargo's report goes to stderr with cargo's own lines: stdout
-        // keeps this command's, one per step and case.
-        let to_stderr = std::io::stderr().as_fd().try_clone_to_owned().context("stderr")?;
-        let status = Command::new(&cargo)
+        // cargo's own lines go to stderr as they come; the test binary's
+        // report is passed on to stderr too, read to see that the cases
+        // really ran (without the SDK's `testing` feature there is no
+        // test to run, and cargo test passes with nothing done).
+        let output = Command::new(&cargo)
             .arg("test")
             .arg("--manifest-path")
             .arg(dir.join("Cargo.toml"))
             .current_dir(dir)
-            .stdout(to_stderr)
-            .status()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .output()
             .context("running cargo test")?;
-        if !status.success() {
-            eprintln!("native: the cases failed (cargo test: {status}); the report is above");
+        let report = String::from_utf8_lossy(&output.stdout);
+        eprint!("{report}");
+        if !output.status.success() {
+            eprintln!(
+                "native: the cases failed (cargo test: {}); the report is above",
+                output.status
+            );
             return Ok(ExitCode::from(2));
         }
-        outln!("native: {} cases passed (cargo test)", cases.len());
+        if report.contains("embedded_cases_pass_natively ... ok") {
+            outln!("native: {} cases passed (cargo test)", cases.len());
+        } else {
+            outln!(
+                "native: no case ran (cargo test has no embedded_cases_pass_natively: give pitfall-sdk its `testing` feature under [dev-dependencies])"
+            );
+        }
         if pitfall_wasm_build::detect().is_none() {
             outln!(
                 "wasm: skipped, no wasm32 toolchain (rustup's wasm32-unknown-unknown target, or `apt-get install -y {}`)",
