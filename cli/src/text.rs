@@ -42,9 +42,9 @@ pub(crate) fn render(name: &str, answer: &CheckResponse) -> String {
         }
     }
     if !answer.undetermined.is_empty() {
-        let _ = writeln!(out, "\nCould not decide (add these fields to the manifest):");
+        let _ = writeln!(out, "\nCould not decide (add or correct these fields of the manifest):");
         for u in &answer.undetermined {
-            let _ = writeln!(out, "  {}: {}", u.rule_id, u.missing.join(", "));
+            let _ = writeln!(out, "  {}: {u}", u.rule_id);
         }
     }
     if !answer.rule_errors.is_empty() {

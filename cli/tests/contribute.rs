@@ -147,7 +147,14 @@ fn write_manifest(dir: &Path, name: &str, manifest: &Value) -> PathBuf {
 /// build → check --rules → publish → (not served while pending) →
 /// approve → served: the finding appears in /v1/check. `rule` is the
 /// path argument (`.` for a crate).
-fn through_the_pipeline(dir: &Path, rule: &str, id: &str, version: &str, manifest: &Path) {
+fn through_the_pipeline(
+    dir: &Path,
+    rule: &str,
+    id: &str,
+    version: &str,
+    manifest: &Path,
+    cases: usize,
+) {
     let registry = registry();
     let built = pitfall(dir, &["rule", "build", rule]);
     expect_code(&built, 0, "rule build");
@@ -175,12 +182,12 @@ fn through_the_pipeline(dir: &Path, rule: &str, id: &str, version: &str, manifes
     );
     let stdout = text(&published.stdout);
     for line in [
-        "  validation  passed: ABI 1",
-        "  compile     passed",
-        "  tests       4 of 4 cases passed",
-        "  state       pending",
+        "  validation  passed: ABI 1".to_owned(),
+        "  compile     passed".to_owned(),
+        format!("  tests       {cases} of {cases} cases passed"),
+        "  state       pending".to_owned(),
     ] {
-        assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
+        assert!(stdout.contains(&line), "{line:?} not in:\n{stdout}");
     }
     assert_eq!(last_line(&published), format!("url: {}/rules/{id}", registry.url));
 
@@ -229,35 +236,186 @@ fn http_get(base: &str, path: &str) -> String {
     String::from_utf8_lossy(&answer).into_owned()
 }
 
+/// The fenced block after `<!-- golden: NAME -->` in sdk/README.md: its
+/// byte range and text.
+fn readme_block(readme: &str, name: &str) -> (std::ops::Range<usize>, String) {
+    let marker = format!("<!-- golden: {name} -->\n");
+    let at = readme.find(&marker).unwrap_or_else(|| panic!("sdk/README.md has no {marker:?}"));
+    let fence = at + marker.len();
+    let body = fence + readme[fence..].find('\n').expect("a fence line") + 1;
+    let end = body + readme[body..].find("```").expect("a closing fence");
+    (body..end, readme[body..end].to_owned())
+}
+
+/// What differs between machines in the CLI's output, written as the
+/// README writes it: the crate's folder, the target folder, a module's size.
+struct Normalize {
+    replacements: Vec<(String, String)>,
+}
+
+impl Normalize {
+    fn apply(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (from, to) in &self.replacements {
+            out = out.replace(from, to);
+        }
+        // `27728 bytes (limit` → `N bytes (limit`: sizes change with the toolchain.
+        let mut words: Vec<String> = Vec::new();
+        let mut lines = Vec::new();
+        for line in out.lines() {
+            words.clear();
+            let parts: Vec<&str> = line.split(' ').collect();
+            for (i, w) in parts.iter().enumerate() {
+                let size =
+                    parts.get(i + 1) == Some(&"bytes") && w.bytes().all(|b| b.is_ascii_digit());
+                words.push(if size { "N".into() } else { (*w).to_owned() });
+            }
+            lines.push(words.join(" "));
+        }
+        lines.join("\n") + "\n"
+    }
+}
+
+/// Checks the README's block `name` against the CLI's `actual` output
+/// (normalised); `PITFALL_BLESS=1` writes the output into the README.
+fn golden(name: &str, actual: &str, normalize: &Normalize) {
+    let path = repo().join("sdk/README.md");
+    let readme = std::fs::read_to_string(&path).expect("sdk/README.md");
+    let (range, documented) = readme_block(&readme, name);
+    let actual = normalize.apply(actual);
+    if std::env::var_os("PITFALL_BLESS").is_some() {
+        let mut blessed = readme.clone();
+        blessed.replace_range(range, &actual);
+        std::fs::write(&path, blessed).expect("sdk/README.md written");
+        return;
+    }
+    assert_eq!(
+        documented, actual,
+        "sdk/README.md's `{name}` block differs from the CLI's output (PITFALL_BLESS=1 rewrites it)"
+    );
+}
+
+/// Rewrites the crate's JSON file `name` with `edit`.
+fn edit_json(dir: &Path, name: &str, edit: impl FnOnce(&mut Value)) {
+    let path = dir.join(name);
+    let mut value: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON");
+    edit(&mut value);
+    std::fs::write(&path, serde_json::to_vec_pretty(&value).expect("json")).expect("written");
+}
+
+/// The done-when of the contributor's path: `rule new` scaffolds a rule
+/// that the lint refuses as it is; after the edits sdk/README.md
+/// documents, it passes lint, test and build, and `check --rules` reports
+/// its finding. On the way, every report the README shows is compared
+/// with the real output.
 #[test]
 fn a_rust_rule_goes_from_an_empty_folder_to_a_finding_in_v1_check() {
     let home = tempfile::tempdir().expect("tempdir");
-    let created = pitfall(home.path(), &["rule", "new", "my-first-rule"]);
+    let created = pitfall(
+        home.path(),
+        &[
+            "rule",
+            "new",
+            "my-first-rule",
+            "--from-report",
+            "https://github.com/pytorch/pytorch/issues/107302",
+            "--error",
+            "A module that was compiled using NumPy 1.x cannot be run in NumPy 2.0.0 as it may crash.",
+        ],
+    );
     expect_code(&created, 0, "rule new");
     let dir = home.path().join("my-first-rule");
     for file in ["Cargo.toml", "src/lib.rs", "rule.json", "tests.json", ".cargo/config.toml"] {
         assert!(dir.join(file).is_file(), "{file} was not written");
     }
+    // The report and the error text are the rule's reference and signature.
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("rule.json")).expect("read")).expect("JSON");
+    assert_eq!(
+        meta["references"],
+        json!([{"title": "pytorch/pytorch issue 107302", "url": "https://github.com/pytorch/pytorch/issues/107302"}])
+    );
+    assert_eq!(
+        meta["error_signatures"][0]["template"],
+        "A module that was compiled using NumPy 1.x cannot be run in NumPy {version} as it may crash."
+    );
     // A second `new` into the same folder refuses to overwrite it.
     expect_code(
         &pitfall(home.path(), &["rule", "new", "my-first-rule"]),
         2,
         "rule new over an existing crate",
     );
+    let target =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target/").join("rule-crates");
+    let normalize = Normalize {
+        replacements: vec![
+            (target.display().to_string(), "/home/you/my-first-rule/target".into()),
+            (dir.display().to_string(), "/home/you/my-first-rule".into()),
+        ],
+    };
 
-    expect_code(&pitfall(&dir, &["rule", "lint"]), 0, "rule lint");
+    // Untouched, the lint refuses it, saying what to change.
+    let untouched = pitfall(&dir, &["rule", "lint"]);
+    expect_code(&untouched, 2, "rule lint of the untouched scaffold");
+    golden("lint-untouched", &text(&untouched.stderr), &normalize);
+
+    // The edits the README documents make it the contributor's.
+    let readme = std::fs::read_to_string(repo().join("sdk/README.md")).expect("README");
+    let edits: Value = serde_json::from_str(&readme_block(&readme, "scaffold-edits").1)
+        .expect("the documented edits are JSON");
+    edit_json(&dir, "rule.json", |meta| {
+        for (key, value) in edits.as_object().expect("an object of rule.json fields") {
+            meta[key] = value.clone();
+        }
+    });
+    let linted = pitfall(&dir, &["rule", "lint"]);
+    expect_code(&linted, 0, "rule lint after the edits");
+    golden("lint-passed", &text(&linted.stdout), &normalize);
+
     let tested = pitfall(&dir, &["rule", "test"]);
     expect_code(&tested, 0, "rule test");
     let stdout = text(&tested.stdout);
-    assert!(stdout.contains("native: every case passed"), "{stdout}");
-    assert!(stdout.contains("wasm: 4 of 4 cases passed in the engine"), "{stdout}");
+    assert!(stdout.contains("native: 6 cases passed"), "{stdout}");
+    // Every case is listed, the `<2` pin's fixed case among them.
+    for name in ["torch 2.2.2 with numpy 2.0.0", "numpy pinned below 2", "torch upgraded to 2.3"] {
+        assert!(stdout.contains(&format!("  ✓ {name}\n")), "{name}: {stdout}");
+    }
+    golden("test-passed", &stdout, &normalize);
+
+    let built = pitfall(&dir, &["rule", "build"]);
+    expect_code(&built, 0, "rule build");
+    golden("build", &text(&built.stdout), &normalize);
+
+    // A wrong expectation and a remedy that does not fix: each report as
+    // the engine gives it (natively, cargo test shows the same report).
+    let tests_json = std::fs::read(dir.join("tests.json")).expect("tests.json");
+    let rule_json = std::fs::read(dir.join("rule.json")).expect("rule.json");
+    edit_json(&dir, "tests.json", |cases| {
+        for case in cases.as_array_mut().expect("cases") {
+            if case["name"] == "numpy without a version" {
+                case["expect"] = json!("clear");
+            }
+        }
+    });
+    edit_json(&dir, "rule.json", |meta| {
+        meta["remedies"][0]["actions"][0]["version"] = json!("==2.1.0");
+    });
+    let rebuilt = pitfall(&dir, &["rule", "build"]);
+    expect_code(&rebuilt, 0, "rule build with failing cases");
+    let module = last_line(&rebuilt);
+    let failed = pitfall(&dir, &["rule", "test", &module]);
+    expect_code(&failed, 2, "rule test with failing cases");
+    golden("test-failed", &text(&failed.stderr), &normalize);
+    std::fs::write(dir.join("tests.json"), tests_json).expect("restored");
+    std::fs::write(dir.join("rule.json"), rule_json).expect("restored");
 
     let manifest = write_manifest(
         home.path(),
         "torch-2.1-numpy-2.json",
         &json!({"manifest_version": 1, "packages": [{"name": "torch", "version": "2.1.0"}, {"name": "numpy", "version": "2.1.1"}]}),
     );
-    through_the_pipeline(&dir, ".", "my-first-rule", "0.1.0", &manifest);
+    through_the_pipeline(&dir, ".", "my-first-rule", "0.1.0", &manifest, 6);
 }
 
 /// A P100 running vLLM: what both examples (compute capability floor 7.0) match.
@@ -286,7 +444,7 @@ fn the_c_rule_passes_the_same_pipeline() {
         text(&tested.stdout)
     );
     let manifest = p100(home.path());
-    through_the_pipeline(home.path(), "rule.c", "example-c-vllm-cc-floor", "1.0.0", &manifest);
+    through_the_pipeline(home.path(), "rule.c", "example-c-vllm-cc-floor", "1.0.0", &manifest, 4);
 }
 
 #[test]
@@ -303,7 +461,14 @@ fn the_wat_rule_passes_the_same_pipeline() {
         text(&tested.stdout)
     );
     let manifest = p100(home.path());
-    through_the_pipeline(home.path(), "rule.wat", "example-wat-vllm-cc-floor", "1.0.0", &manifest);
+    through_the_pipeline(
+        home.path(),
+        "rule.wat",
+        "example-wat-vllm-cc-floor",
+        "1.0.0",
+        &manifest,
+        4,
+    );
 }
 
 /// The WAT example with its metadata and cases replaced.

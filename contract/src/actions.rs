@@ -20,7 +20,9 @@ use pitfall_version::{Dotted, Specifier, Version};
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Action {
     /// Upgrade a package: `to` is the lowest version that fixes it
-    /// (`0.10.2`) or a PEP 440 specifier (`>=2.3,<3`). Never lowers.
+    /// (`0.10.2`) or a PEP 440 specifier (`>=2.3,<3`): the lowest release
+    /// of the release table it admits, else the version its bounds name.
+    /// An installed version that already meets it is kept.
     UpgradePackage {
         /// Package name.
         package: String,
@@ -28,7 +30,9 @@ pub enum Action {
         to: String,
     },
     /// Install a version of a package (also a downgrade): exactly
-    /// `version`, or one the PEP 440 specifier admits (`<2`).
+    /// `version`, or one the PEP 440 specifier admits (`<2`): the highest
+    /// release of the release table it admits, else the version its
+    /// bounds name (`<2` installs 1, `>=2.3,<3` 2.3).
     PinPackage {
         /// Package name.
         package: String,
@@ -232,7 +236,7 @@ pub enum ApplyError {
     /// A specifier no known release of the package meets and that names
     /// no version to take (`<2` for a package the release table lacks).
     #[error(
-        "no version to install for {package}{spec}: the release table has no release it admits and it names none (write ==X or >=X)"
+        "no version to install for {package}{spec}: the release table has no release it admits and its bounds name none (write ==X, >=X or <X)"
     )]
     NoVersion {
         /// The package.
@@ -284,9 +288,11 @@ fn choose_version(
     if let Some(v) = from_table {
         return Ok(Some(v.as_str().to_owned()));
     }
-    // The specifier's own bound, where it names a version it admits.
-    spec.admitted_bound().map(|v| Some(v.as_str().to_owned())).ok_or_else(|| {
-        ApplyError::NoVersion { package: package.to_owned(), spec: wanted.to_owned() }
+    // The specifier's own bounds: the version it names, or the release
+    // line next to an exclusive bound (`<2` installs 1).
+    spec.installable().map(|v| Some(v.as_str().to_owned())).ok_or_else(|| ApplyError::NoVersion {
+        package: package.to_owned(),
+        spec: wanted.to_owned(),
     })
 }
 
@@ -681,6 +687,49 @@ mod tests {
         assert!(matches!(apply(&mut m, &bad), Err(ApplyError::BadWorkloadValue { .. })));
         let no_field = Action::SetWorkload { field: "colour".into(), value: Value::Null };
         assert!(matches!(apply(&mut m, &no_field), Err(ApplyError::UnknownWorkloadField(_))));
+    }
+
+    #[test]
+    fn specifiers_install_a_table_release_else_their_bound() {
+        let numpy2 = r#"{"manifest_version":1,"packages":[{"name":"numpy","version":"2.0.0"}]}"#;
+        let pin = |package: &str, version: &str| Action::PinPackage {
+            package: package.into(),
+            version: version.into(),
+        };
+        // numpy is not in the release table: the bound names the version.
+        let mut m = manifest(numpy2);
+        apply(&mut m, &pin("numpy", "<2")).expect("applies");
+        assert_eq!(m.packages[0].version.as_deref(), Some("1"));
+        let mut m = manifest(numpy2);
+        apply(&mut m, &pin("numpy", ">=1.26,<2")).expect("applies");
+        assert_eq!(m.packages[0].version.as_deref(), Some("1.26"));
+        // An installed version that meets the specifier stays.
+        let mut m = manifest(numpy2);
+        apply(&mut m, &pin("numpy", ">=2,<3")).expect("applies");
+        assert_eq!(m.packages[0].version.as_deref(), Some("2.0.0"));
+        // torch is: a pin takes the highest release admitted, an upgrade the lowest.
+        let releases: Vec<Version> = pitfall_facts::releases::versions("torch")
+            .filter_map(|v| Version::parse(v).ok())
+            .filter(|v| !v.is_prerelease())
+            .collect();
+        let spec = Specifier::parse(">=2.3,<3").expect("parses");
+        let admitted = || releases.iter().filter(|v| spec.contains(v));
+        let (Some(lowest), Some(highest)) = (admitted().min(), admitted().max()) else {
+            panic!("the release table has torch releases in >=2.3,<3");
+        };
+        let torch = r#"{"manifest_version":1,"packages":[{"name":"torch","version":"2.1.0"}]}"#;
+        let mut m = manifest(torch);
+        apply(&mut m, &pin("torch", ">=2.3,<3")).expect("applies");
+        assert_eq!(m.packages[0].version.as_deref(), Some(highest.as_str()));
+        let mut m = manifest(torch);
+        let upgrade = Action::UpgradePackage { package: "torch".into(), to: ">=2.3,<3".into() };
+        apply(&mut m, &upgrade).expect("applies");
+        assert_eq!(m.packages[0].version.as_deref(), Some(lowest.as_str()));
+        // Neither a table release nor a bound: refused, saying what to write.
+        let err = apply(&mut manifest(numpy2), &pin("numpy", "!=2.0.0")).expect_err("refused");
+        assert!(matches!(err, ApplyError::NoVersion { .. }), "{err}");
+        let err = apply(&mut manifest(numpy2), &pin("numpy", "banana")).expect_err("refused");
+        assert!(matches!(err, ApplyError::BadVersion { .. }), "{err}");
     }
 
     #[test]

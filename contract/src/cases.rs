@@ -7,7 +7,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::meta::{Expect, TestCase};
-use super::report::LazyFinding;
+use super::report::{LazyFinding, Undetermined};
 use super::selector::Selector;
 use super::{Manifest, Prepared, actions, manifest_from_value};
 
@@ -135,6 +135,14 @@ fn run_case(
             &manifest_value,
         );
     }
+    // An undetermined outcome as the check's answer gives it: each field
+    // the rule named, missing or there but unreadable.
+    let explained = match &outcome {
+        Evaluation::Undetermined(named) => {
+            Some(Undetermined::explain(String::new(), named.clone(), &prepared.fields))
+        }
+        _ => None,
+    };
     let (passed, expected_text) = match (expected, &outcome) {
         (Expect::Clear, Evaluation::Clear) => (true, "clear".to_owned()),
         (Expect::Clear, _) => (false, "clear".to_owned()),
@@ -145,13 +153,17 @@ fn run_case(
             None => (true, "matched".to_owned()),
         },
         (Expect::Matched, _) => (false, "matched".to_owned()),
-        (Expect::Undetermined, Evaluation::Undetermined(missing)) => (
-            case.missing.iter().all(|p| missing.contains(p)),
-            format!("undetermined, missing {}", case.missing.join(", ")),
-        ),
-        (Expect::Undetermined, _) => {
-            (false, format!("undetermined, missing {}", case.missing.join(", ")))
+        (Expect::Undetermined, Evaluation::Undetermined(named)) => {
+            let unreadable = explained.as_ref().map(|u| &u.unreadable);
+            let reported_unreadable =
+                |p: &String| unreadable.is_some_and(|u| u.iter().any(|u| &u.path == p));
+            (
+                case.missing.iter().all(|p| named.contains(p))
+                    && case.unreadable.iter().all(reported_unreadable),
+                expected_undetermined(case),
+            )
         }
+        (Expect::Undetermined, _) => (false, expected_undetermined(case)),
         (Expect::Fixed, _) => unreachable!("fixed cases are checked as clear"),
     };
     let expected_text = if case.expect == Expect::Fixed {
@@ -163,13 +175,31 @@ fn run_case(
     } else {
         expected_text
     };
+    let actual = match &explained {
+        Some(u) => format!("undetermined, {u}"),
+        None => outcome.to_string(),
+    };
     CaseResult {
         name: case.name.clone(),
         passed,
         expected: expected_text,
-        actual: outcome.to_string(),
+        actual,
         manifest: manifest_value,
     }
+}
+
+/// What an `undetermined` case expects, for people.
+fn expected_undetermined(case: &TestCase) -> String {
+    let mut text = String::from("undetermined");
+    if !case.missing.is_empty() {
+        text.push_str(", missing ");
+        text.push_str(&case.missing.join(", "));
+    }
+    if !case.unreadable.is_empty() {
+        text.push_str(", unreadable ");
+        text.push_str(&case.unreadable.join(", "));
+    }
+    text
 }
 
 /// The selector probe: a rule whose `applies_to` does not describe its
@@ -324,6 +354,18 @@ fn repaired(
     actions::apply_all(&mut fixed, &remedy.actions)
         .map_err(|e| format!("applying remedy {index}: {e}"))?;
     serde_json::to_value(&fixed).map_err(|e| e.to_string())
+}
+
+/// One line per result, in order: `✓ NAME` for a case that passed,
+/// `✗ NAME` for one that failed (its report is [`failure_report`]).
+pub fn case_lines(results: &[CaseResult]) -> String {
+    let mut out = String::new();
+    for r in results {
+        out.push_str(if r.passed { "  ✓ " } else { "  ✗ " });
+        out.push_str(&r.name);
+        out.push('\n');
+    }
+    out
 }
 
 /// A readable report of the failed cases, empty when all passed.

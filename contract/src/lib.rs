@@ -15,6 +15,7 @@ pub mod manifest;
 pub mod meta;
 pub mod normalize;
 mod package_table;
+pub mod read;
 pub mod report;
 pub mod selector;
 pub mod session;

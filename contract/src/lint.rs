@@ -41,9 +41,60 @@ pub fn id_is_valid(id: &str) -> bool {
         && !id.ends_with('-')
 }
 
+/// The example rule `pitfall rule new` writes: its texts are the
+/// example's, not a contributor's, so the lint refuses a rule that still
+/// has them (the scaffold builds and passes its cases as written, and
+/// would otherwise publish as it is).
+pub mod scaffold {
+    /// The example's title.
+    pub const TITLE: &str = "torch before 2.3 fails to import with NumPy 2";
+    /// The example's summary.
+    pub const SUMMARY: &str = "torch wheels before 2.3 were compiled against the NumPy 1.x C API. NumPy 2.0 changed that ABI, so importing such a torch with NumPy 2 installed prints a warning and then fails (or crashes) as soon as torch touches NumPy arrays.";
+    /// The example's message.
+    pub const MESSAGE: &str =
+        "torch {torch} was built against NumPy 1.x and cannot run with NumPy {numpy}.";
+    /// The author `rule new` writes when not given `--author`.
+    pub const AUTHOR: &str = "your name";
+}
+
+/// The fields of a scaffold not yet made the contributor's own, with what
+/// to do about each.
+fn lint_scaffold(meta: &RuleMeta, out: &mut Vec<LintIssue>) {
+    let untouched = [
+        (meta.title == scaffold::TITLE, "title", "say what breaks in your rule, in one line"),
+        (
+            meta.summary == scaffold::SUMMARY,
+            "summary",
+            "say what breaks, when and why, from your sources",
+        ),
+        (
+            meta.message == scaffold::MESSAGE,
+            "message",
+            "write the finding users read, with {placeholders} for the rule's parameters",
+        ),
+        (
+            meta.author.trim() == scaffold::AUTHOR,
+            "author",
+            "put your name (or pass --author to `pitfall rule new`)",
+        ),
+    ];
+    for (_, field, what) in untouched.into_iter().filter(|(same, _, _)| *same) {
+        out.push(issue(
+            "scaffold-untouched",
+            field,
+            format!("{field}: still the example's from `pitfall rule new`; {what}"),
+        ));
+    }
+}
+
 /// Every check: the metadata's, then the test cases'.
+///
+/// An untouched scaffold is refused here, by `rule lint`, `rule build` and
+/// publish, but not by [`lint_meta`]: the example `rule new` writes loads
+/// and runs its cases as it is, so a contributor can see it work first.
 pub fn lint(meta: &RuleMeta, cases: &[TestCase]) -> Vec<LintIssue> {
     let mut out = lint_meta(meta);
+    lint_scaffold(meta, &mut out);
     out.extend(lint_cases(cases));
     out
 }

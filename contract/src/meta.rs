@@ -224,9 +224,15 @@ pub struct TestCase {
     /// For `fixed`: which remedy (index into the finding's remedies) to apply; 0 by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remedy: Option<usize>,
-    /// For `undetermined`: the field paths the rule must name as missing.
+    /// For `undetermined`: the field paths the rule must name (as needed:
+    /// the report says whether each is missing or there but unreadable).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// For `undetermined`: the field paths that must be reported as
+    /// unreadable, there in the manifest but unusable (a version that is
+    /// not PEP 440).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
     /// For `matched`: text the rendered message must contain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_contains: Option<String>,
@@ -263,8 +269,7 @@ pub fn decode_abi_section(data: &[u8], supported: &[u32]) -> Result<u32, String>
 /// Section `pitfall.meta`: JSON [`RuleMeta`] with no lint problem
 /// ([`RuleMeta::problems`]), whose selectors therefore all parse.
 pub fn decode_meta_section(data: &[u8]) -> Result<RuleMeta, String> {
-    let meta: RuleMeta =
-        serde_json::from_slice(data).map_err(|e| format!("section `{}`: {e}", sections::META))?;
+    let meta = read_meta_section(data)?;
     // The reviewer's lint, with the messages `pitfall rule lint` prints.
     let issues = super::lint::lint_meta(&meta);
     if !issues.is_empty() {
@@ -273,9 +278,23 @@ pub fn decode_meta_section(data: &[u8]) -> Result<RuleMeta, String> {
     Ok(meta)
 }
 
+/// Section `pitfall.meta` read as JSON [`RuleMeta`], without the lint;
+/// every problem reading it, joined by `; `.
+pub fn read_meta_section(data: &[u8]) -> Result<RuleMeta, String> {
+    read_json(data).map_err(|e| format!("section `{}`: {e}", sections::META))
+}
+
 /// Section `pitfall.tests`: a JSON array of [`TestCase`].
 pub fn decode_tests_section(data: &[u8]) -> Result<Vec<TestCase>, String> {
-    serde_json::from_slice(data).map_err(|e| format!("section `{}`: {e}", sections::TESTS))
+    read_json(data).map_err(|e| format!("section `{}`: {e}", sections::TESTS))
+}
+
+/// JSON text read as `T`, or every problem in it joined by `; `
+/// ([`super::read::read_all`]).
+fn read_json<T: serde::de::DeserializeOwned>(data: &[u8]) -> Result<T, String> {
+    let value: Value = serde_json::from_slice(data).map_err(|e| e.to_string())?;
+    super::read::read_all(value)
+        .map_err(|issues| issues.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))
 }
 
 impl RuleMeta {
@@ -292,10 +311,8 @@ pub fn parse_embedded(
     meta_json: &[u8],
     tests_json: &[u8],
 ) -> Result<(RuleMeta, Vec<TestCase>), String> {
-    let meta: RuleMeta =
-        serde_json::from_slice(meta_json).map_err(|e| format!("rule.json: {e}"))?;
-    let cases: Vec<TestCase> =
-        serde_json::from_slice(tests_json).map_err(|e| format!("tests.json: {e}"))?;
+    let meta: RuleMeta = read_json(meta_json).map_err(|e| format!("rule.json: {e}"))?;
+    let cases: Vec<TestCase> = read_json(tests_json).map_err(|e| format!("tests.json: {e}"))?;
     Ok((meta, cases))
 }
 

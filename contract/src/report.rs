@@ -98,8 +98,100 @@ impl From<Source> for EvidenceSource {
 pub struct Undetermined {
     /// The rule's id.
     pub rule_id: String,
-    /// Field paths to collect so that it can.
+    /// Field paths to collect so that it can: those the manifest lacks.
     pub missing: Vec<String>,
+    /// Fields the rule named that the manifest has, in a form the rule
+    /// cannot use (a version that is not PEP 440, an object where a value
+    /// belongs): to correct, not to collect.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A field a rule needed that is there but unusable, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Unreadable {
+    /// The field's path.
+    pub path: String,
+    /// Its value as text (a scalar's text, else its kind).
+    pub value: String,
+    /// Why a rule cannot use it (`not a PEP 440 version`).
+    pub reason: String,
+}
+
+impl Undetermined {
+    /// The answer for a rule that named `named` (through the ABI's
+    /// `missing` call) on the manifest behind `fields`: each path the
+    /// manifest lacks is missing, each it has is unreadable, with its value
+    /// and why. The rule reports both the same way (the ABI has one call,
+    /// and rules written before the distinction name unparseable fields
+    /// too), so the host tells them apart and every module gets the
+    /// right report.
+    pub fn explain(rule_id: String, named: Vec<String>, fields: &FieldMap) -> Undetermined {
+        let mut missing = Vec::new();
+        let mut unreadable = Vec::new();
+        for path in named {
+            match fields.get(&path) {
+                Some(field) if !matches!(field.kind, FieldKind::Missing) => {
+                    let (value, reason) = why_unreadable(&path, &field);
+                    if !unreadable.iter().any(|u: &Unreadable| u.path == path) {
+                        unreadable.push(Unreadable { path, value, reason });
+                    }
+                }
+                _ => missing.push(path),
+            }
+        }
+        Undetermined { rule_id, missing, unreadable }
+    }
+
+    /// Every path the rule named, missing or unreadable.
+    pub fn named(&self) -> impl Iterator<Item = &str> {
+        self.missing
+            .iter()
+            .map(String::as_str)
+            .chain(self.unreadable.iter().map(|u| u.path.as_str()))
+    }
+}
+
+impl std::fmt::Display for Undetermined {
+    /// `missing a, b; unreadable c = "banana" (not a PEP 440 version)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.missing.is_empty() || self.unreadable.is_empty() {
+            write!(f, "missing {}", self.missing.join(", "))?;
+        }
+        for (i, u) in self.unreadable.iter().enumerate() {
+            let sep = if i == 0 && self.missing.is_empty() { "" } else { "; " };
+            write!(f, "{sep}unreadable {} = {:?} ({})", u.path, u.value, u.reason)?;
+        }
+        Ok(())
+    }
+}
+
+/// A present field's value as text, and why a rule could not use it: what
+/// the field's path says it should be, where it is not that.
+fn why_unreadable(path: &str, field: &crate::fields::Field<'_>) -> (String, String) {
+    use pitfall_version::{ComputeCapability, Dotted, Version};
+    let kind = match field.kind {
+        FieldKind::Null => Some("null"),
+        FieldKind::Array => Some("an array"),
+        FieldKind::Object => Some("an object"),
+        _ => None,
+    };
+    if let Some(kind) = kind {
+        return (kind.to_owned(), format!("{kind}, where the rule reads a value"));
+    }
+    let text = field.text.as_deref().unwrap_or_default();
+    let last = path.rsplit('.').next().unwrap_or(path);
+    let reason = if path.starts_with("packages.") && last == "version" {
+        Version::parse(text).err().map(|_| "not a PEP 440 version")
+    } else if last == "compute_capability" {
+        ComputeCapability::parse(text).err().map(|_| "not a compute capability")
+    } else if path.starts_with("drivers.") {
+        Dotted::parse(text).err().map(|_| "not a dotted version such as 570.124.06")
+    } else {
+        None
+    };
+    let reason = reason.unwrap_or("there, but not in a form the rule can decide on");
+    (text.to_owned(), reason.to_owned())
 }
 
 /// A rule that failed (trap, timeout, malformed output).

@@ -397,6 +397,60 @@ impl fmt::Display for Template {
     }
 }
 
+/// A first template for an error text a user pasted (`pitfall rule new
+/// --error TEXT`): its first non-blank line, with each word that is a
+/// path, a hexadecimal address, a version or a whole number made a hole
+/// of that kind, and everything else literal. The template reproduces
+/// its line (the lint's check); an author then widens or narrows holes by
+/// hand (`{gpu}` for a GPU's name, which takes several words).
+pub fn suggest(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut holes = 0;
+    for (i, word) in line.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        // Punctuation around a value stays literal: `(8.0)` or `/lib.so:`.
+        let core = word
+            .trim_start_matches(['(', '[', '"', '\'', '`'])
+            .trim_end_matches([')', ']', '"', '\'', '`', ',', '.', ';', ':', '!', '?']);
+        let start = word.find(core).unwrap_or(0);
+        let kind = if core.is_empty() {
+            None
+        } else if core.starts_with('/') && core[1..].contains('/') {
+            Some(HoleKind::Path)
+        } else if core.len() > 2 && core.starts_with("0x") && HoleKind::Hex.accepts(core) {
+            Some(HoleKind::Hex)
+        } else if core.bytes().all(|b| b.is_ascii_digit()) {
+            Some(HoleKind::Int)
+        } else if core.contains('.')
+            && HoleKind::Version.accepts(core)
+            && pitfall_version::Version::parse(core).is_ok()
+        {
+            Some(HoleKind::Version)
+        } else {
+            None
+        };
+        match kind {
+            // A line of values alone keeps its first as a literal anchor.
+            Some(kind) => {
+                holes += 1;
+                out.push_str(&escape(&word[..start]));
+                out.push('{');
+                out.push_str(kind.name());
+                out.push('}');
+                out.push_str(&escape(&word[start + core.len()..]));
+            }
+            None => out.push_str(&escape(word)),
+        }
+    }
+    if holes > 0 && Template::parse(&out).ok().and_then(|t| t.match_exact(line)).is_none() {
+        return escape(line);
+    }
+    out
+}
+
 /// `text` with its braces doubled, so it reads as a literal template.
 pub fn escape(text: &str) -> String {
     text.replace('{', "{{").replace('}', "}}")
@@ -405,6 +459,27 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_suggested_template_reproduces_its_line_with_holes_for_values() {
+        for (text, want) in [
+            (
+                "A module that was compiled using NumPy 1.x cannot be run in NumPy 2.0.0 as it may crash.",
+                "A module that was compiled using NumPy 1.x cannot be run in NumPy {version} as it may crash.",
+            ),
+            (
+                "OSError: /usr/lib/x86_64-linux-gnu/libcuda.so.1: cannot open shared object (code 38)\nmore",
+                "OSError: {path}: cannot open shared object (code {int})",
+            ),
+            ("segfault at 0x7f3a2c000000 {weird}", "segfault at {hex} {{weird}}"),
+            ("RuntimeError: Numpy is not available", "RuntimeError: Numpy is not available"),
+        ] {
+            let got = suggest(text);
+            assert_eq!(got, want, "{text}");
+            let line = text.lines().next().unwrap_or_default();
+            assert!(t(&got).match_exact(line).is_some(), "{got} reproduces {line}");
+        }
+    }
 
     fn t(text: &str) -> Template {
         Template::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))

@@ -189,9 +189,11 @@ impl RuleSet {
             }) {
                 Evaluation::Clear => {}
                 Evaluation::Matched(finding) => answer.findings.push(*finding),
-                Evaluation::Undetermined(missing) => {
-                    answer.undetermined.push(Undetermined { rule_id: rule_id(), missing })
-                }
+                Evaluation::Undetermined(named) => answer.undetermined.push(Undetermined::explain(
+                    rule_id(),
+                    named,
+                    &prepared.fields,
+                )),
                 Evaluation::Failed(error) => {
                     answer.rule_errors.push(RuleError { rule_id: rule_id(), error })
                 }

@@ -4,7 +4,8 @@
 //! and test cases.
 
 use pitfall_contract::meta::{
-    RuleMeta, TestCase, decode_abi_section, decode_meta_section, decode_tests_section, sections,
+    RuleMeta, TestCase, decode_abi_section, decode_meta_section, decode_tests_section,
+    read_meta_section, sections,
 };
 use wasmparser::{
     ConstExpr, DataKind, ElementItems, ElementKind, ExternalKind, FuncType, FunctionBody, Operator,
@@ -261,8 +262,7 @@ pub fn embedded(bytes: &[u8]) -> Result<(RuleMeta, Vec<TestCase>), LoadError> {
     let meta = meta.ok_or_else(|| {
         LoadError::Metadata(format!("missing custom section `{}`", sections::META))
     })?;
-    let meta: RuleMeta = serde_json::from_slice(meta)
-        .map_err(|e| LoadError::Metadata(format!("section `{}`: {e}", sections::META)))?;
+    let meta: RuleMeta = read_meta_section(meta).map_err(LoadError::Metadata)?;
     let tests = tests
         .ok_or_else(|| LoadError::Tests(format!("missing custom section `{}`", sections::TESTS)))?;
     let tests = decode_tests_section(tests).map_err(LoadError::Tests)?;

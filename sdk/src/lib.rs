@@ -48,7 +48,7 @@ pub mod prelude {
     pub use crate::version::{
         ComputeCapability, Dotted, Version, dotted_ge, dotted_lt, pep440_ge, pep440_lt,
     };
-    pub use crate::view::{Accelerator, Manifest, Package, Path, Workload};
+    pub use crate::view::{Accelerator, Manifest, Package, Path, Unanswered, Workload};
     pub use alloc::string::String;
     pub use alloc::vec::Vec;
 }

@@ -37,8 +37,20 @@ impl Outcome {
         Outcome(code::UNDETERMINED)
     }
 
-    /// Undetermined because the field at `path` is missing.
+    /// Undetermined because the field at `path` is missing: the client
+    /// can collect it. For a field that is there but unusable use
+    /// [`Outcome::unreadable`] ([`crate::view::Unanswered::outcome`] picks).
     pub fn needs(path: &str) -> Outcome {
+        Outcome::undetermined().missing(path)
+    }
+
+    /// Undetermined because the field at `path` is there but the rule
+    /// cannot use it (a version that is not PEP 440). The host reports it
+    /// as unreadable, with its value and why, not as missing: the client
+    /// has to correct it, not collect it. (On the wire it is the same
+    /// `missing` call: the host tells the two apart by whether the field
+    /// is there, so modules built before this method get the same report.)
+    pub fn unreadable(path: &str) -> Outcome {
         Outcome::undetermined().missing(path)
     }
 
@@ -84,7 +96,9 @@ impl Outcome {
         self
     }
 
-    /// Names a field the rule needs (for undetermined outcomes).
+    /// Names a field the rule needs (for undetermined outcomes); the host
+    /// reports it as missing when the manifest lacks it, else as
+    /// unreadable.
     pub fn missing(self, path: &str) -> Outcome {
         abi::missing(path);
         self

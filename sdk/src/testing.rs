@@ -146,6 +146,8 @@ pub fn assert_cases_pass(meta_json: &[u8], tests_json: &[u8], evaluate: &dyn Fn(
     let problems = meta.problems();
     assert!(problems.is_empty(), "rule.json would be refused:\n  {}", problems.join("\n  "));
     let results = run_native(&meta, &cases, evaluate);
+    // Shown by `cargo test` when the test fails (or with --nocapture).
+    print!("{}", pitfall_contract::cases::case_lines(&results));
     let report = failure_report(&meta.id, &results);
     assert!(report.is_empty(), "embedded test cases failed:\n{report}");
 }

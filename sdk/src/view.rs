@@ -122,6 +122,14 @@ impl Manifest {
         Some(false)
     }
 
+    /// Whether the field at `path` is a PEP 440 version the specifier
+    /// `spec` contains, asked of the host (`abi::version_in`), or why the
+    /// question has no answer: the field is missing, is not a version, or
+    /// is not a scalar. See [`Package::version_answer`].
+    pub fn version_in(&self, path: &str, spec: &str) -> Result<bool, Unanswered> {
+        Unanswered::of(abi::version_in(path, spec))
+    }
+
     /// A boolean field.
     pub fn boolean(&self, path: &str) -> Option<bool> {
         if abi::field_kind(path) != abi::kind::BOOL {
@@ -333,10 +341,58 @@ impl Package {
     /// A `spec` that does not parse fails the evaluation, natively as in
     /// the registry, so the rule's own test cases catch it.
     pub fn version_in(&self, spec: &str) -> Option<bool> {
-        match abi::version_in(self.version_path().as_str(), spec) {
-            1 => Some(true),
-            0 => Some(false),
-            _ => None,
+        self.version_answer(spec).ok()
+    }
+
+    /// [`Package::version_in`], saying why there is no answer: the
+    /// package has no version ([`Unanswered::Missing`]), or one that is
+    /// not PEP 440 ([`Unanswered::NotAVersion`]). A rule that cannot
+    /// decide without it answers [`Unanswered::outcome`], which names the
+    /// field as needed only when it is missing.
+    pub fn version_answer(&self, spec: &str) -> Result<bool, Unanswered> {
+        Unanswered::of(abi::version_in(self.version_path().as_str(), spec))
+    }
+
+    /// [`Package::version_answer`], or the undetermined outcome to return
+    /// (`needs` for a missing version, `unreadable` for one that is not
+    /// PEP 440): use with `?` in an `evaluate` that returns
+    /// `Result<Outcome, Outcome>`.
+    pub fn need_version_in(&self, spec: &str) -> Result<bool, Outcome> {
+        self.version_answer(spec).map_err(|why| why.outcome(self.version_path().as_str()))
+    }
+}
+
+/// Why a question about a field has no answer, as the ABI tells them
+/// apart (`version_in`'s `-1`, `-2`, `-3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unanswered {
+    /// The field is not in the manifest: the client can collect it.
+    Missing,
+    /// The field is null, an array or an object, where a value belongs.
+    WrongKind,
+    /// The field's text is not a PEP 440 version (`banana`, `<2`).
+    NotAVersion,
+}
+
+impl Unanswered {
+    /// The answer of a host call that returns 1, 0 or a status.
+    fn of(code: i32) -> Result<bool, Unanswered> {
+        match code {
+            1 => Ok(true),
+            0 => Ok(false),
+            abi::status::MISSING => Err(Unanswered::Missing),
+            abi::status::NOT_A_VERSION => Err(Unanswered::NotAVersion),
+            _ => Err(Unanswered::WrongKind),
+        }
+    }
+
+    /// The undetermined outcome for the field at `path`:
+    /// [`Outcome::needs`] when it is missing, [`Outcome::unreadable`]
+    /// when it is there but unusable.
+    pub fn outcome(self, path: &str) -> Outcome {
+        match self {
+            Unanswered::Missing => Outcome::needs(path),
+            Unanswered::WrongKind | Unanswered::NotAVersion => Outcome::unreadable(path),
         }
     }
 }

@@ -97,7 +97,7 @@ impl SerializedAnswer {
 mod tests {
     use super::*;
     use pitfall_contract::meta::Severity;
-    use pitfall_contract::report::{Evidence, EvidenceSource, LazyFinding};
+    use pitfall_contract::report::{Evidence, EvidenceSource, LazyFinding, Unreadable};
 
     fn answer() -> CheckResponse {
         let finding: pitfall_contract::report::Finding =
@@ -120,6 +120,11 @@ mod tests {
             undetermined: vec![Undetermined {
                 rule_id: "u".into(),
                 missing: vec!["host.arch".into()],
+                unreadable: vec![Unreadable {
+                    path: "packages.numpy.version".into(),
+                    value: "banana".into(),
+                    reason: "not a PEP 440 version".into(),
+                }],
             }],
             rule_errors: vec![RuleError { rule_id: "e".into(), error: "trap".into() }],
             ruleset_revision: "42".into(),

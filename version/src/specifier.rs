@@ -75,6 +75,27 @@ impl Specifier {
         })
     }
 
+    /// A version to install that meets the specifier, named by its own
+    /// bounds when no table of releases is at hand: the version an `==`,
+    /// `>=` or `~=` clause names ([`Specifier::admitted_bound`]), else
+    /// the version a `<=` clause names, else the release line just below
+    /// a `<V` clause (`<2` gives `1`, `<2.3` gives `2.2`, `<0.10.2` gives
+    /// `0.10.1`), else the release just above a `>V` clause (`>2.3` gives
+    /// `2.4`). `None` when none of these is admitted (`!=1.0` alone).
+    pub fn installable(&self) -> Option<Version> {
+        if let Some(v) = self.admitted_bound() {
+            return Some(v.clone());
+        }
+        let admitted = |v: Version| self.contains(&v).then_some(v);
+        let candidates = self.clauses.iter().filter_map(|c| match c {
+            Clause::Cmp(Op::Le, v) => Some(v.clone()),
+            Clause::Cmp(Op::Lt, v) => release_line_below(v),
+            Clause::Cmp(Op::Gt, v) => release_above(v),
+            _ => None,
+        });
+        candidates.into_iter().find_map(admitted)
+    }
+
     /// Parses a comma-separated list of clauses; whitespace around operators,
     /// versions and commas is ignored.
     ///
@@ -167,6 +188,56 @@ impl Specifier {
         }
         (lower, upper)
     }
+}
+
+/// The release line just below `v`: its last non-zero release segment
+/// lowered by one, the segments after it dropped (`2.3.0` gives `2.2`,
+/// `2` gives `1`); `None` below `0`.
+fn release_line_below(v: &Version) -> Option<Version> {
+    let release = v.release();
+    let last = release.iter().rposition(|&n| n > 0)?;
+    let mut parts: Vec<u64> = release[..=last].to_vec();
+    parts[last] -= 1;
+    with_release(v.epoch(), &parts)
+}
+
+/// The release just above `v`: its last release segment raised by one
+/// (`2.3` gives `2.4`, `2.3.1` gives `2.3.2`).
+fn release_above(v: &Version) -> Option<Version> {
+    let mut parts: Vec<u64> = v.release().to_vec();
+    *parts.last_mut()? += 1;
+    with_release(v.epoch(), &parts)
+}
+
+/// Appends `n` in decimal (without `core::fmt`, which rules avoid).
+fn push_u64(text: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut rest = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    digits[i..].iter().for_each(|&d| text.push(char::from(d)));
+}
+
+fn with_release(epoch: u64, parts: &[u64]) -> Option<Version> {
+    let mut text = String::new();
+    if epoch > 0 {
+        push_u64(&mut text, epoch);
+        text.push('!');
+    }
+    for (i, n) in parts.iter().enumerate() {
+        if i > 0 {
+            text.push('.');
+        }
+        push_u64(&mut text, *n);
+    }
+    Version::parse(&text).ok()
 }
 
 /// Parses one trimmed clause of a specifier, e.g. `>=2.8`.
@@ -332,6 +403,27 @@ mod tests {
     use std::string::ToString;
 
     use crate::test_support::*;
+
+    #[test]
+    fn installable_versions_come_from_the_bounds() {
+        for (spec, want) in [
+            (">=2.3,<3", Some("2.3")),
+            ("==1.26.4", Some("1.26.4")),
+            ("<2", Some("1")),
+            ("<2.3", Some("2.2")),
+            ("<2.3.0", Some("2.2")),
+            ("<0.10.2", Some("0.10.1")),
+            ("<=1.26.4", Some("1.26.4")),
+            (">2.3", Some("2.4")),
+            ("<1!2", Some("1!1")),
+            ("<0", None),
+            ("!=1.0", None),
+            ("<2,!=1", None),
+        ] {
+            let got = Specifier::parse(spec).expect("parses").installable();
+            assert_eq!(got.as_ref().map(Version::as_str), want, "{spec}");
+        }
+    }
 
     #[test]
     fn specifier_bounds_hold_every_contained_version() {

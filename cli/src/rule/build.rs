@@ -118,15 +118,45 @@ fn build_crate(dir: &Path, out_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
         .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from))
         .unwrap_or_else(|| workspace_root(&manifest_path).join("target"));
     let target = std::path::absolute(target).context("the target folder")?;
-    eprintln!("building {package} for wasm32 ({} route)", toolchain.name());
+    let target_dir = target.join("wasm");
+    // Cold: nothing built for wasm in this folder yet. Cargo's own lines
+    // then show what is compiled; a warm build has little to say.
+    let cold = !target_dir.join("wasm32-unknown-unknown").join("rule").is_dir();
+    eprintln!("{}", build_plan(&package, &toolchain, cold, &target_dir));
     let request = pitfall_wasm_build::BuildRequest {
         manifest_path,
         packages: vec![package],
-        target_dir: target.join("wasm"),
-        quiet: true,
+        target_dir,
+        quiet: !cold,
     };
     let mut paths = pitfall_wasm_build::build(&toolchain, &request)?;
     paths.pop().context("the build named no module")
+}
+
+/// What a build is about to do and why, for people: a cold build takes
+/// long enough that silence looks like a hang.
+fn build_plan(
+    package: &str,
+    toolchain: &pitfall_wasm_build::Toolchain,
+    cold: bool,
+    target_dir: &Path,
+) -> String {
+    let route = toolchain.name();
+    if !cold {
+        return format!("wasm: building {package} ({route} route; its dependencies are built)");
+    }
+    let first = format!(
+        "wasm: building {package} ({route} route), the first wasm build in {}:",
+        target_dir.display()
+    );
+    match toolchain {
+        pitfall_wasm_build::Toolchain::Debian => format!(
+            "{first}\n  compiling core and alloc from source (Debian's rustc-web ships no wasm32 standard\n  library, so cargo builds it: -Zbuild-std), then pitfall-version, pitfall-sdk and the\n  rule with LTO; later builds reuse all but the rule"
+        ),
+        pitfall_wasm_build::Toolchain::Rustup { .. } => format!(
+            "{first}\n  compiling pitfall-version, pitfall-sdk and the rule with LTO; later builds reuse all\n  but the rule"
+        ),
+    }
 }
 
 /// The folder of the workspace the crate belongs to, as cargo finds it:

@@ -22,7 +22,8 @@ mod test;
 pub(crate) enum RuleCommand {
     /// Scaffold a rule crate in a new folder: Cargo.toml (the SDK as a
     /// dependency), a documented example rule, rule.json, and matched,
-    /// clear, fixed and undetermined cases in tests.json.
+    /// clear, fixed and undetermined cases in tests.json; `--from-report`
+    /// and `--error` fill in the reference and a first error signature.
     New(new::NewArgs),
     /// Check a rule's metadata and cases as a reviewer would (the same
     /// checks and messages as `build` and the registry's publish).

@@ -76,14 +76,28 @@ pub(crate) fn wat_to_wasm(file: &Path) -> anyhow::Result<Vec<u8>> {
 }
 
 fn read_json_pair(dir: &Path) -> anyhow::Result<(RuleMeta, Vec<TestCase>)> {
-    let read = |name: &str| {
-        let path = dir.join(name);
-        std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
-    };
-    let meta: RuleMeta = serde_json::from_slice(&read("rule.json")?)
-        .with_context(|| format!("{}: not a rule's metadata", dir.join("rule.json").display()))?;
-    let cases: Vec<TestCase> = serde_json::from_slice(&read("tests.json")?).with_context(|| {
-        format!("{}: not a list of test cases", dir.join("tests.json").display())
-    })?;
-    Ok((meta, cases))
+    let meta = read_document::<RuleMeta>(&dir.join("rule.json"));
+    let cases = read_document::<Vec<TestCase>>(&dir.join("tests.json"));
+    match (meta, cases) {
+        (Ok(meta), Ok(cases)) => Ok((meta, cases)),
+        // Both files' problems at once, one per line.
+        (meta, cases) => {
+            let problems: Vec<String> =
+                [meta.err(), cases.err()].into_iter().flatten().flatten().collect();
+            bail!("{} problem(s) reading the rule:\n{}", problems.len(), problems.join("\n"))
+        }
+    }
+}
+
+/// Reads the JSON file at `path` as `T`, or every problem in it, each
+/// line naming the file and the member at fault.
+fn read_document<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Vec<String>> {
+    let name = path
+        .file_name()
+        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let text = std::fs::read(path).map_err(|e| vec![format!("{}: {e}", path.display())])?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| vec![format!("{name}: not JSON: {e}")])?;
+    pitfall_contract::read::read_all(value)
+        .map_err(|issues| issues.iter().map(|i| format!("{name}: {i}")).collect())
 }
