@@ -10,9 +10,8 @@ use std::sync::{Arc, OnceLock};
 
 use pitfall_contract::cases::{Evaluation, failure_report, run_cases};
 use pitfall_contract::fields::FieldMap;
-use pitfall_contract::meta::{
-    RuleMeta, decode_abi_section, decode_meta_section, decode_tests_section,
-};
+use pitfall_contract::lint::decode_meta_section;
+use pitfall_contract::meta::{RuleMeta, decode_abi_section, decode_tests_section};
 use pitfall_contract::report::{RawOutcome, render};
 use pitfall_contract::selector::Selector;
 use pitfall_contract::session::{RawOutput, Session};

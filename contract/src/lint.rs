@@ -8,7 +8,9 @@ use std::fmt;
 
 use super::actions::{Action, ApplyError, apply};
 use super::manifest::Manifest;
-use super::meta::{COMPONENTS, ErrorSignature, Expect, RuleMeta, Severity, TestCase};
+use super::meta::{
+    COMPONENTS, ErrorSignature, Expect, RuleMeta, Severity, TestCase, read_meta_section,
+};
 use super::selector::Selector;
 
 /// One problem the lint found.
@@ -385,6 +387,27 @@ fn expect_name(e: Expect) -> &'static str {
 /// the messages joined by `; `.
 pub fn summary(issues: &[LintIssue]) -> String {
     issues.iter().map(|i| i.message.as_str()).collect::<Vec<_>>().join("; ")
+}
+
+/// Section `pitfall.meta`: JSON [`RuleMeta`] with no lint problem
+/// ([`RuleMeta::problems`]), whose selectors therefore all parse.
+pub fn decode_meta_section(data: &[u8]) -> Result<RuleMeta, String> {
+    let meta = read_meta_section(data)?;
+    // The reviewer's lint, with the messages `pitfall rule lint` prints.
+    let issues = lint_meta(&meta);
+    if !issues.is_empty() {
+        return Err(summary(&issues));
+    }
+    Ok(meta)
+}
+
+impl RuleMeta {
+    /// What a reviewer would refuse in this metadata, one message per
+    /// problem; empty when it is well-formed. The messages of
+    /// [`lint_meta`], which also gives each a code and a field.
+    pub fn problems(&self) -> Vec<String> {
+        lint_meta(self).into_iter().map(|i| i.message).collect()
+    }
 }
 
 #[cfg(test)]

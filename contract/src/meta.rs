@@ -266,18 +266,6 @@ pub fn decode_abi_section(data: &[u8], supported: &[u32]) -> Result<u32, String>
     Ok(version)
 }
 
-/// Section `pitfall.meta`: JSON [`RuleMeta`] with no lint problem
-/// ([`RuleMeta::problems`]), whose selectors therefore all parse.
-pub fn decode_meta_section(data: &[u8]) -> Result<RuleMeta, String> {
-    let meta = read_meta_section(data)?;
-    // The reviewer's lint, with the messages `pitfall rule lint` prints.
-    let issues = super::lint::lint_meta(&meta);
-    if !issues.is_empty() {
-        return Err(super::lint::summary(&issues));
-    }
-    Ok(meta)
-}
-
 /// Section `pitfall.meta` read as JSON [`RuleMeta`], without the lint;
 /// every problem reading it, joined by `; `.
 pub fn read_meta_section(data: &[u8]) -> Result<RuleMeta, String> {
@@ -295,15 +283,6 @@ fn read_json<T: serde::de::DeserializeOwned>(data: &[u8]) -> Result<T, String> {
     let value: Value = serde_json::from_slice(data).map_err(|e| e.to_string())?;
     super::read::read_all(value)
         .map_err(|issues| issues.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))
-}
-
-impl RuleMeta {
-    /// What a reviewer would refuse in this metadata, one message per
-    /// problem; empty when it is well-formed. The messages of
-    /// [`super::lint::lint_meta`], which also gives each a code and a field.
-    pub fn problems(&self) -> Vec<String> {
-        super::lint::lint_meta(self).into_iter().map(|i| i.message).collect()
-    }
 }
 
 /// Parses a rule's embedded metadata and cases.

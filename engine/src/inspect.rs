@@ -3,9 +3,9 @@
 //! imports, exports, memory, complexity bounds, and the embedded metadata
 //! and test cases.
 
+use pitfall_contract::lint::decode_meta_section;
 use pitfall_contract::meta::{
-    RuleMeta, TestCase, decode_abi_section, decode_meta_section, decode_tests_section,
-    read_meta_section, sections,
+    RuleMeta, TestCase, decode_abi_section, decode_tests_section, read_meta_section, sections,
 };
 use wasmparser::{
     ConstExpr, DataKind, ElementItems, ElementKind, ExternalKind, FuncType, FunctionBody, Operator,

@@ -1,118 +1,17 @@
 //! The router: `fn app(state) -> Router`, so tests drive it with `oneshot`.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 
+use crate::admission::admit;
 use crate::api;
-use crate::bundle::Bundles;
-use crate::config::ServerLimits;
 use crate::error::AppError;
-use crate::metrics::Metrics;
-use crate::rate_limit::RateLimiter;
-use crate::registry::Registry;
-use crate::result_cache::ResultCache;
-
-/// What every handler shares (cheap to clone).
-#[derive(Debug, Clone)]
-pub struct AppState {
-    inner: Arc<Shared>,
-}
-
-#[derive(Debug)]
-struct Shared {
-    registry: Arc<Registry>,
-    limits: ServerLimits,
-    cache: ResultCache,
-    metrics: Metrics,
-    bundles: Bundles,
-    check_rate: RateLimiter,
-    publish_rate: RateLimiter,
-    /// Checks evaluating at once, at most one per core
-    /// ([`crate::runtime`]); the rest wait their turn here, as futures. More
-    /// at once gained no throughput and cost memory: each thread that
-    /// evaluates keeps its own allocator heap (measured: 545 → 639 MiB at
-    /// 16 connections).
-    check_slots: tokio::sync::Semaphore,
-}
-
-impl AppState {
-    /// State over a registry, with these bounds, signing bundles with a
-    /// fresh key (in-process uses; a server signs with its configured key,
-    /// see [`AppState::with_signer`]).
-    pub fn new(registry: Arc<Registry>, limits: ServerLimits) -> AppState {
-        let signer = crate::signing::generate()
-            .unwrap_or_else(|_| pitfall_api::BundleSigner::from_seed(&[0; 32]));
-        AppState::with_signer(registry, limits, signer)
-    }
-
-    /// State over a registry, with these bounds, signing bundles with `signer`.
-    pub fn with_signer(
-        registry: Arc<Registry>,
-        limits: ServerLimits,
-        signer: pitfall_api::BundleSigner,
-    ) -> AppState {
-        let cache = ResultCache::new(limits.result_cache_entries, limits.result_cache_bytes);
-        let bundles = Bundles::new(signer, limits.bundle_validity());
-        let check_rate = RateLimiter::new(limits.rate_check_per_ip, limits.rate_check_per_token);
-        let publish_rate =
-            RateLimiter::new(limits.rate_publish_per_ip, limits.rate_publish_per_token);
-        AppState {
-            inner: Arc::new(Shared {
-                registry,
-                limits,
-                cache,
-                metrics: Metrics::default(),
-                bundles,
-                check_rate,
-                publish_rate,
-                check_slots: tokio::sync::Semaphore::new(crate::runtime::evaluation_slots()),
-            }),
-        }
-    }
-
-    /// The registry (store, engine, served rules).
-    pub fn registry(&self) -> &Arc<Registry> {
-        &self.inner.registry
-    }
-
-    /// The request bounds.
-    pub fn limits(&self) -> &ServerLimits {
-        &self.inner.limits
-    }
-
-    /// Waits for one of the evaluation slots (one per core; see
-    /// [`crate::runtime`]).
-    pub async fn check_slot(&self) -> Result<tokio::sync::SemaphorePermit<'_>, AppError> {
-        // Nothing closes the semaphore; if something ever did, say so.
-        self.inner
-            .check_slots
-            .acquire()
-            .await
-            .map_err(|e| AppError::Internal(anyhow::anyhow!("evaluation slots: {e}")))
-    }
-
-    /// The check answer cache.
-    pub fn cache(&self) -> &ResultCache {
-        &self.inner.cache
-    }
-
-    /// The metrics.
-    pub fn metrics(&self) -> &Metrics {
-        &self.inner.metrics
-    }
-
-    /// The signed bundles of the served rules.
-    pub fn bundles(&self) -> &Bundles {
-        &self.inner.bundles
-    }
-}
+use crate::state::{AppState, RequestDeadline};
 
 /// The HTTP API.
 pub fn app(state: AppState) -> Router {
@@ -184,87 +83,4 @@ async fn bound_and_measure(
     };
     state.metrics().record_request(&method, &route, response.status().as_u16(), start.elapsed());
     response
-}
-
-/// When a request's time is up: [`ServerLimits::request_timeout`] after its
-/// body was read. The middleware answers 503 then at the latest, but only
-/// where the handler waits; a check evaluates on the worker that serves its
-/// request, without waiting (`crate::runtime`), so it is handed this
-/// instant and stops there itself.
-#[derive(Debug, Clone, Copy)]
-pub struct RequestDeadline(pub Instant);
-
-/// The rate limit and the bounded body read, before any handler runs.
-async fn admit(
-    state: &AppState,
-    method: &str,
-    route: &str,
-    request: Request,
-) -> Result<Request, AppError> {
-    // The web pages' check form and matrix evaluate too, once they have a
-    // query; their empty forms are free.
-    let asks = request.uri().query().is_some_and(|q| !q.is_empty());
-    // A batch is charged by its handler, once it has counted the
-    // manifests (`charge_batch`).
-    let limiter = match (method, route) {
-        ("POST", "/v1/check" | "/v1/fix" | "/v1/manifest/from-text" | "/check") => {
-            Some(&state.inner.check_rate)
-        }
-        ("GET", "/check" | "/matrix") if asks => Some(&state.inner.check_rate),
-        ("POST", "/v1/rules") => Some(&state.inner.publish_rate),
-        _ => None,
-    };
-    if let Some(limiter) = limiter {
-        charge(limiter, &request, 1)?;
-    }
-    let (parts, body) = request.into_parts();
-    let bytes = tokio::time::timeout(
-        state.limits().body_timeout(),
-        read_body(body, state.limits().max_body_bytes),
-    )
-    .await
-    .map_err(|_| AppError::BodyTimeout)??;
-    Ok(Request::from_parts(parts, Body::from(bytes)))
-}
-
-/// Takes `cost` units from the request's rate-limit buckets (its peer's
-/// network and its bearer token), or answers 429.
-fn charge(limiter: &RateLimiter, request: &Request, cost: u32) -> Result<(), AppError> {
-    let ip = crate::listen::peer(request).map(|p| p.ip());
-    let bearer = crate::auth::bearer_token(request.headers());
-    // Rounded up: a client that waits what it was told is admitted.
-    limiter.admit(ip, bearer, cost).map_err(|wait| AppError::RateLimited {
-        retry_after_s: (wait.as_secs_f64().ceil() as u64).max(1),
-    })
-}
-
-/// Charges a batch of `manifests` to the check limit, at least one unit
-/// (an empty or unreadable batch still cost a request), so a batch costs
-/// what its manifests would cost one by one. All or nothing: a refused
-/// batch takes nothing from the buckets.
-pub(crate) fn charge_batch(
-    state: &AppState,
-    request: &Request,
-    manifests: usize,
-) -> Result<(), AppError> {
-    let cost = u32::try_from(manifests.max(1)).unwrap_or(u32::MAX);
-    charge(&state.inner.check_rate, request, cost)
-}
-
-/// Reads at most `limit` bytes of body, or answers 413 in the envelope.
-pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, AppError> {
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        // A body that is too large and one whose sender stalled or broke
-        // off are different failures; only the first is the client's size.
-        let too_large = std::error::Error::source(&e)
-            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-        if too_large {
-            AppError::TooLarge { limit }
-        } else {
-            AppError::BadRequest {
-                code: "unreadable_body",
-                message: format!("the request body could not be read: {e}"),
-            }
-        }
-    })
 }

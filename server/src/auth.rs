@@ -14,8 +14,8 @@ use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
-use crate::app::AppState;
 use crate::error::AppError;
+use crate::state::AppState;
 use crate::store::{Principal, Role, Scope};
 
 /// The caller of a request: anonymous, or an account.

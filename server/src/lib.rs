@@ -5,6 +5,7 @@
 //! everything about running rules goes through the engine, and what is
 //! served is exactly the approved versions in the store.
 
+mod admission;
 pub mod allocator;
 pub mod answer;
 pub mod api;
@@ -24,10 +25,12 @@ pub mod result_cache;
 pub mod runtime;
 pub mod server;
 pub mod signing;
+mod state;
 pub mod store;
 pub mod web;
 
-pub use app::{AppState, app};
+pub use app::app;
 pub use config::{Config, ServerLimits};
 pub use error::AppError;
 pub use registry::Registry;
+pub use state::AppState;

@@ -2,7 +2,7 @@
 //! runtime that serves them.
 //!
 //! A check is CPU work: a few hundred microseconds for a typical manifest;
-//! for hostile rules, until its request's deadline (`app::RequestDeadline`,
+//! for hostile rules, until its request's deadline (`state::RequestDeadline`,
 //! looked at between evaluations) plus at most one rule's own wall-clock
 //! bound. It runs on the runtime worker that read its request, not on a
 //! blocking thread it would be handed to and back from: that handoff (a

@@ -8,9 +8,10 @@ use std::time::Duration;
 use anyhow::Context;
 use pitfall_engine::{Engine, Limits};
 
-use crate::app::{AppState, app};
+use crate::app::app;
 use crate::config::Config;
 use crate::registry::{Registry, plan_seed, seed_unstored};
+use crate::state::AppState;
 use crate::store::{Actor, Role, Store};
 
 /// Opens the registry a config names: data dir, store, engine, seed.

@@ -13,9 +13,9 @@ use crate::api::types::{
     AccountView, AuditView, CreateAccountRequest, IssueTokenRequest, IssuedToken, SetRoleRequest,
     TokenView,
 };
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::AppError;
+use crate::state::AppState;
 use crate::store::{
     Account, Actor, AuditEntry, Role, Scope, Scopes, TokenGrant, TokenInfo, UnixMillis,
 };

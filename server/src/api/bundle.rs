@@ -7,8 +7,8 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::app::AppState;
 use crate::error::AppError;
+use crate::state::AppState;
 
 /// The header naming the bundle's revision (also inside the signed index).
 pub const REVISION_HEADER: &str = "x-pitfall-ruleset-revision";

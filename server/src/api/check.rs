@@ -12,12 +12,13 @@ use pitfall_contract::manifest::MANIFEST_VERSION;
 use pitfall_contract::{Manifest, manifest_from_slice, manifest_from_value};
 use serde_json::Value;
 
+use crate::admission::{charge_batch, read_body};
 use crate::answer::SerializedAnswer;
 use crate::api::types::{BatchItem, ErrorBody};
-use crate::app::{AppState, RequestDeadline, charge_batch, read_body};
 use crate::error::AppError;
 use crate::extract::json_object;
 use crate::result_cache::{ManifestDigest, text_digest};
+use crate::state::{AppState, RequestDeadline};
 
 /// `POST /v1/check`: one manifest.
 pub async fn check(

@@ -9,8 +9,9 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use pitfall_fix::{FixAnswer, FixError};
 
-use crate::app::{AppState, RequestDeadline, read_body};
+use crate::admission::read_body;
 use crate::error::AppError;
+use crate::state::{AppState, RequestDeadline};
 
 /// `POST /v1/fix`: one manifest, as for `POST /v1/check`.
 pub async fn fix(

@@ -8,10 +8,11 @@ use axum::body::Body;
 use axum::extract::State;
 use pitfall_collect::Scan;
 
+use crate::admission::read_body;
 use crate::api::types::{FromTextRequest, FromTextResponse, MissingFact};
-use crate::app::{AppState, read_body};
 use crate::error::AppError;
 use crate::extract::json_object;
+use crate::state::AppState;
 
 /// `POST /v1/manifest/from-text`. Any text is an answer: what could not be
 /// read (a paste of no known format, a serve command that does not parse)

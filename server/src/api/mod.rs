@@ -3,8 +3,8 @@
 pub mod accounts;
 pub mod bundle;
 pub mod check;
-pub mod from_text;
 pub mod fix;
+pub mod from_text;
 pub mod ops;
 pub mod review;
 pub mod rules;

@@ -8,7 +8,7 @@ use axum::response::IntoResponse;
 use serde_json::Value;
 
 use crate::api::types::{Health, LimitsView};
-use crate::app::AppState;
+use crate::state::AppState;
 
 fn health(state: &AppState, ready: bool) -> Health {
     let rules = state.registry().rules();

@@ -5,11 +5,12 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 
+use crate::admission::read_body;
 use crate::api::rules::{refresh_after_write, version_detail};
 use crate::api::types::{ReviewRequest, VersionDetail};
-use crate::app::{AppState, read_body};
 use crate::auth::Caller;
 use crate::error::AppError;
+use crate::state::AppState;
 use crate::store::{Actor, Principal, Role, VersionState};
 
 /// A review body is tiny; anything larger is not a reason.

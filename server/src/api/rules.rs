@@ -11,12 +11,13 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG};
 use axum::response::IntoResponse;
 use pitfall_contract::meta::Severity;
 
+use crate::admission::read_body;
 use crate::api::types::{RuleDetail, RuleSummary, SearchQuery, SearchResponse, VersionDetail};
-use crate::app::{AppState, read_body};
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::publish;
 use crate::registry::new_version;
+use crate::state::AppState;
 use crate::store::{self, Actor, Role, RuleQuery, UnixMillis, VersionRecord, VersionState};
 
 /// `GET /v1/rules`: search and filters.

@@ -27,8 +27,8 @@ use super::rules::{action_words, bad_query, is_blank};
 use super::{PageError, page, query_string, render};
 use crate::api;
 use crate::api::types::FromTextRequest;
-use crate::app::{AppState, RequestDeadline};
 use crate::error::AppError;
+use crate::state::{AppState, RequestDeadline};
 
 /// CPU architectures the form offers (the manifest's normalised names).
 pub(crate) const ARCHES: &[&str] = &["x86_64", "aarch64"];

@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 use super::check::{ARCHES, CheckForm};
 use super::rules::{bad_query, is_blank};
 use super::{PageError, page, query_string, render};
-use crate::app::{AppState, RequestDeadline};
 use crate::error::AppError;
+use crate::state::{AppState, RequestDeadline};
 
 /// The most versions shown (the newest ones).
 const MAX_VERSIONS: usize = 10;

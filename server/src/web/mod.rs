@@ -23,9 +23,9 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use minijinja::{Environment, Value, context};
 
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::AppError;
+use crate::state::AppState;
 
 /// The templates, embedded: (name, source).
 const TEMPLATES: &[(&str, &str)] = &[

@@ -23,10 +23,10 @@ use sha2::{Digest, Sha256};
 use super::{PageError, SESSION_COOKIE, page, page_caller, render, session_token};
 use crate::api;
 use crate::api::types::VersionDetail;
-use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::ApiPath;
+use crate::state::AppState;
 use crate::store::Role;
 
 /// How long the browser keeps the cookie (seconds): the session's

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use super::{PageError, page, page_caller, query_string, render};
 use crate::api;
 use crate::api::types::{RuleSummary, SearchQuery, VersionDetail};
-use crate::app::AppState;
 use crate::extract::{ApiPath, ApiQuery};
+use crate::state::AppState;
 
 /// Results per page.
 pub(crate) const PAGE_SIZE: u32 = 20;
