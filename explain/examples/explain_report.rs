@@ -25,8 +25,13 @@ fn main() {
         println!("== {file}");
         for c in explainer.explain_above(&log, 0.0).causes {
             println!(
-                "  {:.3} {} (component named: {}) lines {:?}\n        {}",
-                c.score, c.rule_id, c.names_component, c.lines, c.filled
+                "  {:.3} {} (component named: {}, words: {:?}) lines {:?}\n        {}",
+                c.score,
+                c.rule_id,
+                c.names_component,
+                c.shared_words,
+                c.lines,
+                &c.filled[..c.filled.len().min(160)]
             );
         }
     }

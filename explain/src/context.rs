@@ -18,6 +18,18 @@ const GPU_NAME_WORDS: usize = 4;
 
 /// Words too common to tell rules apart.
 const STOPWORDS: &[&str] = &[
+    "model",
+    "gib",
+    "mib",
+    "kib",
+    "gb",
+    "mb",
+    "kb",
+    "install",
+    "installed",
+    "pip",
+    "run",
+    "running",
     "the",
     "and",
     "for",
@@ -98,6 +110,24 @@ const STOPWORDS: &[&str] = &[
     "supports",
 ];
 
+/// Error texts with many causes outside any registry: a process running
+/// out of GPU memory, killed, or crashing. A rule whose signature is one
+/// of these explains a log only together with what the rest of the log
+/// says about the rule (its stack named, its own words).
+pub const GENERIC_SYMPTOMS: &[&str] = &[
+    "out of memory",
+    "OutOfMemoryError",
+    "Segmentation fault",
+    "illegal memory access",
+    "unhandled system error",
+    "unspecified launch failure",
+];
+
+/// Whether `text` is one of the [`GENERIC_SYMPTOMS`].
+pub fn is_symptom(text: &str) -> bool {
+    GENERIC_SYMPTOMS.iter().any(|s| text.contains(s))
+}
+
 /// Every rule's words, with how many rules use each.
 #[derive(Debug, Clone, Default)]
 pub struct Vocabulary {
@@ -105,6 +135,8 @@ pub struct Vocabulary {
     words: HashMap<String, u32>,
     /// By word id: how many rules use it.
     rules_using: Vec<u32>,
+    /// By word id: the word.
+    spelled: Vec<String>,
     rules: usize,
     /// A GPU name's words joined by spaces → the vocabulary's words for
     /// what the GPU is (its architecture, `sm_120`, `12.0`), from the
@@ -115,8 +147,11 @@ pub struct Vocabulary {
 /// One rule's profile.
 #[derive(Debug, Clone, Default)]
 pub struct Profile {
-    /// Its distinct word ids.
+    /// Its distinct word ids (its component's names apart: naming the
+    /// component is counted on its own).
     pub words: Vec<u32>,
+    /// Those of its title: what a log of this breakage usually shows.
+    pub title_words: Vec<u32>,
     /// Texts any of which, found in a log, names its component.
     pub component_names: Vec<String>,
 }
@@ -127,27 +162,37 @@ impl Vocabulary {
         let mut vocabulary = Vocabulary::default();
         let mut profiles = Vec::new();
         for meta in rules {
+            let component_names = component_names(meta);
             let mut text = meta.id.replace('-', " ");
             for part in [&meta.title, &meta.message] {
                 text.push(' ');
                 text.push_str(part);
             }
+            let title: Vec<String> = tokens(&meta.title).collect();
             let mut words: Vec<u32> = Vec::new();
+            let mut title_words: Vec<u32> = Vec::new();
             for word in tokens(&text) {
-                if word.len() < 2 || STOPWORDS.contains(&word.as_str()) || word.starts_with('{') {
+                if word.len() < 2
+                    || STOPWORDS.contains(&word.as_str())
+                    || component_names.contains(&word)
+                {
                     continue;
                 }
                 let next = vocabulary.words.len() as u32;
-                let id = *vocabulary.words.entry(word).or_insert(next);
+                let id = *vocabulary.words.entry(word.clone()).or_insert(next);
                 if id == next {
                     vocabulary.rules_using.push(0);
+                    vocabulary.spelled.push(word);
                 }
                 if !words.contains(&id) {
                     words.push(id);
                     vocabulary.rules_using[id as usize] += 1;
                 }
+                if title.contains(&vocabulary.spelled[id as usize]) && !title_words.contains(&id) {
+                    title_words.push(id);
+                }
             }
-            profiles.push(Profile { words, component_names: component_names(meta) });
+            profiles.push(Profile { words, title_words, component_names });
             vocabulary.rules += 1;
         }
         vocabulary.gpus = vocabulary.gpu_words();
@@ -219,26 +264,56 @@ impl Vocabulary {
     }
 
     /// The share of `profile`'s words the log holds (those of the matched
-    /// line itself apart, which the signature already counted), as
-    /// evidence in [0, 1].
-    pub fn overlap(&self, profile: &Profile, log: &HashSet<u32>, matched: &HashSet<u32>) -> f64 {
-        let sum: f64 = profile
+    /// signature's text apart, which the match already counted), as
+    /// evidence in [0, 1], and those words.
+    pub fn overlap(
+        &self,
+        profile: &Profile,
+        log: &HashSet<u32>,
+        matched: &HashSet<u32>,
+    ) -> (f64, Vec<String>) {
+        let found: Vec<u32> = profile
             .words
             .iter()
+            .copied()
             .filter(|w| log.contains(w) && !matched.contains(w))
+            .collect();
+        let sum: f64 = found
+            .iter()
             .map(|&w| self.weight(self.rules_using.get(w as usize).copied().unwrap_or(1)))
             .sum();
-        1.0 - (-sum / 6.0).exp()
+        let words = found.iter().filter_map(|&w| self.spelled.get(w as usize).cloned()).collect();
+        (1.0 - (-sum / 6.0).exp(), words)
+    }
+
+    /// The share of `profile`'s title words (by weight) the log holds: a
+    /// rule about one model family or GPU generation whose name the log
+    /// never mentions explains it less well than a general one.
+    pub fn title_coverage(&self, profile: &Profile, log: &HashSet<u32>) -> f64 {
+        let weight = |&w: &u32| self.weight(self.rules_using.get(w as usize).copied().unwrap_or(1));
+        let total: f64 = profile.title_words.iter().map(weight).sum();
+        if total == 0.0 {
+            return 1.0;
+        }
+        profile.title_words.iter().filter(|w| log.contains(w)).map(weight).sum::<f64>() / total
     }
 }
 
 /// Lowercased alphanumeric runs, `_` and `.` inside kept (`sm_120`,
-/// `12.0`, `flash_attn`).
+/// `12.0`, `flash_attn`); a plural's `s` dropped (`architectures`).
 pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
         .map(|t| t.trim_matches(|c| c == '.' || c == '_'))
         .filter(|t| !t.is_empty())
-        .map(str::to_lowercase)
+        .map(|t| {
+            let t = t.to_lowercase();
+            match t.strip_suffix('s') {
+                Some(stem) if stem.len() >= 4 && stem.chars().all(char::is_alphabetic) => {
+                    stem.to_owned()
+                }
+                _ => t,
+            }
+        })
 }
 
 /// A GPU name's words as the hardware table compares them: lowercase

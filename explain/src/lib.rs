@@ -46,6 +46,16 @@ use traceback::Role;
 /// (`KeyError: '{word}'`) about 0.4.
 pub const SCORE_THRESHOLD: f64 = 0.55;
 
+/// A match's share of the score that needs no corroboration from the rest
+/// of the log, when the line is claimed by this rule alone...
+const UNIQUE_FLOOR: f64 = 0.8;
+/// ...by several rules (the log must say which)...
+const SHARED_FLOOR: f64 = 0.7;
+/// ...and when the line is a symptom with many causes outside any
+/// registry (`context::GENERIC_SYMPTOMS`): without the log naming the
+/// rule's stack or saying what the rule says, it stays below the threshold.
+const SYMPTOM_FLOOR: f64 = 0.5;
+
 /// The most causes an explanation lists.
 pub const MAX_CAUSES: usize = 10;
 
@@ -115,6 +125,9 @@ pub struct Cause {
     pub line_text: String,
     /// Whether the log names the rule's component (`vllm`, `tgi`, ...).
     pub names_component: bool,
+    /// The rule's own words (id, title, message) the rest of the log
+    /// holds, a GPU's architecture among them when the log names the GPU.
+    pub shared_words: Vec<String>,
 }
 
 /// What a log is explained by.
@@ -189,6 +202,7 @@ impl Explainer {
     pub fn explain_above(&self, log: &str, threshold: f64) -> Explanation {
         let log = normalize::normalize(log);
         let roles = traceback::roles(&log);
+        let has_exceptions = roles.iter().any(|r| *r != Role::Other);
         let mut explanation = Explanation {
             causes: Vec::new(),
             lines_total: log.lines_total,
@@ -208,7 +222,9 @@ impl Explainer {
                     }
                     let compiled = &self.signatures[s as usize];
                     let Some(m) = compiled.signature.match_line(&line.text) else { continue };
-                    let weighted = m.strength * roles[l].weight();
+                    // Where no line is an exception, no line is less of one.
+                    let role = if has_exceptions { roles[l] } else { Role::RootCause };
+                    let weighted = m.strength * role.weight();
                     match best.iter_mut().find(|b| b.0 == compiled.rule) {
                         Some(b) if b.4 >= weighted => {}
                         Some(b) => *b = (compiled.rule, l, s, m, weighted),
@@ -230,11 +246,22 @@ impl Explainer {
             let claimants = best.iter().filter(|b| b.1 == *l).count();
             let profile = &self.profiles[*rule as usize];
             let compiled = &self.signatures[*s as usize];
-            let overlap = self.vocabulary.overlap(profile, &words, &compiled.literal_words);
+            let (overlap, shared_words) =
+                self.vocabulary.overlap(profile, &words, &compiled.literal_words);
             let names = context::names_component(&lower, &log.components, &profile.component_names);
             let context = 0.5 * f64::from(u8::from(names)) + 0.5 * overlap;
-            let floor = if claimants > 1 { 0.5 } else { 0.8 };
-            let score = (weighted * (floor + (1.0 - floor) * context)).clamp(0.0, 1.0);
+            let floor = if context::is_symptom(&line.text[m.start..m.end]) {
+                SYMPTOM_FLOOR
+            } else if claimants > 1 {
+                SHARED_FLOOR
+            } else {
+                UNIQUE_FLOOR
+            };
+            // A rule whose title's words the log lacks (a model family, a
+            // GPU generation) explains it a little less than a general one.
+            let coverage = self.vocabulary.title_coverage(profile, &words);
+            let score = (weighted * (floor + (1.0 - floor) * context) * (0.95 + 0.05 * coverage))
+                .clamp(0.0, 1.0);
             explanation.causes.push(Cause {
                 rule: *rule as usize,
                 rule_id: self.rule_ids[*rule as usize].clone(),
@@ -251,6 +278,7 @@ impl Explainer {
                 lines: line.numbers.iter().copied().take(MAX_LINES).collect(),
                 line_text: line.text.clone(),
                 names_component: names,
+                shared_words,
             });
         }
         explanation.causes.retain(|c| c.score >= threshold);

@@ -22,6 +22,10 @@ const MIN_CORE_LITERAL: usize = 12;
 /// looks for, even when a later literal is longer.
 const MIN_ANCHOR: usize = 16;
 
+/// The longest anchor: the start of a message is enough to find the
+/// lines worth matching.
+const ANCHOR_BYTES: usize = 32;
+
 /// The most attempts one line's match makes (holes of wide kinds next to
 /// repeated literals could otherwise make a hostile line expensive).
 const MAX_STEPS: usize = 4_000;
@@ -86,13 +90,15 @@ impl Signature {
             Segment::Hole(_) => None,
         });
         let core_len = literals.clone().map(str::len).sum();
-        // The first literal long enough to be telling, else the longest:
-        // a pasted line is cut at its end, so an early anchor survives
-        // more cuts.
+        // The start of the message (its first literal, at most
+        // ANCHOR_BYTES of it) when that is telling enough, else the longest
+        // literal: a pasted line is cut at its end, so the start of a
+        // message survives more cuts than anything after it.
         let anchor = literals
             .clone()
             .find(|l| l.trim().len() >= MIN_ANCHOR)
             .or_else(|| literals.max_by_key(|l| l.trim().len()))
+            .map(|l| prefix(l.trim_end_matches(['.', ' ', ':', ',']), ANCHOR_BYTES))
             .unwrap_or_default()
             .to_owned();
         Ok(Signature { template: template.to_owned(), segments, starts, core_len, anchor })
@@ -156,7 +162,9 @@ impl Signature {
     fn start_positions(&self, line: &str, skip: usize) -> Vec<usize> {
         match self.segments.first() {
             Some(Segment::Literal(first)) if skip < first.len() => {
-                line.match_indices(&first[skip..]).map(|(i, _)| i).collect()
+                // Its start only: the line may be cut inside it.
+                let key = prefix(&first[skip..], ANCHOR_BYTES);
+                line.match_indices(key).map(|(i, _)| i).collect()
             }
             // A leading hole: it starts where a word does, before the anchor.
             _ => {
@@ -240,7 +248,7 @@ impl Signature {
                     {
                         continue;
                     }
-                    if !kind.accepts(value) && !(at_line_end && value.is_empty()) {
+                    if !(kind.accepts(value) || at_line_end && value.is_empty()) {
                         continue;
                     }
                     state.holes.push((*kind, at, end));
@@ -287,6 +295,15 @@ struct State {
     literal: usize,
     /// The line ended inside the match.
     cut: bool,
+}
+
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn prefix(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// Whether `text`, before a `": "`, names where an error came from rather
