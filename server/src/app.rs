@@ -125,6 +125,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/bundle", get(api::bundle::bundle))
         .route("/v1/check", post(api::check::check))
         .route("/v1/check/batch", post(api::check::batch))
+        .route("/v1/explain", post(api::explain::explain))
         .route("/v1/rules", get(api::rules::search).post(api::rules::publish))
         .route("/v1/catalogue", get(api::rules::catalogue))
         .route("/v1/rules/{id}", get(api::rules::rule))
@@ -203,8 +204,9 @@ async fn admit(
     // query; their empty forms are free.
     let asks = request.uri().query().is_some_and(|q| !q.is_empty());
     let limiter = match (method, route) {
-        ("POST", "/v1/check" | "/v1/check/batch") => Some(&state.inner.check_rate),
+        ("POST", "/v1/check" | "/v1/check/batch" | "/v1/explain") => Some(&state.inner.check_rate),
         ("GET", "/check" | "/matrix") if asks => Some(&state.inner.check_rate),
+        ("POST", "/explain") => Some(&state.inner.check_rate),
         ("POST", "/v1/rules") => Some(&state.inner.publish_rate),
         _ => None,
     };

@@ -102,6 +102,8 @@ pub fn operations() -> Vec<Operation> {
             request: Some((JSON, schema::<Manifest>)), query: None, response: 200 JSON => schema::<CheckResponse>),
         op!("POST" "/v1/check/batch", Anonymous, "Check many manifests; answers in order, each its full answer or its own error.",
             request: Some((JSON, schema::<BatchRequest>)), query: None, response: 200 JSON => schema::<BatchResponse>),
+        op!("POST" "/v1/explain", Anonymous, "Explain a pasted log (at most 256 KiB; JSON, or the log as text/plain): the rules whose error signatures match it, ranked, each with the matched lines, the signature filled with the log's values and the finding with its remedies; with a manifest, each evaluated on it too (matched first). Below the threshold nothing is returned, and `related` offers the text search's leads.",
+            request: Some((JSON, schema::<ExplainRequest>)), query: None, response: 200 JSON => schema::<ExplainResponse>),
         op!("GET" "/v1/rules", Anonymous, "Search rules by text (titles, summaries, error signatures) and filters.",
             request: None, query: Some(schema::<SearchQuery>), response: 200 JSON => schema::<SearchResponse>),
         op!("POST" "/v1/rules", Token, "Publish a module (the body is the .wasm); its metadata is read from the module. Stored as pending.",

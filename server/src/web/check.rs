@@ -51,6 +51,10 @@ pub(crate) struct CheckForm {
     pub(crate) dtype: Option<String>,
     #[serde(default, skip_serializing_if = "is_blank")]
     pub(crate) tp: Option<String>,
+    /// A log carried from `/explain` ("check my setup too"): explained
+    /// again against the setup checked.
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) log: Option<String>,
 }
 
 fn text(field: &Option<String>) -> Option<&str> {
@@ -304,6 +308,14 @@ pub(crate) async fn page_handler(
             }
         }
     }
+    let log = text(&form.log)
+        .map(|l| super::explain::tail(l, super::explain::MAX_CARRIED_LOG_BYTES).to_owned());
+    let mut explained = None;
+    if let (Some(json), Some(log)) = (&checked, &log) {
+        let manifest: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+        let answer = api::explain::explain_log(&state, log, Some(manifest), deadline).await?;
+        explained = Some(super::explain::explanation_view(log, &answer));
+    }
     let permalink = (answer.is_some()).then(|| format!("/check?{}", query_string(&form)));
     let gpus: Vec<Value> = gpus::table()
         .iter()
@@ -317,6 +329,8 @@ pub(crate) async fn page_handler(
         .collect();
     let ctx = context! {
         form => Value::from_serialize(&form),
+        log => log,
+        explained => explained,
         pasted => pasted.is_some(),
         errors => Value::from_serialize(&errors),
         answer => answer,
