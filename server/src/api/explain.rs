@@ -14,9 +14,9 @@ use serde_json::Value;
 use crate::api::types::{
     ExplainRequest, ExplainResponse, ExplainedCause, ExplainedHole, RuleSummary,
 };
-use crate::store::RuleQuery;
 use crate::app::{AppState, RequestDeadline, read_body};
 use crate::error::AppError;
+use crate::store::RuleQuery;
 
 /// The longest log explained: a traceback, or the tail of a server log,
 /// is far less; a whole day of logs is not a paste.
@@ -32,8 +32,8 @@ pub async fn explain(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<ExplainResponse>, AppError> {
-    let limit = (MAX_LOG_BYTES * 4 + state.limits().max_manifest_bytes)
-        .min(state.limits().max_body_bytes);
+    let limit =
+        (MAX_LOG_BYTES * 4 + state.limits().max_manifest_bytes).min(state.limits().max_body_bytes);
     let body = read_body(body, limit).await?;
     let request = read_request(&headers, &body)?;
     let answer = explain_log(&state, &request.log, request.manifest, deadline).await?;

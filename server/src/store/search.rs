@@ -61,8 +61,10 @@ impl Store {
 
         let limit = query.limit.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE);
         let offset = query.offset.unwrap_or(0).max(0);
-        let count_sql =
-            format!("SELECT COUNT(*) AS total FROM versions v {} WHERE {}", filter.join, filter.sql);
+        let count_sql = format!(
+            "SELECT COUNT(*) AS total FROM versions v {} WHERE {}",
+            filter.join, filter.sql
+        );
         let total: i64 =
             filter.bind(sqlx::query(&count_sql)).fetch_one(&self.pool).await?.try_get("total")?;
         let n = filter.args.len();
@@ -149,9 +151,7 @@ impl Filter {
         };
         self.args.push(query);
         let select = select.replace("$N", &format!("${}", self.args.len()));
-        self.join = format!(
-            "JOIN ({select}) m ON m.rule_id = v.rule_id AND m.version = v.version"
-        );
+        self.join = format!("JOIN ({select}) m ON m.rule_id = v.rule_id AND m.version = v.version");
     }
 
     /// The version has the selector `kind:value`.

@@ -41,7 +41,10 @@ pub(crate) async fn explain(
     form: Result<Form<ExplainForm>, FormRejection>,
 ) -> Result<Response, PageError> {
     let Form(form) = form.map_err(|e| {
-        PageError::new(StatusCode::BAD_REQUEST, format!("The form is not understood: {}", e.body_text()))
+        PageError::new(
+            StatusCode::BAD_REQUEST,
+            format!("The form is not understood: {}", e.body_text()),
+        )
     })?;
     let log = form.log;
     if log.trim().is_empty() {
@@ -53,12 +56,19 @@ pub(crate) async fn explain(
     if log.len() > MAX_LOG_BYTES {
         return Err(PageError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("The log is {} bytes; paste at most {MAX_LOG_BYTES} (its last lines hold the error).", log.len()),
+            format!(
+                "The log is {} bytes; paste at most {MAX_LOG_BYTES} (its last lines hold the error).",
+                log.len()
+            ),
         ));
     }
     let answer = explain_log(&state, &log, None, deadline).await.map_err(PageError::from)?;
     let ctx = explanation_view(&log, &answer);
-    let title = if answer.causes.is_empty() { "No known breakage matches" } else { "What explains this error" };
+    let title = if answer.causes.is_empty() {
+        "No known breakage matches"
+    } else {
+        "What explains this error"
+    };
     Ok(page(render("explain.html", title, "home", ctx)?))
 }
 

@@ -218,7 +218,8 @@ pub(crate) async fn show(
                 .map(|u| u.rule_id.as_str())
                 .collect();
             let needs_model = worst.is_none() && !undecided.is_empty();
-            let level = if needs_model { "undecided" } else { worst.map_or("clear", |s| s.as_str()) };
+            let level =
+                if needs_model { "undecided" } else { worst.map_or("clear", |s| s.as_str()) };
             let titles: Vec<&str> = answer.findings.iter().map(|f| f.title.as_str()).collect();
             row_cells.push(context! {
                 version => version,

@@ -232,7 +232,10 @@ fn search_check_and_matrix_in_headless_chromium() {
     browser.click("form[aria-labelledby=\"form-title\"] button[type=\"submit\"]");
     browser.wait_for_url("/check?arch=aarch64");
     let answer = browser.source();
-    assert!(answer.contains("href=\"/rules/gemma4-transformers-5-15-breaks-vllm\""), "the Gemma 4 finding");
+    assert!(
+        answer.contains("href=\"/rules/gemma4-transformers-5-15-breaks-vllm\""),
+        "the Gemma 4 finding"
+    );
     assert!(answer.contains("id=\"permalink\""));
     browser.screenshot("desktop-check-g5g");
 
@@ -272,7 +275,9 @@ fn keyboard_navigation_and_a_phone_width() {
         }
         assert!(reached, "Tab never reached the log box");
         // Type an error, Tab to the button, press Enter.
-        browser.keys("CUDA error: no kernel image is available for execution on the device\u{E004}\u{E007}");
+        browser.keys(
+            "CUDA error: no kernel image is available for execution on the device\u{E004}\u{E007}",
+        );
         browser.wait_for_url("/explain");
         assert!(browser.source().contains("id=\"causes-title\""));
         // The focused element shows a visible outline.
@@ -340,7 +345,11 @@ fn a_pasted_vllm_traceback_is_explained_with_its_fix() {
     let first = page.find("class=\"finding finding-").expect("a cause");
     let cause = &page[first..];
     let rule = cause.find("href=\"/rules/").map(|i| &cause[i + 13..]).expect("a rule link");
-    assert!(rule.starts_with("vllm-bf16-needs-sm80\""), "first cause: {}", &rule[..60.min(rule.len())]);
+    assert!(
+        rule.starts_with("vllm-bf16-needs-sm80\""),
+        "first cause: {}",
+        &rule[..60.min(rule.len())]
+    );
     assert!(cause.contains("Fix:"), "the fix is shown");
     assert!(page.contains("Your Tesla T4 GPU has compute capability 7.5"), "the user's own values");
     assert!(page.contains("<mark id=\"line-"), "the matched line is marked in the user's text");
@@ -363,5 +372,6 @@ fn a_pasted_vllm_traceback_is_explained_with_its_fix() {
     assert!(checked.contains("id=\"explained-title\""), "the log explained against the setup");
     assert!(checked.contains("Your setup has this breakage."), "the matched rule says so");
     browser.screenshot("desktop-explain-check");
-    let _ = std::fs::copy(browser.shots.join("desktop-explain-check.png"), "/tmp/explain-check.png");
+    let _ =
+        std::fs::copy(browser.shots.join("desktop-explain-check.png"), "/tmp/explain-check.png");
 }

@@ -398,14 +398,14 @@ on_both_backends! {
             "flash attention",
             "sm_80 vllm",
             "vllm-needs-sm70",
-            "kernel zzzz-no-such-word",
+            "kernel zzzzx",
         ] {
             let found = ids(&store, query(q)).await;
             assert_eq!(found.iter().cloned().collect::<BTreeSet<_>>(), expected(q), "q = {q:?}");
             assert!(!found.is_empty(), "q = {q:?}");
         }
         // Nothing searchable, or no word any rule holds: nothing.
-        for q in ["%", "_", "100%_\\zz", "zzzz-no-such-word qqqq"] {
+        for q in ["%", "_", "%_\\", "zzzzx qqqqx"] {
             assert!(ids(&store, query(q)).await.is_empty(), "q = {q:?}");
         }
         // Better matches first: a rule holding every word of the query
