@@ -46,42 +46,53 @@ impl Source {
             }
             return Ok(Source::Online(builder.build()?));
         }
-        let engine = rules::engine()?;
-        let set = match &args.rules {
-            Some(path) => {
-                let start = read_start(path);
-                if pitfall_client::api::bundle::looks_like_bundle(&start) {
-                    let bytes = std::fs::read(path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    rules::from_bundle(
-                        &engine,
-                        &path.display().to_string(),
-                        &bytes,
-                        &config.public_key(None)?,
-                    )?
-                } else {
-                    rules::from_path(&engine, path)?
-                }
-            }
-            None => match bundle::bundle_path().filter(|p| p.is_file()) {
-                Some(path) => {
-                    let key = config.public_key(None).with_context(|| {
-                        format!("checking with the pulled bundle {}", path.display())
-                    })?;
-                    let bytes = std::fs::read(&path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    rules::from_bundle(
-                        &engine,
-                        &format!("the pulled bundle {}", path.display()),
-                        &bytes,
-                        &key,
-                    )?
-                }
-                None => rules::bundled(&engine)?,
-            },
-        };
+        let (engine, set) = offline_rules(args.rules.as_deref(), config)?;
         Ok(Source::Offline(engine, Box::new(set)))
     }
+}
+
+/// The local rules: `rules_path` (a `.wasm`, a folder, or a signed bundle
+/// verified with the pinned key), else the pulled bundle, else the rules
+/// built into this binary.
+pub(crate) fn offline_rules(
+    rules_path: Option<&Path>,
+    config: &UserConfig,
+) -> anyhow::Result<(Engine, RuleSet)> {
+    let engine = rules::engine()?;
+    let set = match rules_path {
+        Some(path) => {
+            let start = read_start(path);
+            if pitfall_client::api::bundle::looks_like_bundle(&start) {
+                let bytes = std::fs::read(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                rules::from_bundle(
+                    &engine,
+                    &path.display().to_string(),
+                    &bytes,
+                    &config.public_key(None)?,
+                )?
+            } else {
+                rules::from_path(&engine, path)?
+            }
+        }
+        None => match bundle::bundle_path().filter(|p| p.is_file()) {
+            Some(path) => {
+                let key = config.public_key(None).with_context(|| {
+                    format!("checking with the pulled bundle {}", path.display())
+                })?;
+                let bytes = std::fs::read(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                rules::from_bundle(
+                    &engine,
+                    &format!("the pulled bundle {}", path.display()),
+                    &bytes,
+                    &key,
+                )?
+            }
+            None => rules::bundled(&engine)?,
+        },
+    };
+    Ok((engine, set))
 }
 
 /// The first bytes of a file (empty for a folder or an unreadable file:

@@ -28,6 +28,7 @@ mod catalogue;
 mod bundle;
 mod check;
 mod config;
+mod explain;
 mod progress;
 mod rule;
 mod rules;
@@ -52,6 +53,10 @@ enum Command {
     /// else offline with --rules, else the pulled bundle, else the rules
     /// built into this binary.
     Check(CheckArgs),
+    /// Explain a pasted log (a file, or `-` for standard input): the known
+    /// breakages whose error text it holds, with the matched lines and the
+    /// fix. Exit 1 when one explains it, 0 when none does, 2 on bad input.
+    Explain(explain::ExplainArgs),
     /// Pull (or show) the registry's signed rule bundle for offline checks.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
@@ -130,6 +135,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Scan(args) => scan::command::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Explain(args) => explain::run(&args),
         Command::Bundle(command) => bundle::run(&command),
         Command::Rule(command) => rule::run(&command),
         Command::Catalogue(args) => catalogue::run(&args),
