@@ -14,6 +14,7 @@
 
 pub mod compare;
 pub mod corpus;
+pub mod explain;
 #[cfg(feature = "extism")]
 pub mod extism;
 pub mod fleet;
