@@ -69,7 +69,11 @@ struct Args {
     /// building with `--features extism`). `http` (not in the default
     /// list) runs only the HTTP phases, against the registry a
     /// `--sections server --keep-registry` run left.
-    #[arg(long, value_delimiter = ',', default_value = "floor,scale,explain,compare,publish,server,plot")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "floor,scale,explain,compare,publish,server,plot"
+    )]
     sections: Vec<String>,
 }
 

@@ -63,8 +63,8 @@ pub(crate) fn offline_rules(
         Some(path) => {
             let start = read_start(path);
             if pitfall_client::api::bundle::looks_like_bundle(&start) {
-                let bytes = std::fs::read(path)
-                    .with_context(|| format!("reading {}", path.display()))?;
+                let bytes =
+                    std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
                 rules::from_bundle(
                     &engine,
                     &path.display().to_string(),
@@ -80,8 +80,8 @@ pub(crate) fn offline_rules(
                 let key = config.public_key(None).with_context(|| {
                     format!("checking with the pulled bundle {}", path.display())
                 })?;
-                let bytes = std::fs::read(&path)
-                    .with_context(|| format!("reading {}", path.display()))?;
+                let bytes =
+                    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
                 rules::from_bundle(
                     &engine,
                     &format!("the pulled bundle {}", path.display()),

@@ -139,7 +139,9 @@ fn read_log(path: &Path) -> anyhow::Result<String> {
     let tail = &bytes[bytes.len().saturating_sub(MAX_LOG_BYTES)..];
     let log = String::from_utf8_lossy(tail).into_owned();
     if log.trim().is_empty() {
-        anyhow::bail!("the log is empty: give a file with the error, or pipe it to `pitfall explain -`");
+        anyhow::bail!(
+            "the log is empty: give a file with the error, or pipe it to `pitfall explain -`"
+        );
     }
     Ok(log)
 }

@@ -53,8 +53,8 @@ fn measure(synthetic_rules: usize) {
     let build_ms = start.elapsed().as_secs_f64() * 1e3;
 
     // A real vLLM failure padded with a server's start-up lines to 200.
-    let real = std::fs::read_to_string(root.join("tests/reports/vllm-14817/error.txt"))
-        .expect("report");
+    let real =
+        std::fs::read_to_string(root.join("tests/reports/vllm-14817/error.txt")).expect("report");
     let mut lines: Vec<String> = (0..200 - real.lines().count() - 1)
         .map(|i| {
             format!(
