@@ -356,3 +356,76 @@ pub struct MissingFact {
     /// What would give it.
     pub hint: String,
 }
+
+/// `POST /v1/explain` body (also accepted: the log itself as `text/plain`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainRequest {
+    /// The pasted log: a traceback, a server log, `docker logs` output; at
+    /// most 256 KiB. Bytes that are not UTF-8 are replaced.
+    #[schemars(length(max = 262144))]
+    pub log: String,
+    /// A manifest (v1) of the setup the log came from: each ranked rule is
+    /// also evaluated on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<Value>,
+}
+
+/// `POST /v1/explain` answer.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainResponse {
+    /// The rules whose error signatures explain the log, best first; empty
+    /// when no known breakage scores at least `threshold`.
+    pub causes: Vec<ExplainedCause>,
+    /// The score below which no cause is returned.
+    pub threshold: f64,
+    /// Lines in the log received.
+    pub lines_total: usize,
+    /// When no signature explains the log: the rules whose text ranks best
+    /// against it (the same ranking as `GET /v1/rules?q=`), as leads, not
+    /// causes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub related: Vec<RuleSummary>,
+    /// Whether a manifest came with the log (each cause then has `outcome`).
+    pub manifest_checked: bool,
+    /// The rule set that answered.
+    pub ruleset_revision: String,
+}
+
+/// One rule that explains the log.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainedCause {
+    /// The rule's id.
+    pub rule_id: String,
+    /// How well its signature explains the log, in [0, 1].
+    pub score: f64,
+    /// The signature that matched, as the rule writes it (`Your {gpu} GPU ...`).
+    pub signature: String,
+    /// The same with its holes filled by the log's own values.
+    pub matched: String,
+    /// The holes' kinds and the values the log gave them.
+    pub holes: Vec<ExplainedHole>,
+    /// The log's line numbers (1-based) the signature matched.
+    pub lines: Vec<usize>,
+    /// The matched line, without colours and log prefixes.
+    pub line: String,
+    /// With a manifest: `matched`, `undetermined`, `clear` or `error`, as
+    /// the rule evaluated on it (a matched rule ranks above the others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// With a manifest that the rule left undetermined: the fields it needs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+    /// The finding with its remedies, as `POST /v1/check` gives it: the
+    /// manifest's own when the rule matched it, else the rule's general
+    /// one (its summary as the message, remedies as written).
+    pub finding: pitfall_contract::report::Finding,
+}
+
+/// A signature's hole and the log's value for it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ExplainedHole {
+    /// `int`, `number`, `version`, `capability`, `gpu`, `path`, `hex`, `word` or `text`.
+    pub kind: String,
+    /// The log's text.
+    pub value: String,
+}

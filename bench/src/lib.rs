@@ -15,6 +15,7 @@
 
 pub mod compare;
 pub mod corpus;
+pub mod explain;
 #[cfg(feature = "extism")]
 pub mod extism;
 pub mod fix;

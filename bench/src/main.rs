@@ -18,7 +18,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use pitfall_bench::scale::ScalePoint;
 use pitfall_bench::stats::{Summary, median};
 use pitfall_bench::{
-    compare, corpus, fix, fleet, floor, http, parts, plot, publish, scale, startup,
+    compare, corpus, explain, fix, fleet, floor, http, parts, plot, publish, scale, startup,
 };
 use pitfall_contract::{Manifest, Prepared, manifest_from_value, parse_manifest};
 use pitfall_engine::{Engine, Limits, Rule};
@@ -72,7 +72,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "floor,scale,compare,publish,fix,server,plot"
+        default_value = "floor,scale,explain,compare,publish,fix,server,plot"
     )]
     sections: Vec<String>,
 }
@@ -230,6 +230,32 @@ fn main() -> anyhow::Result<()> {
             report.line(format!("check_10k_p50_us={:.0}", point.check.p50));
         }
         points.push(point);
+    }
+
+    // 2b. explain of a 200-line log against 10,000 rules' signatures, as a
+    // ratio to one check on the same rule set.
+    if args.runs("explain") {
+        let specs = corpus::specs(SERVER_RULES, SEED);
+        let mut rules = bundled.clone();
+        rules.extend(scale::load(&engine, &specs));
+        let fleet = machines(20, SERVER_RULES, SEED + 1)?;
+        let p = explain::measure(&engine, rules, &fleet, if args.quick { 10 } else { 50 });
+        let met = p.explain.p50 <= 2000.0 && p.explain.p99 <= 10_000.0;
+        report.line(format!(
+            "explain rules={} signatures={} log_lines={} causes={} top={} build_ms={:.1} explain_p50_us={:.1} explain_p99_us={:.1} check_p50_us={:.1} check_p99_us={:.1} explain_over_check_p50={:.3} target p50<=2000us p99<=10000us {}",
+            p.rules,
+            p.signatures,
+            p.log_lines,
+            p.causes,
+            p.top,
+            p.build_ms,
+            p.explain.p50,
+            p.explain.p99,
+            p.check.p50,
+            p.check.p99,
+            p.explain.p50 / p.check.p50.max(f64::MIN_POSITIVE),
+            verdict(met)
+        ));
     }
 
     println!();

@@ -29,6 +29,7 @@ mod bundle;
 mod catalogue;
 mod check;
 mod config;
+mod explain;
 mod fix;
 mod progress;
 mod rule;
@@ -59,6 +60,10 @@ enum Command {
     /// Offline, with the rules `check` uses offline. Exit 0 when a plan
     /// clears every error, 1 when none does, 2 on bad input.
     Fix(fix::FixArgs),
+    /// Explain a pasted log (a file, or `-` for standard input): the known
+    /// breakages whose error text it holds, with the matched lines and the
+    /// fix. Exit 1 when one explains it, 0 when none does, 2 on bad input.
+    Explain(explain::ExplainArgs),
     /// Pull (or show) the registry's signed rule bundle for offline checks.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
@@ -142,6 +147,7 @@ fn main() -> ExitCode {
         Command::Scan(args) => scan::command::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Fix(args) => fix::run(&args),
+        Command::Explain(args) => explain::run(&args),
         Command::Bundle(command) => bundle::run(&command),
         Command::Rule(command) => rule::run(&command),
         Command::Catalogue(args) => catalogue::run(&args),

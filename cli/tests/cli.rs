@@ -797,3 +797,66 @@ fn fix_prints_the_plan_and_exits_by_what_it_found() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("manifest_version"));
 }
+
+/// A real report's excerpt (`tests/reports/NAME/error.txt`).
+fn report(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/reports")
+        .join(name)
+        .join("error.txt")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn explain_names_the_cause_of_a_real_log_and_exits_1() {
+    let out = pitfall(&["explain", &report("vllm-14817"), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let first = &answer["causes"][0];
+    assert_eq!(first["rule_id"], "vllm-bf16-needs-sm80", "{answer}");
+    assert!(first["matched"].as_str().expect("matched").contains("Your Tesla T4 GPU"));
+    assert_eq!(first["lines"], serde_json::json!([6]));
+    assert!(first["finding"]["remedies"].as_array().is_some_and(|r| !r.is_empty()));
+
+    // The text form, from standard input.
+    let log = std::fs::read(report("vllm-14817")).expect("report");
+    let out = pitfall_with_stdin(&["explain", "-"], &log);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1. vLLM refuses bfloat16"), "{text}");
+    assert!(text.contains("line 6: ValueError: Bfloat16"), "{text}");
+    assert!(text.contains("fix 1:"), "{text}");
+}
+
+#[test]
+fn explain_with_a_manifest_says_whether_the_setup_has_it() {
+    let out = pitfall(&[
+        "explain",
+        &report("vllm-14817"),
+        "--manifest",
+        &fixture("g5g-gemma4-vllm0271.json"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(answer["manifest_checked"], true);
+    let first = &answer["causes"][0];
+    assert!(first["outcome"].is_string(), "{answer}");
+}
+
+#[test]
+fn explain_exits_0_on_an_unrelated_log_and_2_on_bad_input() {
+    let out = pitfall(&["explain", &report("cdial-gpt-103")]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("No known breakage matches this log"));
+    let out = pitfall_with_stdin(&["explain", "-"], b"  \n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the log is empty"));
+    let out = pitfall(&["explain", "/no/such/log.txt"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = pitfall(&["explain", &report("vllm-14817"), "--manifest", &report("vllm-14817")]);
+    assert_eq!(out.status.code(), Some(2), "a log is not a manifest");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid manifest"));
+}

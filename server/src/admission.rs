@@ -22,9 +22,15 @@ pub(crate) async fn admit(
     // A batch is charged by its handler, once it has counted the
     // manifests (`charge_batch`).
     let limiter = match (method, route) {
-        ("POST", "/v1/check" | "/v1/fix" | "/v1/manifest/from-text" | "/check") => {
-            Some(state.check_rate())
-        }
+        (
+            "POST",
+            "/v1/check"
+            | "/v1/fix"
+            | "/v1/explain"
+            | "/v1/manifest/from-text"
+            | "/check"
+            | "/explain",
+        ) => Some(state.check_rate()),
         ("GET", "/check" | "/matrix") if asks => Some(state.check_rate()),
         ("POST", "/v1/rules") => Some(state.publish_rate()),
         _ => None,

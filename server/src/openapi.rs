@@ -106,6 +106,8 @@ pub fn operations() -> Vec<Operation> {
             request: Some((JSON, schema::<FromTextRequest>)), query: None, response: 200 JSON => schema::<FromTextResponse>),
         op!("POST" "/v1/fix", Anonymous, "The nearest configuration that passes: the cheapest remedies that clear every error finding of one manifest (v1), with the patched manifest, the ordered steps, what they leave, their cost and the commands; at most 256 checks, within the request's time bound.",
             request: Some((JSON, schema::<Manifest>)), query: None, response: 200 JSON => schema::<pitfall_fix::FixAnswer>),
+        op!("POST" "/v1/explain", Anonymous, "Explain a pasted log (at most 256 KiB; JSON, or the log as text/plain): the rules whose error signatures match it, ranked, each with the matched lines, the signature filled with the log's values and the finding with its remedies; with a manifest, each evaluated on it too (matched first). Below the threshold nothing is returned, and `related` offers the text search's leads.",
+            request: Some((JSON, schema::<ExplainRequest>)), query: None, response: 200 JSON => schema::<ExplainResponse>),
         op!("GET" "/v1/rules", Anonymous, "Search rules by text (titles, summaries, error signatures) and filters.",
             request: None, query: Some(schema::<SearchQuery>), response: 200 JSON => schema::<SearchResponse>),
         op!("POST" "/v1/rules", Token, "Publish a module (the body is the .wasm); its metadata is read from the module. Stored as pending.",

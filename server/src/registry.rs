@@ -36,6 +36,9 @@ pub struct Registry {
     store_ok: AtomicBool,
     /// Warm-up threads running.
     warming: Arc<AtomicUsize>,
+    /// The error-signature matcher of the served set, built on first use
+    /// for each revision.
+    explainer: Mutex<Option<(String, Arc<pitfall_explain::Explainer>)>>,
 }
 
 impl Registry {
@@ -49,6 +52,7 @@ impl Registry {
             refreshing: tokio::sync::Mutex::new(()),
             store_ok: AtomicBool::new(false),
             warming: Arc::new(AtomicUsize::new(0)),
+            explainer: Mutex::new(None),
         };
         registry.refresh().await.context("loading the approved rules")?;
         Ok(registry)
@@ -67,6 +71,26 @@ impl Registry {
     /// The rule set checks run against now.
     pub fn rules(&self) -> Arc<RuleSet> {
         self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The served rules and their signatures compiled for explaining logs
+    /// (compiled once per ruleset revision, by the first request that
+    /// needs them).
+    pub fn explainer(&self) -> (Arc<RuleSet>, Arc<pitfall_explain::Explainer>) {
+        let rules = self.rules();
+        let mut cached = self.explainer.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((revision, explainer)) = cached.as_ref()
+            && revision == rules.revision()
+        {
+            return (rules, explainer.clone());
+        }
+        let explainer =
+            Arc::new(pitfall_explain::Explainer::new(rules.rules().iter().map(|r| r.meta())));
+        for skipped in &explainer.skipped {
+            tracing::warn!(error = %skipped, "signature left out of explain");
+        }
+        *cached = Some((rules.revision().to_owned(), explainer.clone()));
+        (rules, explainer)
     }
 
     /// Whether the store answered the last time it was asked.

@@ -87,3 +87,13 @@ pub(crate) fn from_collect_env(path: &Path) -> anyhow::Result<Sources> {
         .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))?;
     Ok(Sources { paste: Some(Text::new(path.display().to_string(), body)), ..Sources::default() })
 }
+
+/// A live scan of this machine (`pitfall explain --scan`): its manifest,
+/// each missing tool noted on stderr.
+pub(crate) fn this_machine() -> anyhow::Result<Manifest> {
+    let scan = build(&live::collect(None), None, OnBadSource::Note)?;
+    for note in &scan.notes {
+        eprintln!("pitfall: note: {note}");
+    }
+    Ok(scan.manifest)
+}

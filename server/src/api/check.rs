@@ -221,7 +221,7 @@ pub(crate) fn read_manifest(text: &[u8]) -> Result<Manifest, AppError> {
 }
 
 /// A JSON value as a manifest, with the contract's error codes.
-fn parse(value: Value) -> Result<Manifest, AppError> {
+pub(crate) fn parse(value: Value) -> Result<Manifest, AppError> {
     let version_ok =
         value.get("manifest_version").and_then(Value::as_u64) == Some(u64::from(MANIFEST_VERSION));
     manifest_from_value(value).map_err(|e| {

@@ -3,6 +3,7 @@
 pub mod accounts;
 pub mod bundle;
 pub mod check;
+pub mod explain;
 pub mod fix;
 pub mod from_text;
 pub mod ops;

@@ -98,7 +98,7 @@ fn accelerator_vendor(text: &str) -> String {
     }
 }
 
-fn summary(rule: store::RuleSummary, words: &[String]) -> RuleSummary {
+pub(crate) fn summary(rule: store::RuleSummary, words: &[String]) -> RuleSummary {
     // The signature the query matched best, so a pasted error shows its twin.
     let signature = rule
         .error_signatures

@@ -436,7 +436,8 @@ fn severity_rank(s: Severity) -> i64 {
 
 /// What free-text search matches against, lowercased.
 fn search_text(meta: &pitfall_contract::meta::RuleMeta) -> String {
-    let mut parts = vec![meta.id.as_str(), meta.title.as_str(), meta.summary.as_str()];
+    let mut parts =
+        vec![meta.id.as_str(), meta.title.as_str(), meta.summary.as_str(), meta.message.as_str()];
     for sig in &meta.error_signatures {
         parts.push(sig.template.as_str());
         parts.extend(sig.example.as_deref());

@@ -1,5 +1,11 @@
 //! Searching rules: free text (e.g. a pasted error message) and filters on
 //! selectors, severity and state, one row per rule, paginated.
+//!
+//! Free text is ranked by the database's own full-text search (migration
+//! 0005): SQLite's FTS5 with `bm25`, PostgreSQL's `tsvector` with
+//! `ts_rank`. Any word of the query counts, and the rules holding more of
+//! its words, and rarer ones, come first: a pasted traceback full of paths
+//! and numbers still finds the rules that share its telling words.
 
 use pitfall_contract::meta::RuleMeta;
 use pitfall_contract::selector::Selector;
@@ -8,29 +14,35 @@ use sqlx::any::AnyArguments;
 use sqlx::query::Query;
 
 use super::{
-    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, Result, RuleQuery, RuleSummary, Store, StoreError,
-    VersionState, json_column,
+    Backend, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, Result, RuleQuery, RuleSummary, Store,
+    StoreError, VersionState, json_column,
 };
 
-/// More words than this in `q` are ignored: each is a LIKE over the
-/// search text, and a pasted error needs far fewer to be unique.
+/// More words than this in `q` are ignored: a pasted error ranks well on
+/// far fewer, and each word is a term of the full-text query.
 const MAX_WORDS: usize = 32;
-/// A word is cut to this many bytes: SQLite refuses LIKE patterns over
-/// 50,000 bytes (an error that would read as an outage), and no word of an
-/// error text is this long.
-const MAX_WORD_BYTES: usize = 256;
+/// A word is cut to this many bytes: no word of an error text is this long.
+const MAX_WORD_BYTES: usize = 64;
 
 impl Store {
     /// Rules matching `query`, each described by its highest version in the
-    /// state asked for (approved by default), ordered by severity (error,
-    /// warning, info) then id. Every word of `q` must occur in the rule's
-    /// title, summary, error signatures or id, ignoring case.
+    /// state asked for (approved by default). With `q`, the rules holding
+    /// any of its words (in the id, title, summary, message or error
+    /// signatures, ignoring case), best ranked first; without, ordered by
+    /// severity (error, warning, info) then id.
     pub async fn search(&self, query: &RuleQuery) -> Result<Page<RuleSummary>> {
         let state = query.state.unwrap_or(VersionState::Approved);
         let mut filter = Filter::default();
         filter.push("v.state = ", state.as_str().to_owned());
-        for word in query.q.iter().flat_map(|q| q.split_whitespace()).take(MAX_WORDS) {
-            filter.push_like(&truncate(word, MAX_WORD_BYTES).to_lowercase());
+        let words = query.q.as_deref().map(search_words);
+        if let Some(words) = &words {
+            if words.is_empty() {
+                // Nothing searchable in the text (punctuation alone): no rule holds it.
+                let limit = query.limit.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE);
+                let offset = query.offset.unwrap_or(0).max(0);
+                return Ok(Page { total: 0, limit, offset, items: Vec::new() });
+            }
+            filter.push_text(self.backend, words);
         }
         if let Some(severity) = query.severity {
             filter.push("v.severity = ", severity.as_str().to_owned());
@@ -49,13 +61,18 @@ impl Store {
 
         let limit = query.limit.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE);
         let offset = query.offset.unwrap_or(0).max(0);
-        let count_sql = format!("SELECT COUNT(*) AS total FROM versions v WHERE {}", filter.sql);
+        let count_sql = format!(
+            "SELECT COUNT(*) AS total FROM versions v {} WHERE {}",
+            filter.join, filter.sql
+        );
         let total: i64 =
             filter.bind(sqlx::query(&count_sql)).fetch_one(&self.pool).await?.try_get("total")?;
         let n = filter.args.len();
+        let rank = if filter.join.is_empty() { "" } else { "m.rank, " };
         let page_sql = format!(
-            "SELECT v.rule_id, v.version, v.state, v.meta, v.created_at FROM versions v WHERE {} \
-             ORDER BY v.severity_rank, v.rule_id LIMIT ${} OFFSET ${}",
+            "SELECT v.rule_id, v.version, v.state, v.meta, v.created_at FROM versions v {} WHERE {} \
+             ORDER BY {rank}v.severity_rank, v.rule_id LIMIT ${} OFFSET ${}",
+            filter.join,
             filter.sql,
             n + 1,
             n + 2
@@ -96,6 +113,8 @@ impl Store {
 /// does not).
 #[derive(Debug)]
 struct Filter {
+    /// The full-text match, joined as `m` with its `rank` (lower is better).
+    join: String,
     sql: String,
     args: Vec<String>,
 }
@@ -103,7 +122,7 @@ struct Filter {
 impl Default for Filter {
     fn default() -> Filter {
         // One row per rule: the highest version in the state asked for.
-        Filter { sql: "v.is_latest_in_state = 1".to_owned(), args: Vec::new() }
+        Filter { join: String::new(), sql: "v.is_latest_in_state = 1".to_owned(), args: Vec::new() }
     }
 }
 
@@ -114,20 +133,25 @@ impl Filter {
         self.sql += &format!(" AND {lhs}${}", self.args.len());
     }
 
-    /// The search text contains `word` (already lowercased), with `%`, `_`
-    /// and `\` in it matched literally.
-    fn push_like(&mut self, word: &str) {
-        let mut pattern = String::with_capacity(word.len() + 2);
-        pattern.push('%');
-        for c in word.chars() {
-            if matches!(c, '%' | '_' | '\\') {
-                pattern.push('\\');
-            }
-            pattern.push(c);
-        }
-        pattern.push('%');
-        self.args.push(pattern);
-        self.sql += &format!(" AND v.search_text LIKE ${} ESCAPE '\\'", self.args.len());
+    /// The version's document holds any of `words` (alphanumeric,
+    /// lowercased), ranked: FTS5's `bm25` (lower is better) on SQLite,
+    /// `ts_rank` negated on PostgreSQL, so both sort ascending.
+    fn push_text(&mut self, backend: Backend, words: &[String]) {
+        let (query, select) = match backend {
+            Backend::Sqlite => (
+                words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" OR "),
+                "SELECT rule_id, version, bm25(version_search) AS rank FROM version_search \
+                 WHERE version_search MATCH $N",
+            ),
+            Backend::Postgres => (
+                words.join(" | "),
+                "SELECT rule_id, version, -ts_rank(document, to_tsquery('simple', $N)) AS rank \
+                 FROM version_search WHERE document @@ to_tsquery('simple', $N)",
+            ),
+        };
+        self.args.push(query);
+        let select = select.replace("$N", &format!("${}", self.args.len()));
+        self.join = format!("JOIN ({select}) m ON m.rule_id = v.rule_id AND m.version = v.version");
     }
 
     /// The version has the selector `kind:value`.
@@ -163,6 +187,22 @@ fn normalise(kind: &str, value: &str) -> Result<String> {
         Ok(Selector::Container) => Ok(String::new()),
         Err(e) => Err(StoreError::Invalid(e.to_string())),
     }
+}
+
+/// The words of a search text as both backends' indexes split them:
+/// alphanumeric runs, lowercased, each once, at least two characters.
+fn search_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let word = truncate(word, MAX_WORD_BYTES).to_lowercase();
+        if word.chars().count() >= 2 && !words.contains(&word) {
+            words.push(word);
+            if words.len() == MAX_WORDS {
+                break;
+            }
+        }
+    }
+    words
 }
 
 /// `text` cut to at most `max` bytes, on a character boundary.

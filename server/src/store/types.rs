@@ -359,8 +359,9 @@ pub const MAX_PAGE_SIZE: i64 = 200;
 /// every rule that has an approved version.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuleQuery {
-    /// Words that must all occur (case-insensitive) in the title, summary,
-    /// error signatures or id; e.g. a pasted error message.
+    /// Free text, e.g. a pasted error message: rules holding any of its
+    /// words (case-insensitive) in the id, title, summary, message or error
+    /// signatures, best ranked first.
     pub q: Option<String>,
     /// A package the rule's selectors name (`package:NAME`).
     pub package: Option<String>,

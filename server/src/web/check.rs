@@ -66,6 +66,10 @@ pub(crate) struct CheckForm {
     /// The serve command that goes with it.
     #[serde(default, skip_serializing_if = "is_blank")]
     pub(crate) serve: Option<String>,
+    /// A log carried from `/explain` ("check my setup too"): explained
+    /// again against the setup checked.
+    #[serde(default, skip_serializing_if = "is_blank")]
+    pub(crate) log: Option<String>,
 }
 
 fn text(field: &Option<String>) -> Option<&str> {
@@ -412,6 +416,14 @@ pub(crate) async fn page_handler(
             }
         }
     }
+    let log = text(&form.log)
+        .map(|l| super::explain::tail(l, super::explain::MAX_CARRIED_LOG_BYTES).to_owned());
+    let mut explained = None;
+    if let (Some(json), Some(log)) = (&checked, &log) {
+        let manifest: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+        let answer = api::explain::explain_log(&state, log, Some(manifest), deadline).await?;
+        explained = Some(super::explain::explanation_view(log, &answer));
+    }
     let permalink = (answer.is_some()).then(|| format!("/check?{}", query_string(&permalink_form)));
     let gpus: Vec<Value> = gpus::table()
         .iter()
@@ -425,6 +437,8 @@ pub(crate) async fn page_handler(
         .collect();
     let ctx = context! {
         form => Value::from_serialize(&form),
+        log => log,
+        explained => explained,
         pasted => pasted.is_some(),
         from_text => from_text,
         errors => Value::from_serialize(&errors),

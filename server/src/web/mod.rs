@@ -9,6 +9,7 @@
 //! loaded from outside the server.
 
 mod check;
+mod explain;
 mod matrix;
 mod review;
 mod rules;
@@ -35,6 +36,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("rules.html", include_str!("../../../web/templates/rules.html")),
     ("rule.html", include_str!("../../../web/templates/rule.html")),
     ("check.html", include_str!("../../../web/templates/check.html")),
+    ("explain.html", include_str!("../../../web/templates/explain.html")),
+    ("explain_results.html", include_str!("../../../web/templates/explain_results.html")),
     ("matrix.html", include_str!("../../../web/templates/matrix.html")),
     ("contribute.html", include_str!("../../../web/templates/contribute.html")),
     ("review.html", include_str!("../../../web/templates/review.html")),
@@ -50,6 +53,7 @@ pub fn routes() -> Router<AppState> {
         .route("/", get(home))
         .route("/rules", get(rules::list))
         .route("/rules/{id}", get(rules::detail))
+        .route("/explain", post(explain::explain))
         .route("/check", get(check::show).post(check::submit))
         .route("/matrix", get(matrix::show))
         .route("/contribute", get(contribute))

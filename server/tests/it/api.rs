@@ -934,3 +934,116 @@ async fn a_rebuilt_bundled_version_is_kept_as_stored_and_the_rest_is_seeded() {
         assert_eq!(after.len(), before.len() + 1);
     }
 }
+
+/// The G5g field report's stack failing its first kernel launch, as vLLM
+/// logs it on each of its ranks.
+const G5G_LOG: &str = "\
+INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.27.1
+(VllmWorker rank=0 pid=101) ERROR 05-01 10:00:05 [multiproc_executor.py:1] WorkerProc failed to start.
+(VllmWorker rank=0 pid=101) Traceback (most recent call last):
+(VllmWorker rank=0 pid=101)   File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py\", line 200, in init_device
+(VllmWorker rank=0 pid=101) RuntimeError: CUDA error: no kernel image is available for execution on the device
+(VllmWorker rank=1 pid=102) RuntimeError: CUDA error: no kernel image is available for execution on the device
+";
+
+#[tokio::test]
+async fn explain_ranks_the_rules_that_explain_a_log() {
+    async fn run(h: Harness) {
+        let (status, answer) =
+            h.call(Method::POST, "/v1/explain", None, json!({ "log": G5G_LOG }).to_string()).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        let causes = answer["causes"].as_array().expect("causes");
+        assert!(!causes.is_empty(), "{answer}");
+        let threshold = answer["threshold"].as_f64().expect("threshold");
+        for c in causes {
+            let score = c["score"].as_f64().expect("score");
+            assert!((threshold..=1.0).contains(&score), "{c}");
+            assert_eq!(c["lines"], json!([5, 6]), "both ranks' lines: {c}");
+            assert!(c["matched"].as_str().expect("matched").contains("no kernel image"));
+            assert!(c["finding"]["remedies"].as_array().is_some_and(|r| !r.is_empty()), "{c}");
+            assert!(c.get("outcome").is_none(), "no manifest, no outcome");
+        }
+        assert_eq!(answer["manifest_checked"], false);
+
+        // With the G5g manifest: the rule it matches ranks first, and says so.
+        let manifest: Value =
+            serde_json::from_slice(&fixture("g5g-gemma4-vllm0271.json")).expect("fixture");
+        let (status, answer) = h
+            .call(
+                Method::POST,
+                "/v1/explain",
+                None,
+                json!({ "log": G5G_LOG, "manifest": manifest }).to_string(),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["manifest_checked"], true);
+        let causes = answer["causes"].as_array().expect("causes");
+        assert_eq!(causes[0]["outcome"], "matched", "{answer}");
+        assert_eq!(causes[0]["rule_id"], "aarch64-official-image-needs-sm80", "{answer}");
+        assert!(causes[0]["finding"]["evidence"].as_array().is_some_and(|e| !e.is_empty()));
+        let ranks: Vec<u8> = causes
+            .iter()
+            .map(|c| match c["outcome"].as_str() {
+                Some("matched") => 0,
+                Some("undetermined" | "error") => 1,
+                _ => 2,
+            })
+            .collect();
+        assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "matched before cleared: {ranks:?}");
+        assert!(ranks.contains(&2), "some rule is cleared by the manifest: {answer}");
+
+        // A log no signature explains: no cause, and the text search's leads.
+        let (status, answer) = h
+            .call(
+                Method::POST,
+                "/v1/explain",
+                None,
+                json!({ "log": "  File \"x.py\", line 1\n    print 'hi'\nSyntaxError: Missing parentheses in call to 'print'" }).to_string(),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["causes"], json!([]), "{answer}");
+    }
+    on_both_backends!(run);
+}
+
+#[tokio::test]
+async fn explain_takes_plain_text_and_replaces_bad_bytes() {
+    let h = Harness::new(crate::common::sqlite()).await;
+    let mut log = b"\xff\xfe garbage\n".to_vec();
+    log.extend_from_slice(G5G_LOG.as_bytes());
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/v1/explain")
+        .header("content-type", "text/plain; charset=utf-8")
+        .body(Body::from(log))
+        .expect("request");
+    let response = app(h.state.clone()).oneshot(request).await.expect("answered");
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.into_body().collect().await.expect("body").to_bytes();
+    let answer: Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(answer["lines_total"], 7, "{answer}");
+    assert_eq!(answer["causes"][0]["lines"], json!([6, 7]), "{answer}");
+}
+
+#[tokio::test]
+async fn explain_refuses_bad_input_in_the_envelope() {
+    let h = Harness::new(crate::common::sqlite()).await;
+    let big = "x".repeat(pitfall_server::api::explain::MAX_LOG_BYTES + 1);
+    for (body, want_status, want_code) in [
+        ("{not json".to_owned(), StatusCode::BAD_REQUEST, "invalid_json"),
+        (json!({ "lines": "x" }).to_string(), StatusCode::BAD_REQUEST, "invalid_json"),
+        (json!({ "log": "  \n" }).to_string(), StatusCode::BAD_REQUEST, "empty_log"),
+        (json!({ "log": big }).to_string(), StatusCode::PAYLOAD_TOO_LARGE, "body_too_large"),
+        (
+            json!({ "log": G5G_LOG, "manifest": { "host": {} } }).to_string(),
+            StatusCode::BAD_REQUEST,
+            "invalid_manifest",
+        ),
+    ] {
+        let (status, answer) = h.call(Method::POST, "/v1/explain", None, body.clone()).await;
+        assert_eq!(status, want_status, "{}: {answer}", &body[..body.len().min(80)]);
+        assert_eq!(answer["error"]["code"], want_code, "{answer}");
+    }
+}

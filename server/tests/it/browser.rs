@@ -203,10 +203,11 @@ fn search_check_and_matrix_in_headless_chromium() {
     let (_driver, driver) = start_chromedriver();
     let browser = Browser::open(driver, addr, false);
 
-    // Search by an error text from the home page's form, reach the rule.
+    // Search by an error text on the rules page, reach the rule.
     browser.go("/");
     assert!(browser.source().contains("Hit an error in your ML stack?"));
     browser.screenshot("desktop-home");
+    browser.go("/rules");
     browser.type_into("#q", "no kernel image is available\u{E007}");
     browser.wait_for_url("/rules?q=no+kernel+image+is+available");
     let results = browser.source();
@@ -282,22 +283,25 @@ fn keyboard_navigation_and_a_phone_width() {
     {
         let browser = Browser::open(driver, addr, false);
         browser.go("/");
-        // The first Tab reaches the skip link; further Tabs reach the search box.
+        // The first Tab reaches the skip link; further Tabs reach the log box.
         browser.keys("\u{E004}");
         let first = browser.script("return document.activeElement.textContent;");
         assert_eq!(first.as_str(), Some("Skip to content"));
         let mut reached = false;
         for _ in 0..15 {
             browser.keys("\u{E004}");
-            if browser.script("return document.activeElement.id;").as_str() == Some("q") {
+            if browser.script("return document.activeElement.id;").as_str() == Some("log") {
                 reached = true;
                 break;
             }
         }
-        assert!(reached, "Tab never reached the search box");
-        browser.keys("vllm\u{E007}");
-        browser.wait_for_url("/rules?q=vllm");
-        assert!(browser.source().contains("href=\"/rules/gemma4-transformers-5-15-breaks-vllm\""));
+        assert!(reached, "Tab never reached the log box");
+        // Type an error, Tab to the button, press Enter.
+        browser.keys(
+            "CUDA error: no kernel image is available for execution on the device\u{E004}\u{E007}",
+        );
+        browser.wait_for_url("/explain");
+        assert!(browser.source().contains("id=\"causes-title\""));
         // The focused element shows a visible outline.
         browser.keys("\u{E004}");
         let outline =
@@ -326,4 +330,70 @@ fn keyboard_navigation_and_a_phone_width() {
         );
         phone.screenshot(name);
     }
+}
+
+/// A real vLLM failure (`tests/reports/vllm-14817`: bfloat16 on a Tesla
+/// T4), with the traceback each of four ranks printed after it, prefixed
+/// as vLLM's workers prefix their lines: about 80 lines, as pasted.
+fn vllm_traceback() -> String {
+    let real = include_str!("../../../tests/reports/vllm-14817/error.txt");
+    let mut log = String::from(real);
+    let worker: Vec<&str> =
+        real.lines().filter(|l| l.starts_with("ERROR") || l.starts_with("  ")).collect();
+    for rank in 0..4 {
+        for line in &worker {
+            log.push_str(&format!("\n(VllmWorker rank={rank} pid={}) {line}", 17397 + rank));
+        }
+    }
+    log
+}
+
+#[test]
+fn a_pasted_vllm_traceback_is_explained_with_its_fix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start(dir.path(), None, true);
+    let (_driver, driver) = start_chromedriver();
+    let browser = Browser::open(driver, server.addr, false);
+    let log = vllm_traceback();
+    let lines = log.lines().count();
+    assert!((60..=100).contains(&lines), "an ~80-line paste: {lines}");
+
+    browser.go("/");
+    browser.type_into("#log", &log);
+    browser.click("form.explain button[type=\"submit\"]");
+    browser.wait_for_url("/explain");
+    let page = browser.source();
+    // The right rule first, with its fix, and the user's line marked.
+    let first = page.find("class=\"finding finding-").expect("a cause");
+    let cause = &page[first..];
+    let rule = cause.find("href=\"/rules/").map(|i| &cause[i + 13..]).expect("a rule link");
+    assert!(
+        rule.starts_with("vllm-bf16-needs-sm80\""),
+        "first cause: {}",
+        &rule[..60.min(rule.len())]
+    );
+    assert!(cause.contains("Fix:"), "the fix is shown");
+    assert!(page.contains("Your Tesla T4 GPU has compute capability 7.5"), "the user's own values");
+    assert!(page.contains("<mark id=\"line-"), "the matched line is marked in the user's text");
+    let marked = browser.find("mark");
+    let text = browser.call("GET", &format!("/element/{marked}/text"), None);
+    assert!(text.as_str().unwrap_or("").contains("Bfloat16 is only supported"), "{text}");
+    browser.screenshot("desktop-explain");
+    let png = browser.shots.join("desktop-explain.png");
+    let _ = std::fs::copy(&png, "/tmp/explain-desktop.png");
+
+    // "Check my setup too" carries the log to the check form.
+    browser.click("form.check-too button");
+    browser.wait_for_url("/check?log=");
+    browser.click("#gpu option[value=\"T4\"]");
+    browser.type_into("#packages", "vllm==0.7.3");
+    browser.click("#dtype option[value=\"bfloat16\"]");
+    browser.click("form[aria-labelledby=\"form-title\"] button[type=\"submit\"]");
+    browser.wait_for_url("gpu=T4&packages=");
+    let checked = browser.source();
+    assert!(checked.contains("id=\"explained-title\""), "the log explained against the setup");
+    assert!(checked.contains("Your setup has this breakage."), "the matched rule says so");
+    browser.screenshot("desktop-explain-check");
+    let _ =
+        std::fs::copy(browser.shots.join("desktop-explain-check.png"), "/tmp/explain-check.png");
 }

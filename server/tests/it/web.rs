@@ -179,10 +179,27 @@ async fn the_home_form_searches_by_error_text_and_reaches_the_rule() {
     let site = Site::new(sqlite(), false).await;
     let home = site.get("/").await;
     assert!(
-        home.body.contains("<form class=\"search\" action=\"/rules\" method=\"get\""),
-        "a GET form: works without JS"
+        home.body.contains("<form class=\"search explain\" action=\"/explain\" method=\"post\""),
+        "a plain form: works without JS"
     );
-    assert!(home.body.contains("name=\"q\""));
+    assert!(home.body.contains("<textarea id=\"log\" name=\"log\""));
+    // What the browser sends when the form is submitted: the user's own
+    // text comes back with the matched line marked, the cause and the fix.
+    let log = "INFO 05-01 10:00:00 [api_server.py:1] starting\n\
+               ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. \
+               Your Tesla T4 GPU has compute capability 7.5.\n";
+    let explained = site.post_form("/explain", &[("log", log)], &[]).await;
+    assert_page(&explained, StatusCode::OK, "explained");
+    assert!(explained.body.contains("href=\"/rules/vllm-bf16-needs-sm80\""), "{}", explained.body);
+    assert!(explained.body.contains("<mark id=\"line-2\">"), "the matched line is marked");
+    assert!(explained.body.contains("Fix:"));
+    assert!(explained.body.contains("action=\"/check\""), "check my setup too");
+    let nothing = site.post_form("/explain", &[("log", "SyntaxError: invalid syntax")], &[]).await;
+    assert_page(&nothing, StatusCode::OK, "nothing explained");
+    assert!(nothing.body.contains("No known breakage matches this log"));
+    let empty = site.post_form("/explain", &[("log", "  ")], &[]).await;
+    assert_eq!(empty.status, StatusCode::BAD_REQUEST);
+    // Search by words from the rules page.
     // What the browser sends when the form is submitted.
     let results =
         site.get(&format!("/rules?{}", q(&[("q", "no kernel image is available")]))).await;
@@ -206,7 +223,7 @@ async fn the_home_form_searches_by_error_text_and_reaches_the_rule() {
         assert!(rule.body.contains(needle), "rule page lacks {needle}");
     }
     // Filters and an empty result.
-    let none = site.get("/rules?q=zzzz-nothing-matches").await;
+    let none = site.get("/rules?q=zzzzqq").await;
     assert_page(&none, StatusCode::OK, "no result");
     assert!(none.body.contains("No rule matches."));
     let bad = site.get("/rules?severity=fatal").await;
@@ -259,6 +276,21 @@ async fn every_user_supplied_text_comes_back_escaped() {
                 "{path} does not show the text escaped"
             );
         }
+    }
+    // A pasted log is shown back escaped, matched or not, and carried
+    // escaped to the check form.
+    for log in [
+        format!(
+            "{attack}\nValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your {attack} GPU has compute capability 7.5."
+        ),
+        attack.to_owned(),
+    ] {
+        let answer = site.post_form("/explain", &[("log", &log)], &[]).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        assert!(!answer.body.contains("<script>alert"), "the explain page echoes the script");
+        assert!(answer.body.contains("&lt;script&gt;alert(1)&lt;"));
+        let check = site.get(&format!("/check?{}", q(&[("log", &log)]))).await;
+        assert!(!check.body.contains("<script>alert"), "the check form echoes the script");
     }
 }
 

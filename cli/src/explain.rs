@@ -1,0 +1,194 @@
+//! `pitfall explain [FILE|-]`: a pasted log in, the known breakages that
+//! explain it out, with the matched lines and the fix; offline, with the
+//! same rules `check` would use (`--rules`, the pulled bundle, the built-in
+//! set). With `--manifest` or `--scan`, each cause is also evaluated on
+//! that setup, and the ones it has rank first.
+
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use pitfall_contract::parse_manifest;
+use pitfall_contract::report::Finding;
+use pitfall_explain::outcome::{Outcome, general_finding};
+use pitfall_explain::{Explainer, SCORE_THRESHOLD};
+
+use crate::Format;
+use crate::config::UserConfig;
+
+/// The longest log read, as the server's `POST /v1/explain` takes: a
+/// longer one is cut to its last this-many bytes (the error is at the end).
+const MAX_LOG_BYTES: usize = 256 << 10;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExplainArgs {
+    /// The log (a traceback, a server log, `docker logs` output), or `-`
+    /// for standard input (`vllm serve ... 2>&1 | pitfall explain -`).
+    #[arg(default_value = "-")]
+    log: PathBuf,
+    /// Also evaluate each cause on this manifest (JSON, manifest v1).
+    #[arg(long, value_name = "FILE", conflicts_with = "scan")]
+    manifest: Option<PathBuf>,
+    /// Also evaluate each cause on a scan of this machine.
+    #[arg(long)]
+    scan: bool,
+    /// Explain with these rules: a `.wasm` file, a folder of them, or a
+    /// signed bundle (default: the pulled bundle, else the built-in rules).
+    #[arg(long, value_name = "PATH")]
+    rules: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+/// One cause as printed.
+#[derive(Debug, serde::Serialize)]
+struct Printed {
+    rule_id: String,
+    score: f64,
+    signature: String,
+    matched: String,
+    lines: Vec<usize>,
+    line: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    missing: Vec<String>,
+    finding: Finding,
+}
+
+/// Runs `pitfall explain`: exit 1 when a known breakage explains the log,
+/// 0 when none does, 2 (through the caller) on bad input.
+pub(crate) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
+    let log = read_log(&args.log)?;
+    let manifest = match (&args.manifest, args.scan) {
+        (Some(path), _) => {
+            let bytes =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            Some(
+                parse_manifest(&bytes)
+                    .map_err(|e| anyhow::anyhow!("{}: invalid manifest: {e}", path.display()))?,
+            )
+        }
+        (None, true) => Some(crate::scan::this_machine()?),
+        (None, false) => None,
+    };
+    let config = UserConfig::load()?;
+    let engine = crate::rules::engine()?;
+    let set = crate::check::offline_rules(&engine, args.rules.as_deref(), &config, false)?;
+    let explainer = Explainer::new(set.rules().iter().map(|r| r.meta()));
+    let explanation = explainer.explain(&log);
+    let check = match manifest {
+        Some(m) if !explanation.causes.is_empty() => Some(set.check(&engine, m)),
+        _ => None,
+    };
+    let mut printed: Vec<(u8, Printed)> = explanation
+        .causes
+        .iter()
+        .map(|cause| {
+            let meta = set.rules()[cause.rule].meta();
+            let outcome = check.as_ref().map(|c| Outcome::of(c, &cause.rule_id));
+            let (finding, missing) = match &outcome {
+                Some(Outcome::Matched(f)) => (f.clone(), Vec::new()),
+                Some(Outcome::Undetermined(m)) => (general_finding(meta), m.clone()),
+                _ => (general_finding(meta), Vec::new()),
+            };
+            let printed = Printed {
+                rule_id: cause.rule_id.clone(),
+                score: (cause.score * 10_000.0).round() / 10_000.0,
+                signature: cause.signature.clone(),
+                matched: cause.filled.clone(),
+                lines: cause.lines.clone(),
+                line: cause.line_text.clone(),
+                outcome: outcome.as_ref().map(Outcome::name),
+                missing,
+                finding,
+            };
+            (outcome.as_ref().map_or(0, Outcome::rank), printed)
+        })
+        .collect();
+    printed.sort_by_key(|(rank, _)| *rank);
+    let causes: Vec<Printed> = printed.into_iter().map(|(_, p)| p).collect();
+    match args.format {
+        Format::Json => outln!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "causes": causes,
+                "threshold": SCORE_THRESHOLD,
+                "lines_total": explanation.lines_total,
+                "manifest_checked": check.is_some(),
+                "ruleset_revision": set.revision(),
+            }))?
+        ),
+        Format::Text => out!("{}", render(&causes, explanation.lines_total, check.is_some())),
+    }
+    Ok(if causes.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The log from a file or standard input, bytes that are not UTF-8
+/// replaced, cut to its last [`MAX_LOG_BYTES`].
+fn read_log(path: &Path) -> anyhow::Result<String> {
+    let bytes = if path.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().read_to_end(&mut buf).context("reading the log from standard input")?;
+        buf
+    } else {
+        std::fs::read(path).with_context(|| format!("reading {}", path.display()))?
+    };
+    let tail = &bytes[bytes.len().saturating_sub(MAX_LOG_BYTES)..];
+    let log = String::from_utf8_lossy(tail).into_owned();
+    if log.trim().is_empty() {
+        anyhow::bail!(
+            "the log is empty: give a file with the error, or pipe it to `pitfall explain -`"
+        );
+    }
+    Ok(log)
+}
+
+fn render(causes: &[Printed], lines_total: usize, checked: bool) -> String {
+    let mut out = String::new();
+    if causes.is_empty() {
+        let _ = writeln!(
+            out,
+            "No known breakage matches this log ({lines_total} lines; nothing scored {SCORE_THRESHOLD} or more)."
+        );
+        return out;
+    }
+    for (i, c) in causes.iter().enumerate() {
+        let f = &c.finding;
+        let _ = writeln!(
+            out,
+            "{}. {}  [{} {}]  score {:.2}",
+            i + 1,
+            f.title,
+            f.rule_id,
+            f.rule_version,
+            c.score
+        );
+        let lines: Vec<String> = c.lines.iter().map(usize::to_string).collect();
+        let _ = writeln!(out, "   line {}: {}", lines.join(", "), c.line);
+        let _ = writeln!(out, "   matches: {}", c.matched);
+        if checked {
+            let verdict = match c.outcome {
+                Some("matched") => "your setup has this breakage".to_owned(),
+                Some("clear") => "your setup does not have this breakage".to_owned(),
+                Some("undetermined") => {
+                    format!("cannot tell from your setup (add: {})", c.missing.join(", "))
+                }
+                _ => "the rule failed on your setup".to_owned(),
+            };
+            let _ = writeln!(out, "   setup: {verdict}");
+        }
+        let _ = writeln!(out, "   cause: {}", f.message);
+        for (n, r) in f.remedies.iter().enumerate() {
+            let _ = writeln!(out, "   fix {}: {}", n + 1, r.summary);
+        }
+        if let Some(url) = f.references.iter().find_map(|r| r.url.as_deref()) {
+            let _ = writeln!(out, "   see: {url}");
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,385 @@
+//! What the rest of a log says about a rule, beyond its signature line:
+//! whether it names the rule's component (a vLLM path, a TGI log prefix),
+//! and which of the rule's own words (its id, title and message: `aarch64`,
+//! `Blackwell`, `fp8`) it holds. Several rules share a signature ("no
+//! kernel image is available"); this is what tells them apart, and what
+//! keeps a generic error (CUDA out of memory) from being blamed on a rule
+//! about a stack the log never mentions.
+
+use std::collections::{HashMap, HashSet};
+
+use pitfall_contract::meta::RuleMeta;
+
+/// Words a GPU's name is preceded by that say nothing about the model.
+const GPU_NOISE: &[&str] = &["nvidia", "tesla", "geforce", "amd", "radeon", "instinct"];
+
+/// The longest GPU name looked for, in words (`RTX PRO 6000 Blackwell`).
+const GPU_NAME_WORDS: usize = 4;
+
+/// Words too common to tell rules apart.
+const STOPWORDS: &[&str] = &[
+    "model",
+    "gib",
+    "mib",
+    "kib",
+    "gb",
+    "mb",
+    "kb",
+    "install",
+    "installed",
+    "pip",
+    "run",
+    "running",
+    "the",
+    "and",
+    "for",
+    "with",
+    "from",
+    "that",
+    "this",
+    "are",
+    "was",
+    "not",
+    "but",
+    "its",
+    "has",
+    "have",
+    "can",
+    "all",
+    "any",
+    "one",
+    "when",
+    "than",
+    "then",
+    "into",
+    "only",
+    "each",
+    "which",
+    "their",
+    "they",
+    "them",
+    "there",
+    "been",
+    "before",
+    "after",
+    "below",
+    "above",
+    "over",
+    "under",
+    "fails",
+    "fail",
+    "failed",
+    "error",
+    "errors",
+    "needs",
+    "need",
+    "lacks",
+    "lack",
+    "no",
+    "on",
+    "in",
+    "of",
+    "to",
+    "is",
+    "be",
+    "or",
+    "an",
+    "at",
+    "by",
+    "as",
+    "it",
+    "if",
+    "so",
+    "up",
+    "does",
+    "do",
+    "get",
+    "gets",
+    "use",
+    "uses",
+    "used",
+    "without",
+    "newer",
+    "older",
+    "new",
+    "old",
+    "version",
+    "versions",
+    "support",
+    "supported",
+    "supports",
+];
+
+/// Error texts with many causes outside any registry: a process running
+/// out of GPU memory, killed, or crashing. A rule whose signature is one
+/// of these explains a log only together with what the rest of the log
+/// says about the rule (its stack named, its own words).
+pub const GENERIC_SYMPTOMS: &[&str] = &[
+    "out of memory",
+    "OutOfMemoryError",
+    "Segmentation fault",
+    "illegal memory access",
+    "unhandled system error",
+    "unspecified launch failure",
+];
+
+/// Whether `text` is one of the [`GENERIC_SYMPTOMS`].
+pub fn is_symptom(text: &str) -> bool {
+    GENERIC_SYMPTOMS.iter().any(|s| text.contains(s))
+}
+
+/// Every rule's words, with how many rules use each.
+#[derive(Debug, Clone, Default)]
+pub struct Vocabulary {
+    /// Word → id.
+    words: HashMap<String, u32>,
+    /// By word id: how many rules use it.
+    rules_using: Vec<u32>,
+    /// By word id: the word.
+    spelled: Vec<String>,
+    rules: usize,
+    /// A GPU name's words joined by spaces → the vocabulary's words for
+    /// what the GPU is (its architecture, `sm_120`, `12.0`), from the
+    /// hardware table: a log that says "RTX 5090" says "Blackwell".
+    gpus: HashMap<String, Vec<u32>>,
+}
+
+/// One rule's profile.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    /// Its distinct word ids (its component's names apart: naming the
+    /// component is counted on its own).
+    pub words: Vec<u32>,
+    /// Those of its title: what a log of this breakage usually shows.
+    pub title_words: Vec<u32>,
+    /// Texts any of which, found in a log, names its component.
+    pub component_names: Vec<String>,
+}
+
+impl Vocabulary {
+    /// The vocabulary and profiles of `rules`, in order.
+    pub fn build<'a>(rules: impl IntoIterator<Item = &'a RuleMeta>) -> (Vocabulary, Vec<Profile>) {
+        let mut vocabulary = Vocabulary::default();
+        let mut profiles = Vec::new();
+        for meta in rules {
+            let component_names = component_names(meta);
+            let mut text = meta.id.replace('-', " ");
+            for part in [&meta.title, &meta.message] {
+                text.push(' ');
+                text.push_str(part);
+            }
+            let title: Vec<String> = tokens(&meta.title).collect();
+            let mut words: Vec<u32> = Vec::new();
+            let mut title_words: Vec<u32> = Vec::new();
+            for word in tokens(&text) {
+                if word.len() < 2
+                    || STOPWORDS.contains(&word.as_str())
+                    || component_names.contains(&word)
+                {
+                    continue;
+                }
+                let next = vocabulary.words.len() as u32;
+                let id = *vocabulary.words.entry(word.clone()).or_insert(next);
+                if id == next {
+                    vocabulary.rules_using.push(0);
+                    vocabulary.spelled.push(word);
+                }
+                if !words.contains(&id) {
+                    words.push(id);
+                    vocabulary.rules_using[id as usize] += 1;
+                }
+                if title.contains(&vocabulary.spelled[id as usize]) && !title_words.contains(&id) {
+                    title_words.push(id);
+                }
+            }
+            profiles.push(Profile { words, title_words, component_names });
+            vocabulary.rules += 1;
+        }
+        vocabulary.gpus = vocabulary.gpu_words();
+        (vocabulary, profiles)
+    }
+
+    /// Every GPU name of the hardware table, with the vocabulary's words
+    /// for what it is.
+    fn gpu_words(&self) -> HashMap<String, Vec<u32>> {
+        let mut out = HashMap::new();
+        for gpu in pitfall_facts::gpus::table() {
+            let mut facts = vec![gpu.architecture.to_lowercase()];
+            if let Some(cc) = &gpu.compute_capability {
+                facts.push(format!("sm_{}", cc.replace('.', "")));
+                facts.push(cc.clone());
+            }
+            if let Some(gfx) = &gpu.gfx_target {
+                facts.push(gfx.to_lowercase());
+            }
+            let ids: Vec<u32> = facts.iter().filter_map(|f| self.words.get(f).copied()).collect();
+            if ids.is_empty() {
+                continue;
+            }
+            let names = std::iter::once(&gpu.model).chain(&gpu.aliases).chain(
+                gpu.variants.iter().flat_map(|v| std::iter::once(&v.name).chain(&v.aliases)),
+            );
+            for name in names {
+                let words = gpu_name_words(name);
+                if !words.is_empty() && words.len() <= GPU_NAME_WORDS {
+                    out.insert(words.join(" "), ids.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The ids of the vocabulary's words found in `lines`.
+    pub fn words_in<'l>(&self, lines: impl IntoIterator<Item = &'l str>) -> HashSet<u32> {
+        let mut found = HashSet::new();
+        for line in lines {
+            for word in tokens(line) {
+                if let Some(id) = self.words.get(&word) {
+                    found.insert(*id);
+                }
+            }
+            if self.gpus.is_empty() {
+                continue;
+            }
+            let words = gpu_name_words(line);
+            for start in 0..words.len() {
+                let mut name = String::new();
+                for word in words.iter().skip(start).take(GPU_NAME_WORDS) {
+                    if !name.is_empty() {
+                        name.push(' ');
+                    }
+                    name.push_str(word);
+                    if let Some(ids) = self.gpus.get(&name) {
+                        found.extend(ids.iter().copied());
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// How much a word tells rules apart: rarer is more.
+    fn weight(&self, rules_using: u32) -> f64 {
+        (1.0 + self.rules as f64 / f64::from(rules_using.max(1))).ln()
+    }
+
+    /// The share of `profile`'s words the log holds (those of the matched
+    /// signature's text apart, which the match already counted), as
+    /// evidence in [0, 1], and those words.
+    pub fn overlap(
+        &self,
+        profile: &Profile,
+        log: &HashSet<u32>,
+        matched: &HashSet<u32>,
+    ) -> (f64, Vec<String>) {
+        let found: Vec<u32> = profile
+            .words
+            .iter()
+            .copied()
+            .filter(|w| log.contains(w) && !matched.contains(w))
+            .collect();
+        let sum: f64 = found
+            .iter()
+            .map(|&w| self.weight(self.rules_using.get(w as usize).copied().unwrap_or(1)))
+            .sum();
+        let words = found.iter().filter_map(|&w| self.spelled.get(w as usize).cloned()).collect();
+        (1.0 - (-sum / 6.0).exp(), words)
+    }
+
+    /// The share of `profile`'s title words (by weight) the log holds: a
+    /// rule about one model family or GPU generation whose name the log
+    /// never mentions explains it less well than a general one.
+    pub fn title_coverage(&self, profile: &Profile, log: &HashSet<u32>) -> f64 {
+        let weight = |&w: &u32| self.weight(self.rules_using.get(w as usize).copied().unwrap_or(1));
+        let total: f64 = profile.title_words.iter().map(weight).sum();
+        if total == 0.0 {
+            return 1.0;
+        }
+        profile.title_words.iter().filter(|w| log.contains(w)).map(weight).sum::<f64>() / total
+    }
+}
+
+/// Lowercased alphanumeric runs, `_` and `.` inside kept (`sm_120`,
+/// `12.0`, `flash_attn`); a plural's `s` dropped (`architectures`).
+pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .map(|t| t.trim_matches(|c| c == '.' || c == '_'))
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            let t = t.to_lowercase();
+            match t.strip_suffix('s') {
+                Some(stem) if stem.len() >= 4 && stem.chars().all(char::is_alphabetic) => {
+                    stem.to_owned()
+                }
+                _ => t,
+            }
+        })
+}
+
+/// A GPU name's words as the hardware table compares them: lowercase
+/// alphanumeric runs, a leading vendor or brand word dropped.
+fn gpu_name_words(text: &str) -> Vec<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let noise = words.iter().take_while(|w| GPU_NOISE.contains(&w.as_str())).count();
+    words.into_iter().skip(noise).filter(|w| !GPU_NOISE.contains(&w.as_str())).collect()
+}
+
+/// How a log names a rule's component and the packages it applies to.
+fn component_names(meta: &RuleMeta) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut add = |name: &str| {
+        let aliases: Vec<&str> = match name {
+            "tgi" | "text-generation-inference" => {
+                vec!["text-generation", "text_generation", "tgi"]
+            }
+            "flash-attn" | "flash_attn" => {
+                vec!["flash_attn", "flash-attn", "flashattention", "flash attention"]
+            }
+            "nvidia-driver" => vec!["nvidia driver", "nvrm", "driver version", "nvidia-smi"],
+            "container-toolkit" => {
+                vec!["nvidia-container", "container toolkit", "nvidia container"]
+            }
+            "fabricmanager" => vec!["fabricmanager", "fabric manager", "nvswitch"],
+            "tensorrt-llm" => vec!["tensorrt_llm", "tensorrt-llm", "trtllm"],
+            "rocm" => vec!["rocm", "hip "],
+            "os" | "hardware" | "health-check" | "python" => Vec::new(),
+            other => vec![other],
+        };
+        for a in aliases {
+            let a = a.to_lowercase();
+            if !names.contains(&a) {
+                names.push(a);
+            }
+        }
+    };
+    if let Some(c) = &meta.component {
+        add(c);
+    }
+    for selector in &meta.applies_to {
+        if let Some(name) = selector.strip_prefix("package:").or(selector.strip_prefix("engine:")) {
+            add(name);
+        }
+    }
+    names
+}
+
+/// Whether the lowercased log names any of `names`, or its prefixes
+/// named one of them.
+pub fn names_component(log_lower: &str, prefixed: &[&str], names: &[String]) -> bool {
+    names.iter().any(|n| prefixed.contains(&n.as_str()) || log_lower.contains(n.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_keep_versions_and_sm_names() {
+        let t: Vec<String> = tokens("RTX 5090 (sm_120), torch 2.7.0+cu128: Flash_Attn.").collect();
+        assert_eq!(t, ["rtx", "5090", "sm_120", "torch", "2.7.0", "cu128", "flash_attn"]);
+    }
+}

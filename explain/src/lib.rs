@@ -1,0 +1,396 @@
+//! # pitfall-explain
+//!
+//! Paste an error, get the cause: ranks rules by how well their error
+//! signatures explain a log.
+//!
+//! An [`Explainer`] is compiled once per ruleset revision from every rule's
+//! `error_signatures`: one Aho-Corasick automaton over each template's
+//! literal anchor, so [`Explainer::explain`] scans the log once and then
+//! checks the holes of the few signatures whose anchor it found, on the
+//! lines it found them on. Its cost grows with the log's length and the
+//! anchors found, not with the number of rules.
+//!
+//! Before matching, the log is normalised ([`normalize`]: colours,
+//! timestamps, log and rank prefixes, repeated lines) and its Python
+//! exception chains read ([`traceback`]), so a match on the root cause's
+//! exception line counts more than one on a log message. A rule's score
+//! ([`Cause::score`], in [0, 1]) is its best signature match's strength
+//! (how much literal text it covered, how complete, with typed holes
+//! filled), weighed by the line's role and by what the rest of the log says
+//! about the rule ([`context`]); below [`SCORE_THRESHOLD`] nothing is
+//! returned.
+//!
+//! No HTTP, no SQL: the server, the CLI and the web page all call this.
+
+pub mod context;
+pub mod normalize;
+pub mod outcome;
+pub mod signature;
+pub mod traceback;
+
+use std::collections::HashSet;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use pitfall_contract::meta::RuleMeta;
+use pitfall_contract::template::TemplateError;
+
+use context::{Profile, Vocabulary};
+use signature::Signature;
+use traceback::Role;
+
+/// Causes scoring below this are not returned. Calibrated on the
+/// evaluation set (`tests/reports`, `explain/tests/reports.rs`): a long,
+/// specific signature matched whole on the exception line scores 0.75 to
+/// 1.0; a generic one (CUDA out of memory, shared by several rules) on a log
+/// that names none of the rule's stack scores about 0.5, and a short one
+/// (`KeyError: '{word}'`) about 0.4.
+pub const SCORE_THRESHOLD: f64 = 0.55;
+
+/// A match's share of the score that needs no corroboration from the rest
+/// of the log, when the line is claimed by this rule alone...
+const UNIQUE_FLOOR: f64 = 0.8;
+/// ...by several rules (the log must say which)...
+const SHARED_FLOOR: f64 = 0.7;
+/// ...and when the line is a symptom with many causes outside any
+/// registry (`context::GENERIC_SYMPTOMS`): without the log naming the
+/// rule's stack or saying what the rule says, it stays below the threshold.
+const SYMPTOM_FLOOR: f64 = 0.5;
+
+/// The most causes an explanation lists.
+pub const MAX_CAUSES: usize = 10;
+
+/// The most line numbers a cause lists (a line repeated by every rank of
+/// a large job is listed up to this).
+pub const MAX_LINES: usize = 32;
+
+/// A signature that did not compile, with its rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("rule {rule_id}: error_signatures[{index}]: {error}")]
+pub struct SignatureError {
+    /// The rule's id.
+    pub rule_id: String,
+    /// The signature's position in the rule's list.
+    pub index: usize,
+    /// What is wrong with its template.
+    pub error: TemplateError,
+}
+
+/// Every rule's signatures, compiled for matching.
+#[derive(Debug)]
+pub struct Explainer {
+    rule_ids: Vec<String>,
+    signatures: Vec<Compiled>,
+    /// Anchor pattern id → the signatures anchored on it.
+    by_anchor: Vec<Vec<u32>>,
+    automaton: Option<AhoCorasick>,
+    vocabulary: Vocabulary,
+    profiles: Vec<Profile>,
+    /// Signatures that did not compile (left out; the lint refuses them at
+    /// publish, so only an old or foreign module has any).
+    pub skipped: Vec<SignatureError>,
+}
+
+#[derive(Debug)]
+struct Compiled {
+    rule: u32,
+    index: u32,
+    signature: Signature,
+    /// The vocabulary's words in the template's literal text: the match
+    /// already counted them, so the context does not count them again
+    /// (the holes' values, the user's own, it does count).
+    literal_words: HashSet<u32>,
+}
+
+/// One rule that explains the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cause {
+    /// The rule's position in the list the explainer was built from.
+    pub rule: usize,
+    /// Its id.
+    pub rule_id: String,
+    /// How well it explains the log, in [0, 1].
+    pub score: f64,
+    /// The signature that matched best, as the rule wrote it.
+    pub signature: String,
+    /// Its position in the rule's `error_signatures`.
+    pub signature_index: usize,
+    /// The signature with its holes filled by the log's own values.
+    pub filled: String,
+    /// The holes' kinds and values, in order.
+    pub holes: Vec<(&'static str, String)>,
+    /// The user's line numbers (1-based) the signature matched, first
+    /// occurrence first, at most [`MAX_LINES`].
+    pub lines: Vec<usize>,
+    /// The matched text, normalised (no prefixes or colours).
+    pub line_text: String,
+    /// Whether the log names the rule's component (`vllm`, `tgi`, ...).
+    pub names_component: bool,
+    /// The rule's own words (id, title, message) the rest of the log
+    /// holds, a GPU's architecture among them when the log names the GPU.
+    pub shared_words: Vec<String>,
+}
+
+/// What a log is explained by.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Explanation {
+    /// The causes scoring at least [`SCORE_THRESHOLD`], best first.
+    pub causes: Vec<Cause>,
+    /// The lines the user's text had.
+    pub lines_total: usize,
+    /// The distinct lines left after normalisation.
+    pub lines_distinct: usize,
+}
+
+impl Explainer {
+    /// Compiles the signatures of `rules` (in the order given; a
+    /// [`Cause::rule`] is a position in it).
+    pub fn new<'a>(rules: impl IntoIterator<Item = &'a RuleMeta> + Clone) -> Explainer {
+        let (vocabulary, profiles) = Vocabulary::build(rules.clone());
+        let mut rule_ids = Vec::new();
+        let mut signatures = Vec::new();
+        let mut skipped = Vec::new();
+        let mut anchors: Vec<String> = Vec::new();
+        let mut anchor_ids: std::collections::HashMap<String, u32> = Default::default();
+        let mut by_anchor: Vec<Vec<u32>> = Vec::new();
+        for (r, meta) in rules.into_iter().enumerate() {
+            rule_ids.push(meta.id.clone());
+            for (i, sig) in meta.error_signatures.iter().enumerate() {
+                let signature = match Signature::compile(&sig.template) {
+                    Ok(s) => s,
+                    Err(error) => {
+                        skipped.push(SignatureError { rule_id: meta.id.clone(), index: i, error });
+                        continue;
+                    }
+                };
+                let anchor = signature.anchor().to_owned();
+                let next = anchors.len() as u32;
+                let id = *anchor_ids.entry(anchor.clone()).or_insert(next);
+                if id == next {
+                    anchors.push(anchor);
+                    by_anchor.push(Vec::new());
+                }
+                by_anchor[id as usize].push(signatures.len() as u32);
+                let literal_words = vocabulary.words_in([signature.literal_text().as_str()]);
+                signatures.push(Compiled {
+                    rule: r as u32,
+                    index: i as u32,
+                    signature,
+                    literal_words,
+                });
+            }
+        }
+        // Standard semantics: every anchor found, overlapping ones too.
+        let automaton = (!anchors.is_empty())
+            .then(|| AhoCorasick::builder().match_kind(MatchKind::Standard).build(&anchors).ok())
+            .flatten();
+        Explainer { rule_ids, signatures, by_anchor, automaton, vocabulary, profiles, skipped }
+    }
+
+    /// How many signatures it matches with.
+    pub fn signatures(&self) -> usize {
+        self.signatures.len()
+    }
+
+    /// The rules ranked by how well they explain `log`: those scoring at
+    /// least [`SCORE_THRESHOLD`].
+    pub fn explain(&self, log: &str) -> Explanation {
+        self.explain_above(log, SCORE_THRESHOLD)
+    }
+
+    /// The rules scoring at least `threshold` (0 lists every rule a
+    /// signature matched, for calibrating the threshold).
+    pub fn explain_above(&self, log: &str, threshold: f64) -> Explanation {
+        let log = normalize::normalize(log);
+        let roles = traceback::roles(&log);
+        let has_exceptions = roles.iter().any(|r| *r != Role::Other);
+        let mut explanation = Explanation {
+            causes: Vec::new(),
+            lines_total: log.lines_total,
+            lines_distinct: log.lines.len(),
+        };
+        let Some(automaton) = &self.automaton else { return explanation };
+
+        // Each rule's best match: (rule, line, match, weighted strength).
+        let mut best: Vec<(u32, usize, u32, signature::LineMatch, f64)> = Vec::new();
+        let mut tried: HashSet<u32> = HashSet::new();
+        for (l, line) in log.lines.iter().enumerate() {
+            tried.clear();
+            for hit in automaton.find_overlapping_iter(line.text.as_str()) {
+                for &s in &self.by_anchor[hit.pattern().as_usize()] {
+                    if !tried.insert(s) {
+                        continue;
+                    }
+                    let compiled = &self.signatures[s as usize];
+                    let Some(m) = compiled.signature.match_line(&line.text) else { continue };
+                    // Where no line is an exception, no line is less of one.
+                    let role = if has_exceptions { roles[l] } else { Role::RootCause };
+                    let weighted = m.strength * role.weight();
+                    match best.iter_mut().find(|b| b.0 == compiled.rule) {
+                        Some(b) if b.4 >= weighted => {}
+                        Some(b) => *b = (compiled.rule, l, s, m, weighted),
+                        None => best.push((compiled.rule, l, s, m, weighted)),
+                    }
+                }
+            }
+        }
+        if best.is_empty() {
+            return explanation;
+        }
+
+        let lower = log.lines.iter().map(|l| l.text.to_lowercase()).collect::<Vec<_>>().join("\n");
+        let words = self.vocabulary.words_in(log.lines.iter().map(|l| l.text.as_str()));
+        for (rule, l, s, m, weighted) in &best {
+            let line = &log.lines[*l];
+            // How many rules this line is explained by: a line several
+            // rules claim needs the rest of the log to pick one.
+            let claimants = best.iter().filter(|b| b.1 == *l).count();
+            let profile = &self.profiles[*rule as usize];
+            let compiled = &self.signatures[*s as usize];
+            let (overlap, shared_words) =
+                self.vocabulary.overlap(profile, &words, &compiled.literal_words);
+            let names = context::names_component(&lower, &log.components, &profile.component_names);
+            let context = 0.5 * f64::from(u8::from(names)) + 0.5 * overlap;
+            let floor = if context::is_symptom(&line.text[m.start..m.end]) {
+                SYMPTOM_FLOOR
+            } else if claimants > 1 {
+                SHARED_FLOOR
+            } else {
+                UNIQUE_FLOOR
+            };
+            // A rule whose title's words the log lacks (a model family, a
+            // GPU generation) explains it a little less than a general one.
+            let coverage = self.vocabulary.title_coverage(profile, &words);
+            let score = (weighted * (floor + (1.0 - floor) * context) * (0.95 + 0.05 * coverage))
+                .clamp(0.0, 1.0);
+            explanation.causes.push(Cause {
+                rule: *rule as usize,
+                rule_id: self.rule_ids[*rule as usize].clone(),
+                score,
+                signature: compiled.signature.template.clone(),
+                signature_index: compiled.index as usize,
+                filled: m.filled.clone(),
+                holes: m
+                    .holes
+                    .iter()
+                    .filter(|(_, a, b)| a < b)
+                    .map(|(k, a, b)| (k.name(), line.text[*a..*b].to_owned()))
+                    .collect(),
+                lines: line.numbers.iter().copied().take(MAX_LINES).collect(),
+                line_text: line.text.clone(),
+                names_component: names,
+                shared_words,
+            });
+        }
+        explanation.causes.retain(|c| c.score >= threshold);
+        explanation
+            .causes
+            .sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.rule_id.cmp(&b.rule_id)));
+        explanation.causes.truncate(MAX_CAUSES);
+        explanation
+    }
+}
+
+/// The words of `log` worth a text search when no signature matches it:
+/// its exception lines (the root causes first), else its last lines, with
+/// paths, numbers and addresses left out; at most [`SEARCH_WORDS`] words.
+pub fn search_text(log: &str) -> String {
+    let log = normalize::normalize(log);
+    let roles = traceback::roles(&log);
+    let mut picked: Vec<&str> = Vec::new();
+    for wanted in [Role::RootCause, Role::Consequence] {
+        picked.extend(
+            log.lines
+                .iter()
+                .zip(&roles)
+                .filter(|(_, r)| **r == wanted)
+                .map(|(l, _)| l.text.as_str()),
+        );
+    }
+    if picked.is_empty() {
+        picked.extend(log.lines.iter().rev().take(3).map(|l| l.text.as_str()));
+    }
+    let mut words: Vec<&str> = Vec::new();
+    for line in picked {
+        for word in line.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            let telling = word.chars().count() >= 3
+                && word.chars().any(char::is_alphabetic)
+                && !word.starts_with("0x");
+            if telling && !words.iter().any(|w| w.eq_ignore_ascii_case(word)) {
+                words.push(word);
+            }
+        }
+    }
+    words.truncate(SEARCH_WORDS);
+    words.join(" ")
+}
+
+/// The most words [`search_text`] gives.
+pub const SEARCH_WORDS: usize = 24;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(id: &str, title: &str, component: &str, templates: &[&str]) -> RuleMeta {
+        let sigs: Vec<serde_json::Value> = templates
+            .iter()
+            .map(|t| serde_json::json!({ "template": t, "example": "x" }))
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "id": id, "version": "1.0.0", "title": title, "severity": "error",
+            "summary": "s", "message": title, "remedies": [], "references": [], "author": "a",
+            "component": component, "error_signatures": sigs,
+        }))
+        .expect("a rule")
+    }
+
+    #[test]
+    fn the_cause_with_the_users_values_ranks_first() {
+        let rules = [
+            rule(
+                "bf16-needs-sm80",
+                "bfloat16 needs Ampere",
+                "vllm",
+                &[
+                    "Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your {gpu} GPU has compute capability {capability}.",
+                ],
+            ),
+            rule(
+                "oom",
+                "weights exceed vram",
+                "vllm",
+                &["CUDA out of memory. Tried to allocate {number} {word}"],
+            ),
+        ];
+        let e = Explainer::new(rules.iter());
+        let log = "\u{1b}[31mERROR\u{1b}[0m 05-01 10:00:00 [core.py:1] boom\n(VllmWorker rank=0 pid=1) ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5.\n(VllmWorker rank=1 pid=2) ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5.\n";
+        let x = e.explain(log);
+        assert_eq!(x.causes.len(), 1, "{x:?}");
+        let c = &x.causes[0];
+        assert_eq!(c.rule_id, "bf16-needs-sm80");
+        assert_eq!(c.lines, [2, 3]);
+        assert_eq!(c.holes, [("gpu", "Tesla T4".to_owned()), ("capability", "7.5".to_owned())]);
+        assert!(c.names_component, "the worker prefix names vLLM");
+        assert!(c.score > 0.85 && c.score <= 1.0, "{}", c.score);
+    }
+
+    #[test]
+    fn search_text_takes_the_exception_lines() {
+        let log = "INFO starting\nTraceback (most recent call last):\n  File \"/x/y.py\", line 3, in f\nOSError: libfoo.so.1: cannot open shared object file 0x7f\n";
+        assert_eq!(search_text(log), "OSError libfoo cannot open shared object file");
+        assert_eq!(search_text("just a line"), "just line");
+    }
+
+    #[test]
+    fn nothing_matches_an_unrelated_log() {
+        let rules = [rule(
+            "oom",
+            "weights exceed vram",
+            "vllm",
+            &["CUDA out of memory. Tried to allocate {number} {word}"],
+        )];
+        let e = Explainer::new(rules.iter());
+        assert!(e.explain("SyntaxError: invalid syntax\n").causes.is_empty());
+        assert!(e.explain("").causes.is_empty());
+    }
+}

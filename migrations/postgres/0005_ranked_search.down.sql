@@ -1,0 +1,3 @@
+DROP TRIGGER version_search_insert ON versions;
+DROP FUNCTION pitfall_index_version();
+DROP TABLE version_search;

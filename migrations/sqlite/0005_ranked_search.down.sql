@@ -1,0 +1,2 @@
+DROP TRIGGER version_search_insert;
+DROP TABLE version_search;
