@@ -255,6 +255,10 @@ fn refs(findings: &[Finding]) -> Vec<RuleRef> {
     findings.iter().map(rule_ref).collect()
 }
 
+/// A search's answer: the cheapest plan found (its state and that state's
+/// check), and whether cheaper states were left unchecked at the bound.
+type Searched = (Option<(Node, Rc<Outcome>)>, bool);
+
 /// A dive for a first plan, then the cost-ordered search for a cheaper
 /// one. Gives the cheapest plan found and whether cheaper states were left
 /// unchecked at the bound.
@@ -263,7 +267,7 @@ fn search(
     notes: &mut Notes,
     root: &Node,
     hardware: bool,
-) -> Result<(Option<(Node, Rc<Outcome>)>, bool), FixError> {
+) -> Result<Searched, FixError> {
     let dive_bound = checker.used.saturating_add(DIVE_EVALUATIONS).min(checker.bound);
     let (mut best, _) = run(checker, notes, root, hardware, Order::Dive, dive_bound, None)?;
     let limit = best.as_ref().map(|(n, _)| n.cost.clone());
@@ -287,7 +291,7 @@ fn run(
     order: Order,
     bound: u32,
     limit: Option<Cost>,
-) -> Result<(Option<(Node, Rc<Outcome>)>, bool), FixError> {
+) -> Result<Searched, FixError> {
     let mut nodes: Vec<Node> = vec![root.clone()];
     let mut heap: BinaryHeap<Reverse<(Cost, usize)>> = BinaryHeap::new();
     let mut stack: Vec<usize> = Vec::new();

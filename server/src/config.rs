@@ -275,9 +275,12 @@ impl Default for ServerLimits {
 mod tests {
     use super::*;
 
+    /// The environment, the user id and the data dir expected.
+    type Case<'a> = (&'a [(&'a str, &'a str)], u32, &'a str);
+
     #[test]
     fn the_default_data_dir_follows_the_service_manager_then_xdg() {
-        let cases: &[(&[(&str, &str)], u32, &str)] = &[
+        let cases: &[Case<'_>] = &[
             (&[("HOME", "/home/ann")], 1000, "/home/ann/.local/share/pitfall"),
             (&[("HOME", "/home/ann"), ("XDG_DATA_HOME", "/data/ann")], 1000, "/data/ann/pitfall"),
             // A systemd system service (as root or a system account).

@@ -90,8 +90,9 @@ pub(crate) fn from_collect_env(path: &Path) -> anyhow::Result<Sources> {
 
 /// A live scan of this machine (`pitfall explain --scan`): its manifest,
 /// each missing tool noted on stderr.
-pub(crate) fn this_machine() -> anyhow::Result<Manifest> {
-    let scan = build(&live::collect(None), None, OnBadSource::Note)?;
+pub(crate) fn this_machine() -> anyhow::Result<pitfall_contract::Manifest> {
+    let scan =
+        pitfall_collect::build(&live::collect(None), None, pitfall_collect::OnBadSource::Note)?;
     for note in &scan.notes {
         eprintln!("pitfall: note: {note}");
     }
