@@ -362,7 +362,7 @@ pub struct MissingFact {
 pub struct ExplainRequest {
     /// The pasted log: a traceback, a server log, `docker logs` output; at
     /// most 256 KiB. Bytes that are not UTF-8 are replaced.
-    #[schemars(length(max = 262144))]
+    #[schemars(length(min = 1, max = 262144))]
     pub log: String,
     /// A manifest (v1) of the setup the log came from: each ranked rule is
     /// also evaluated on it.

@@ -61,12 +61,21 @@ pub fn read_request(headers: &HeaderMap, body: &[u8]) -> Result<ExplainRequest, 
         })?
     };
     if request.log.len() > MAX_LOG_BYTES {
-        return Err(AppError::TooLargeBody(format!(
+        let message = format!(
             "the log is {} bytes; at most {MAX_LOG_BYTES} are explained (send its last lines)",
             request.log.len()
-        )));
+        );
+        // The log as the body is a body too large; as a JSON member it is
+        // a member out of its schema's bounds.
+        return Err(if plain {
+            AppError::TooLargeBody(message)
+        } else {
+            AppError::BadRequest { code: "log_too_large", message }
+        });
     }
-    if request.log.trim().is_empty() {
+    // An empty log is outside the schema (`minLength` 1); one of blanks is a
+    // log with nothing to explain, answered as such.
+    if request.log.is_empty() {
         return Err(AppError::BadRequest {
             code: "empty_log",
             message: "the log is empty: paste the error or traceback".into(),
