@@ -365,8 +365,11 @@ pub struct ExplainRequest {
     #[schemars(length(min = 1, max = 262144))]
     pub log: String,
     /// A manifest (v1) of the setup the log came from: each ranked rule is
-    /// also evaluated on it.
+    /// also evaluated on it. Kept as JSON here and read as `/v1/check`
+    /// reads a manifest, so its errors name the field path; its schema is
+    /// the manifest's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<pitfall_contract::Manifest>")]
     pub manifest: Option<Value>,
 }
 
