@@ -149,6 +149,11 @@ impl Harness {
         }
     }
 
+    /// A call with no body.
+    async fn call_empty(&self, method: &str, path: &str, token: Option<&str>) -> (u16, Value) {
+        self.call(method, path, token, "application/json", vec![]).await
+    }
+
     async fn call(
         &self,
         method: &str,
@@ -567,15 +572,8 @@ fn a_maintainer_cannot_approve_their_own_rule_unless_the_sole_one_with_the_flag(
 
             // Two reviewers (root and mia): mia's own rule needs root.
             publish_as_mia("mias-rule").await;
-            let (status, answer) = h
-                .call(
-                    "POST",
-                    &approve("mias-rule"),
-                    Some(mia_token.as_str()),
-                    "application/json",
-                    vec![],
-                )
-                .await;
+            let (status, answer) =
+                h.call_empty("POST", &approve("mias-rule"), Some(mia_token.as_str())).await;
             assert_eq!(status, 403, "{backend:?}: {answer}");
             assert_eq!(answer["error"]["code"], "forbidden");
             assert!(
@@ -589,15 +587,8 @@ fn a_maintainer_cannot_approve_their_own_rule_unless_the_sole_one_with_the_flag(
             // Rejecting their own is no risk and stays allowed; approving
             // someone else's is review.
             let root = h.tokens["admin"].clone();
-            let (status, answer) = h
-                .call(
-                    "POST",
-                    &approve("mias-rule"),
-                    Some(root.as_str()),
-                    "application/json",
-                    vec![],
-                )
-                .await;
+            let (status, answer) =
+                h.call_empty("POST", &approve("mias-rule"), Some(root.as_str())).await;
             assert_eq!(status, 200, "{backend:?}: {answer}");
 
             // The flag does not help while there are two reviewers.
@@ -605,15 +596,8 @@ fn a_maintainer_cannot_approve_their_own_rule_unless_the_sole_one_with_the_flag(
                 ServerLimits { sole_maintainer_self_approval: true, ..ServerLimits::default() };
             h.state = AppState::new(h.state.registry().clone(), flagged.clone());
             publish_as_mia("mias-second").await;
-            let (status, _) = h
-                .call(
-                    "POST",
-                    &approve("mias-second"),
-                    Some(mia_token.as_str()),
-                    "application/json",
-                    vec![],
-                )
-                .await;
+            let (status, _) =
+                h.call_empty("POST", &approve("mias-second"), Some(mia_token.as_str())).await;
             assert_eq!(status, 403, "{backend:?}: two reviewers, flag or not");
 
             // Root steps down: mia is the sole maintainer. Without the flag
@@ -624,26 +608,12 @@ fn a_maintainer_cannot_approve_their_own_rule_unless_the_sole_one_with_the_flag(
                 .await
                 .expect("demote");
             h.state = AppState::new(h.state.registry().clone(), ServerLimits::default());
-            let (status, _) = h
-                .call(
-                    "POST",
-                    &approve("mias-second"),
-                    Some(mia_token.as_str()),
-                    "application/json",
-                    vec![],
-                )
-                .await;
+            let (status, _) =
+                h.call_empty("POST", &approve("mias-second"), Some(mia_token.as_str())).await;
             assert_eq!(status, 403, "{backend:?}: sole maintainer without the flag");
             h.state = AppState::new(h.state.registry().clone(), flagged);
-            let (status, answer) = h
-                .call(
-                    "POST",
-                    &approve("mias-second"),
-                    Some(mia_token.as_str()),
-                    "application/json",
-                    vec![],
-                )
-                .await;
+            let (status, answer) =
+                h.call_empty("POST", &approve("mias-second"), Some(mia_token.as_str())).await;
             assert_eq!(status, 200, "{backend:?}: sole maintainer with the flag: {answer}");
             h.store.close().await;
         }
@@ -674,33 +644,21 @@ fn a_token_is_bound_by_its_scopes_and_its_expiry() {
 
             // An admin's check-only token: no admin power, no publishing.
             let check_only = issue(&[Scope::Check], None).await;
-            let (status, answer) = h
-                .call("GET", "/v1/audit", Some(check_only.as_str()), "application/json", vec![])
-                .await;
+            let (status, answer) =
+                h.call_empty("GET", "/v1/audit", Some(check_only.as_str())).await;
             assert_eq!(status, 403, "{backend:?}: {answer}");
             assert!(
                 answer["error"]["message"].as_str().is_some_and(|m| m.contains("admin scope")),
                 "{answer}"
             );
-            let (status, _) = h
-                .call("GET", "/v1/review", Some(check_only.as_str()), "application/json", vec![])
-                .await;
+            let (status, _) = h.call_empty("GET", "/v1/review", Some(check_only.as_str())).await;
             assert_eq!(status, 403, "{backend:?}: review needs the review scope");
             // The same account's full token can.
-            let (status, _) = h
-                .call(
-                    "GET",
-                    "/v1/audit",
-                    Some(h.tokens["admin"].as_str()),
-                    "application/json",
-                    vec![],
-                )
-                .await;
+            let (status, _) =
+                h.call_empty("GET", "/v1/audit", Some(h.tokens["admin"].as_str())).await;
             assert_eq!(status, 200);
             let review_only = issue(&[Scope::Review], None).await;
-            let (status, _) = h
-                .call("GET", "/v1/review", Some(review_only.as_str()), "application/json", vec![])
-                .await;
+            let (status, _) = h.call_empty("GET", "/v1/review", Some(review_only.as_str())).await;
             assert_eq!(status, 200, "{backend:?}");
 
             // A token mints only narrower tokens.
@@ -736,14 +694,12 @@ fn a_token_is_bound_by_its_scopes_and_its_expiry() {
 
             // Expired: refused outright, like a revoked token.
             let past = issue(&Scope::ALL, Some(1_000)).await;
-            let (status, answer) =
-                h.call("GET", "/v1/whoami", Some(past.as_str()), "application/json", vec![]).await;
+            let (status, answer) = h.call_empty("GET", "/v1/whoami", Some(past.as_str())).await;
             assert_eq!(status, 401, "{backend:?}: {answer}");
             // One that expires later works, and what it mints expires no later.
             let soon = now_millis() + 3_600_000;
             let short = issue(&Scope::ALL, Some(soon)).await;
-            let (status, _) =
-                h.call("GET", "/v1/whoami", Some(short.as_str()), "application/json", vec![]).await;
+            let (status, _) = h.call_empty("GET", "/v1/whoami", Some(short.as_str())).await;
             assert_eq!(status, 200);
             let body = json(json!({"label": "longer", "expires_in_days": 30}));
             let (status, answer) =
