@@ -31,6 +31,7 @@ mod os_release;
 mod paste;
 mod pip;
 pub mod privacy;
+mod prose;
 pub mod serve_args;
 pub mod summary;
 mod topo;
@@ -80,6 +81,10 @@ pub struct Sources {
     /// An environment report as people paste it: collect_env, SGLang's
     /// check_env, TGI's `--env`, nvidia-smi's text (see [`Format`]).
     pub paste: Option<Text>,
+    /// A log the failing stack printed (server output, a traceback): read
+    /// only for what it states about the machine (see [`prose`]), after the
+    /// paste, whose facts win.
+    pub log: Option<Text>,
     /// The interpreter's version (`3.12.3`).
     pub python_version: Option<String>,
     /// `torch.__version__` (`2.11.0+cu130`), which pip lists without its tag.
@@ -153,7 +158,11 @@ pub fn build(
             OnBadSource::Note => read.notes.push(format!("{}: {problem}", text.origin)),
         }
     }
-    let pasted = pasted.unwrap_or_default();
+    let mut pasted = pasted.unwrap_or_default();
+    if let Some(log) = &sources.log {
+        pasted.fill_from(paste::read_log(&log.body));
+    }
+    notes.extend(pasted.notes.iter().cloned());
 
     let mut ids = sources.identifiers.clone();
     if let Some(host) = uname.as_ref().and_then(|u| u.hostname.as_deref()) {
@@ -231,6 +240,14 @@ pub fn build(
 
     let container =
         sources.container.map(|(_, shm)| Container { shm_size_mib: shm, ..Container::default() });
+    // What a vLLM log says the engine ran with, where the command is silent.
+    let workload = match (workload, pasted.workload.clone()) {
+        (Some(mut w), Some(logged)) => {
+            fill_workload(&mut w, logged);
+            Some(w)
+        }
+        (w, logged) => w.or(logged),
+    };
     // The engine that printed the paste, unless the serve command names one.
     let workload = match (workload, pasted.engine) {
         (Some(mut w), Some(engine)) => {
@@ -258,6 +275,18 @@ pub fn build(
     Ok(Scan { manifest: privacy::scrub(manifest, &ids), notes, formats: pasted.formats })
 }
 
+/// Fills the fields a vLLM log line gives that the serve command left unset.
+fn fill_workload(w: &mut Workload, logged: Workload) {
+    w.engine = w.engine.take().or(logged.engine);
+    w.model = w.model.take().or(logged.model);
+    w.dtype = w.dtype.take().or(logged.dtype);
+    w.max_model_len = w.max_model_len.or(logged.max_model_len);
+    w.tensor_parallel_size = w.tensor_parallel_size.or(logged.tensor_parallel_size);
+    w.pipeline_parallel_size = w.pipeline_parallel_size.or(logged.pipeline_parallel_size);
+    w.quantization = w.quantization.take().or(logged.quantization);
+    w.kv_cache_dtype = w.kv_cache_dtype.take().or(logged.kv_cache_dtype);
+}
+
 /// At most 60 characters of a line, for a note.
 fn shorten(line: &str) -> String {
     match line.char_indices().nth(60) {
@@ -271,9 +300,22 @@ fn shorten(line: &str) -> String {
 /// and the registry's `POST /v1/manifest/from-text` build. An empty paste
 /// with a serve command is a manifest of the workload alone.
 pub fn from_text(paste: &str, serve_command: Option<&str>) -> Result<Scan, Error> {
+    from_texts(paste, serve_command, None)
+}
+
+/// [`from_text`], with a log the failing stack printed read for what it
+/// states about the machine (see [`Sources::log`]).
+pub fn from_texts(
+    paste: &str,
+    serve_command: Option<&str>,
+    log: Option<&str>,
+) -> Result<Scan, Error> {
     let mut sources = Sources::default();
     if !paste.trim().is_empty() {
         sources.paste = Some(Text::new("the environment paste", paste));
+    }
+    if let Some(log) = log.filter(|l| !l.trim().is_empty()) {
+        sources.log = Some(Text::new("the log", log));
     }
     let serve = serve_command
         .filter(|c| !c.trim().is_empty())

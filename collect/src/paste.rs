@@ -9,7 +9,7 @@
 //! below are read; paths, host names, UUIDs and anything else in the paste
 //! are never copied.
 
-use pitfall_contract::manifest::{Os, Package};
+use pitfall_contract::manifest::{Os, Package, Workload};
 use pitfall_contract::normalize::canonical_arch;
 
 use crate::error::{Result, fail};
@@ -17,6 +17,7 @@ use crate::gpu::{Gpu, parse_mib};
 use crate::nvidia_smi_text;
 use crate::os_release;
 use crate::pip::pypi;
+use crate::prose::Prose;
 
 /// A kind of paste the reader knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -38,6 +39,12 @@ pub enum Format {
     Summary,
     /// `pip freeze` (`name==version`) or `pip list` (`name   version`) lines.
     PipList,
+    /// Sentences that name a GPU, a package's version or an OS (see
+    /// [`crate::prose`]).
+    Prose,
+    /// vLLM's engine start-up line (`Initializing an LLM engine (v0.6.4)
+    /// with config: ...`).
+    VllmLog,
 }
 
 impl Format {
@@ -52,6 +59,8 @@ impl Format {
             Format::NvidiaSmiQuery => "nvidia-smi -q",
             Format::Summary => "a `Key: value` summary (GPU, PyTorch, Python, driver, ...)",
             Format::PipList => "pip freeze / pip list",
+            Format::Prose => "sentences naming a GPU, a package version or an OS",
+            Format::VllmLog => "vLLM's server log (its engine start-up line)",
         }
     }
 
@@ -66,6 +75,8 @@ impl Format {
             Format::NvidiaSmiQuery => "nvidia-smi-q",
             Format::Summary => "summary",
             Format::PipList => "pip-list",
+            Format::Prose => "prose",
+            Format::VllmLog => "vllm-log",
         }
     }
 }
@@ -110,6 +121,10 @@ pub(crate) struct Paste {
     pub(crate) engine: Option<&'static str>,
     /// The last line, when the paste stops on a key or half a value.
     pub(crate) cut_at: Option<String>,
+    /// What a vLLM log line in the paste says the engine was started with.
+    pub(crate) workload: Option<Workload>,
+    /// What the paste's prose could not settle, for people.
+    pub(crate) notes: Vec<String>,
 }
 
 /// Machine names as `uname -m` prints them.
@@ -157,6 +172,8 @@ pub(crate) fn parse(text: &str) -> Result<Paste> {
     // The devices nvidia-smi lists (with their memory), apart from those
     // a `GPU 0: name` line lists: a paste often has both.
     let mut smi_gpus: Vec<Gpu> = Vec::new();
+    // Lines no format takes, read as sentences.
+    let mut prose = Prose::default();
     while i < lines.len() {
         let line = lines[i].trim_end();
         i += 1;
@@ -216,7 +233,10 @@ pub(crate) fn parse(text: &str) -> Result<Paste> {
             in_fb_memory = true;
             continue;
         }
-        let Some((key, value)) = line.split_once([':', '：']) else { continue };
+        let Some((key, value)) = line.split_once([':', '：']) else {
+            prose.read_line(line);
+            continue;
+        };
         let (key, value) = (key.trim(), value.trim());
         match key {
             // collect_env (PyTorch's and vLLM's)
@@ -353,9 +373,14 @@ pub(crate) fn parse(text: &str) -> Result<Paste> {
                     out.packages.push(pypi(k, &v));
                 }
             }
-            _ => summary_line(key, value, &mut out),
+            _ => {
+                if !summary_line(key, value, &mut out) {
+                    prose.read_line(line);
+                }
+            }
         }
     }
+    take_prose(&prose, &mut out);
     if !smi_gpus.is_empty() {
         if smi_gpus.len() == out.gpus.len() {
             for (gpu, listed) in smi_gpus.iter_mut().zip(&out.gpus) {
@@ -376,7 +401,9 @@ pub(crate) fn parse(text: &str) -> Result<Paste> {
         fail!(
             "no line of a known environment report: expected the output of collect_env \
              (PyTorch's or vLLM's), `python3 -m sglang.check_env`, \
-             `text-generation-launcher --env`, `nvidia-smi` or `nvidia-smi -q`"
+             `text-generation-launcher --env`, `nvidia-smi` or `nvidia-smi -q`, \
+             a vLLM log, or sentences naming a GPU the hardware table knows or a \
+             package with its version"
         );
     }
     // `text-generation-launcher --env` is TGI's own launcher speaking.
@@ -430,6 +457,11 @@ fn pip_line(line: &str, out: &mut Paste) -> bool {
     let name_ok = name.starts_with(|c: char| c.is_ascii_alphabetic())
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
     let Some(v) = version(v).filter(|_| name_ok) else { return false };
+    // `RTX 4090` has this shape too: a GPU's name is the prose reader's.
+    if matches!(pitfall_facts::gpus::resolve(line, None), pitfall_facts::gpus::Resolution::Found(_))
+    {
+        return false;
+    }
     let lower = name.to_ascii_lowercase();
     if let Some(os) = os_release::from_pretty_name(line).filter(|_| lower != "python") {
         out.os.get_or_insert(os);
@@ -458,11 +490,56 @@ fn major(version: &str) -> u64 {
     version.split(['.', '+', '-']).next().and_then(|m| m.parse().ok()).unwrap_or(0)
 }
 
+/// Fills what the structured lines left empty with what the prose states;
+/// a structured line always wins over a sentence.
+fn take_prose(prose: &Prose, out: &mut Paste) {
+    if prose.is_empty() {
+        return;
+    }
+    let mut took = false;
+    let (gpus, note) = prose.gpus();
+    out.notes.extend(note);
+    if let Some((name, count)) = gpus
+        && out.gpus.is_empty()
+    {
+        out.gpus = (0..count).map(|_| Gpu { name: Some(name.clone()), ..Gpu::default() }).collect();
+        took = true;
+    }
+    let (versions, notes) = prose.versions();
+    out.notes.extend(notes);
+    for (name, v) in versions {
+        took |= match name {
+            "python" => fill(&mut out.python_version, v),
+            "torch" => fill(&mut out.torch_version, v),
+            "vllm" => fill(&mut out.vllm_version, v),
+            _ if out.packages.iter().any(|p| p.name.eq_ignore_ascii_case(name)) => false,
+            _ => {
+                out.packages.push(pypi(name, &v));
+                true
+            }
+        };
+    }
+    if out.os.is_none() && prose.os.is_some() {
+        out.os.clone_from(&prose.os);
+        took = true;
+    }
+    if took {
+        out.saw(Format::Prose);
+    }
+    if let Some(log) = &prose.engine_log {
+        out.saw(Format::VllmLog);
+        if let Some(v) = &log.version {
+            fill(&mut out.vllm_version, v.clone());
+        }
+        out.workload.get_or_insert_with(|| log.workload.clone());
+    }
+}
+
 /// A `Key: value` line a person wrote (`- **GPU**: 2× RTX 5090 (32 GB each)`,
 /// `PyTorch version：2.5.1`): the few keys below, with values that are
 /// versions, or GPU names the hardware table resolves to one model (prose
 /// is too loose to take a name the table does not know).
-fn summary_line(key: &str, value: &str, out: &mut Paste) {
+fn summary_line(key: &str, value: &str, out: &mut Paste) -> bool {
     let key = key
         .trim_start_matches(['-', '*', '#', ' ', '>'])
         .replace(['*', '`', '_'], "")
@@ -470,7 +547,7 @@ fn summary_line(key: &str, value: &str, out: &mut Paste) {
         .to_ascii_lowercase();
     let value = value.trim().trim_matches(['*', '`']).trim();
     if absent(value) {
-        return;
+        return false;
     }
     let mut took = true;
     match key.as_str() {
@@ -526,6 +603,62 @@ fn summary_line(key: &str, value: &str, out: &mut Paste) {
     }
     if took {
         out.saw(Format::Summary);
+    }
+    took
+}
+
+/// Sets `slot` when it is empty; whether it did.
+fn fill(slot: &mut Option<String>, value: String) -> bool {
+    let empty = slot.is_none();
+    if empty {
+        *slot = Some(value);
+    }
+    empty
+}
+
+/// Reads a log (a server's output, a traceback) for what it states about
+/// the machine: its sentences and vLLM's engine start-up line, as
+/// [`crate::prose`] reads them. Never fails: a log may state nothing.
+pub(crate) fn read_log(text: &str) -> Paste {
+    let mut prose = Prose::default();
+    for line in text.lines() {
+        prose.read_line(line);
+    }
+    let mut out = Paste::default();
+    take_prose(&prose, &mut out);
+    out
+}
+
+impl Paste {
+    /// Fills what this paste lacks from `other` (a log read after it).
+    pub(crate) fn fill_from(&mut self, other: Paste) {
+        if self.gpus.is_empty() {
+            self.gpus = other.gpus;
+        }
+        for (slot, value) in [
+            (&mut self.python_version, other.python_version),
+            (&mut self.torch_version, other.torch_version),
+            (&mut self.vllm_version, other.vllm_version),
+        ] {
+            if let Some(v) = value {
+                fill(slot, v);
+            }
+        }
+        for package in other.packages {
+            if !self.packages.iter().any(|p| p.name.eq_ignore_ascii_case(&package.name)) {
+                self.packages.push(package);
+            }
+        }
+        if self.os.is_none() {
+            self.os = other.os;
+        }
+        if self.workload.is_none() {
+            self.workload = other.workload;
+        }
+        self.notes.extend(other.notes);
+        for format in other.formats {
+            self.saw(format);
+        }
     }
 }
 

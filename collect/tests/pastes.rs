@@ -95,6 +95,8 @@ fn each_format_is_recognised_in_its_paste() {
         ("tgi-env", "nvidia-smi"),
         ("nvidia-smi", "nvidia-smi"),
         ("nvidia-smi-q", "nvidia-smi-q"),
+        ("prose", "prose"),
+        ("vllm-log", "vllm-log"),
     ] {
         let out = outcome(&pastes().join(dir));
         let formats = out["formats"].as_array().expect("formats");
@@ -133,6 +135,24 @@ fn the_facts_of_each_paste() {
     assert_eq!(cut["manifest"]["workload"]["engine"], "sglang");
     assert_eq!(cut["manifest"]["workload"]["tensor_parallel_size"], 2);
 
+    let prose = outcome(&pastes().join("prose"));
+    assert_eq!(prose["manifest"]["accelerators"][0]["model"], "V100");
+    assert!(prose["manifest"].get("drivers").is_none(), "`my cuda is 12.0` says which CUDA?");
+
+    let log = outcome(&pastes().join("vllm-log"));
+    let w = &log["manifest"]["workload"];
+    assert_eq!((w["engine"].as_str(), w["dtype"].as_str()), (Some("vllm"), Some("bfloat16")));
+    assert_eq!(
+        (w["max_model_len"].as_u64(), w["tensor_parallel_size"].as_u64()),
+        (Some(32768), Some(1))
+    );
+    let vllm = log["manifest"]["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["name"] == "vllm");
+    assert_eq!(vllm.expect("vllm")["version"], "0.6.4");
+
     let smi = outcome(&pastes().join("nvidia-smi"));
     let gpus = smi["manifest"]["accelerators"].as_array().expect("gpus");
     assert_eq!(gpus.len(), 2, "an A100 and a P100: {gpus:?}");
@@ -151,8 +171,9 @@ fn the_facts_of_each_paste() {
 
     let v100s = outcome(&pastes().join("tgi-env"));
     assert_eq!(v100s["manifest"]["accelerators"][0]["count"], 2);
-    // nvidia-smi printed `Tesla V100S-PCI...`: the cut word goes, nothing is made up.
-    assert_eq!(v100s["manifest"]["accelerators"][0]["model"], "Tesla V100S");
+    // nvidia-smi printed `Tesla V100S-PCI...`: the cut word goes, and what
+    // is left (`Tesla V100S`) is the hardware table's one V100S variant.
+    assert_eq!(v100s["manifest"]["accelerators"][0]["model"], "V100S 32GB");
 
     let torch = outcome(&pastes().join("torch-collect-env"));
     assert!(
