@@ -125,6 +125,19 @@ fn expand(text: &str) -> (String, Vec<(String, String)>) {
     (command, exported)
 }
 
+/// Whether a line starts a `docker run` / `podman run`, after a shell
+/// prompt (`$ `, `user@host:~$ `), `sudo` or variable assignments.
+fn starts_docker_run(line: &str) -> bool {
+    let mut line = line.trim();
+    if let Some((prompt, rest)) = line.split_once("$ ").or_else(|| line.split_once("# "))
+        && !prompt.contains(char::is_whitespace)
+    {
+        line = rest.trim_start();
+    }
+    let mut words = line.split_whitespace().skip_while(|w| *w == "sudo" || is_assignment(w));
+    matches!(words.next(), Some("docker" | "podman")) && words.next() == Some("run")
+}
+
 /// Parses a command line given as one string, quoted as in a shell.
 pub fn parse(command_line: &str) -> Result<ServeCommand> {
     let (command_line, exported) = expand(command_line);
@@ -143,14 +156,17 @@ pub fn parse(command_line: &str) -> Result<ServeCommand> {
     let engine = engine.unwrap_or_default();
     let mut previous_positional: Option<String> = None;
     let mut in_docker_run = false;
+    // `docker run` counts where a line starts with it: in "When I docker
+    // run a container" it is a sentence, and "a" is no image.
+    let docker_command = command_line.lines().any(starts_docker_run);
     while let Some(word) = words.next() {
         let Some(flag) = word.strip_prefix('-').filter(|f| !f.is_empty()) else {
             // `vllm serve MODEL`: the positional after `serve` is the model.
             if previous_positional.as_deref() == Some("serve") && w.model.is_none() {
                 w.model = Some(word.clone());
             }
-            if matches!(previous_positional.as_deref(), Some("docker" | "podman")) && word == "run"
-            {
+            let docker = matches!(previous_positional.as_deref(), Some("docker" | "podman"));
+            if docker && docker_command && word == "run" {
                 in_docker_run = true;
                 out.container_engine = previous_positional.clone();
             } else if in_docker_run {
@@ -460,5 +476,15 @@ j"#
             Some("vllm"),
             "--from-vllm-args' bare arguments"
         );
+    }
+
+    #[test]
+    fn docker_run_in_a_sentence_is_no_command() {
+        let cmd = parse("When I docker run a container, its something wrong with").expect("parses");
+        assert_eq!((cmd.image, cmd.container_engine), (None, None));
+        let cmd =
+            parse("alice@box:~$ sudo docker run --gpus all vllm/vllm-openai:v0.6.3 --model m")
+                .expect("parses");
+        assert_eq!(cmd.image.as_deref(), Some("vllm/vllm-openai:v0.6.3"));
     }
 }
