@@ -329,6 +329,11 @@ pub struct FromTextRequest {
     /// `text-generation-launcher --model-id MODEL`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serve_command: Option<String>,
+    /// A log the failing stack printed (server output, a traceback), read
+    /// only for what it states about the machine: vLLM's engine start-up
+    /// line, a GPU it names, a package's version. The paste's facts win.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
 }
 
 /// `POST /v1/manifest/from-text` answer.
@@ -339,7 +344,7 @@ pub struct FromTextResponse {
     pub manifest: pitfall_contract::Manifest,
     /// The kinds of paste recognised (`torch-collect-env`,
     /// `vllm-collect-env`, `sglang-check-env`, `tgi-env`, `nvidia-smi`,
-    /// `nvidia-smi-q`).
+    /// `nvidia-smi-q`, `summary`, `pip-list`, `prose`, `vllm-log`).
     pub formats: Vec<String>,
     /// Facts rules often need that the texts did not give.
     pub missing: Vec<MissingFact>,

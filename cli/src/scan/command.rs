@@ -8,7 +8,7 @@ use anyhow::Context;
 use pitfall_collect::{OnBadSource, serve_args, summary};
 use pitfall_contract::manifest::Workload;
 
-use super::{from_collect_env, from_dir, live};
+use super::{from_collect_env, from_dir, live, read_text};
 
 /// Output formats of `scan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -42,6 +42,12 @@ pub(crate) struct ScanArgs {
         allow_hyphen_values = true
     )]
     from_vllm_args: Option<String>,
+    /// Also read a log the failing stack printed (server output, a
+    /// traceback) for what it states about the machine: a GPU it names,
+    /// vLLM's engine start-up line, a package's version. The paste's facts
+    /// win; a log names the cause with `pitfall explain`.
+    #[arg(long, value_name = "FILE")]
+    from_log: Option<PathBuf>,
     /// The Python interpreter whose packages a live scan lists
     /// (default: $VIRTUAL_ENV/bin/python, else python3).
     #[arg(long, value_name = "PATH", conflicts_with_all = ["from_dir", "from_collect_env"])]
@@ -114,11 +120,14 @@ impl WorkloadArgs {
 
 /// Runs `pitfall scan`.
 pub(crate) fn run(args: &ScanArgs) -> anyhow::Result<ExitCode> {
-    let (sources, on_bad) = match (&args.from_dir, &args.from_collect_env) {
+    let (mut sources, on_bad) = match (&args.from_dir, &args.from_collect_env) {
         (Some(dir), _) => (from_dir(dir)?, OnBadSource::Fail),
         (None, Some(file)) => (from_collect_env(file)?, OnBadSource::Fail),
         (None, None) => (live::collect(args.python.as_deref()), OnBadSource::Note),
     };
+    if let Some(path) = &args.from_log {
+        sources.log = Some(read_text(path)?);
+    }
     let serve = match &args.from_vllm_args {
         Some(command) => Some(serve_args::parse(command).context("--from-vllm-args")?),
         None => None,

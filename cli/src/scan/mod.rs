@@ -82,10 +82,15 @@ pub(crate) fn from_dir(dir: &Path) -> anyhow::Result<Sources> {
 /// The sources in an environment paste (collect_env, sglang.check_env,
 /// TGI's `--env`, nvidia-smi's text).
 pub(crate) fn from_collect_env(path: &Path) -> anyhow::Result<Sources> {
+    Ok(Sources { paste: Some(read_text(path)?), ..Sources::default() })
+}
+
+/// A text file the user named, refused unless it is UTF-8.
+pub(crate) fn read_text(path: &Path) -> anyhow::Result<Text> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let body = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))?;
-    Ok(Sources { paste: Some(Text::new(path.display().to_string(), body)), ..Sources::default() })
+    Ok(Text::new(path.display().to_string(), body))
 }
 
 /// A live scan of this machine (`pitfall explain --scan`): its manifest,

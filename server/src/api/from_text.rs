@@ -57,16 +57,18 @@ pub(crate) fn build(request: &FromTextRequest) -> (Scan, Vec<Problem>) {
                 }
             }
         });
-    let scan = match pitfall_collect::from_text(&request.env, serve) {
+    let log = request.log.as_deref();
+    let scan = match pitfall_collect::from_texts(&request.env, serve, log) {
         Ok(scan) => scan,
         Err(e) => {
             problems
                 .push(Problem { field: "env", message: format!("{e}; nothing of it was read") });
             // Without the paste, only the serve command is read, which parsed above.
-            pitfall_collect::from_text("", serve).unwrap_or_else(|_| empty_scan())
+            pitfall_collect::from_texts("", serve, log).unwrap_or_else(|_| empty_scan())
         }
     };
-    if request.env.trim().is_empty() && serve.is_none() && problems.is_empty() {
+    let no_log = log.is_none_or(|l| l.trim().is_empty());
+    if request.env.trim().is_empty() && serve.is_none() && no_log && problems.is_empty() {
         problems.push(Problem {
             field: "env",
             message: "nothing was given: paste an environment report (`env`), a serve command \

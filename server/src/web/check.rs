@@ -351,6 +351,8 @@ pub(crate) async fn page_handler(
         let request = FromTextRequest {
             env: form.env.clone().unwrap_or_default(),
             serve_command: form.serve.clone(),
+            // A log carried from /explain states facts of the same machine.
+            log: form.log.clone(),
         };
         let (scan, problems) = api::from_text::build(&request);
         // On the page, a text that could not be read is the user's to fix.
