@@ -14,6 +14,14 @@
 //! Another torch minor installed next to it (pip --no-deps, a later torch
 //! install) makes `import sgl_kernel` fail with "undefined symbol". Only a
 //! different minor release is reported.
+//!
+//! SGLang's CUDA 13 image replaces the pin: its Dockerfile (at the commit
+//! building SGL_VERSION=0.5.5, sglang 004740a9cb3dbf6153455fb38b447021e3e07236)
+//! installs the `+cu130` sgl-kernel wheel and then `torch==2.9.0` from the
+//! cu130 index ("Until torch 2.9 and cu13 are stable we manually update
+//! torch if you are on CUDA 13"). So torch 2.9 with a `+cu130` local tag is
+//! that image's pairing for the releases before 0.5.6 (which pins 2.9.1
+//! itself), not a mismatch.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
@@ -56,6 +64,13 @@ fn evaluate(m: &Manifest) -> Outcome {
     let (t_major, t_minor) =
         (release.first().copied().unwrap_or(0), release.get(1).copied().unwrap_or(0));
     if t_major == 2 && (t_minor == minor || also == Some(t_minor)) {
+        return Outcome::clear();
+    }
+    let cuda13_image = t_major == 2
+        && t_minor == 9
+        && version.local() == Some("cu130")
+        && sglang.version_in(">=0.5.3.post2,<0.5.6") == Some(true);
+    if cuda13_image {
         return Outcome::clear();
     }
     Outcome::matched()
