@@ -1,7 +1,9 @@
 //! torch.compile refuses Python versions newer than the TorchDynamo of the
 //! installed torch supports (KNOWLEDGE.md D10, D28). Read in each release's
 //! own source (torch/__init__.py and torch/_dynamo/eval_frame.py, from the
-//! PyPI wheels of every release from 2.2.2 to 2.15.0):
+//! PyPI wheels of every release from 2.0.0 to 2.15.0):
+//! - 2.0.0, 2.0.1 raise on Python >= 3.11 ("Python 3.11+ not yet supported
+//!   for torch.compile"); 2.1.0 accepts 3.11 (raises on >= 3.12);
 //! - 2.2, 2.3 raise on Python >= 3.12; 2.4 accepts 3.12;
 //! - 2.4, 2.5 raise on >= 3.13; 2.6 accepts 3.13;
 //! - 2.6 to 2.9 raise on >= 3.14; 2.10 accepts 3.14;
@@ -15,7 +17,9 @@
 use pitfall_sdk::prelude::*;
 
 /// (Python minor range, torch releases that refuse it, first torch that accepts it).
-const FLOORS: [(&str, &str, &str, &str); 4] = [
+/// torch.compile exists from 2.0.0: an older torch has none to refuse.
+const FLOORS: [(&str, &str, &str, &str); 5] = [
+    (">=3.11,<3.12", ">=2.0.0,<2.1.0", "3.11", "2.1.0"),
     (">=3.12,<3.13", "<2.4.0", "3.12", "2.4.0"),
     (">=3.13,<3.14", "<2.6.0", "3.13", "2.6.0"),
     (">=3.14,<3.15", "<2.10.0", "3.14", "2.10.0"),
@@ -32,10 +36,13 @@ fn evaluate(m: &Manifest) -> Outcome {
             Some(false) => continue,
             Some(true) => {}
         }
+        // The newest Python this torch compiles for: 3.10 before 2.1.
+        let older = if torch.version_in("<2.1.0") == Some(true) { "3.10" } else { "3.11" };
         return match torch.version_in(torch_range) {
             None => Outcome::needs(torch.version_path().as_str()),
             Some(false) => Outcome::clear(),
             Some(true) => Outcome::matched()
+                .param("older", older)
                 .evidence(python.version_path().as_str())
                 .evidence(torch.version_path().as_str())
                 .param_field("python", python.version_path().as_str())
