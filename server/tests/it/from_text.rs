@@ -1,6 +1,7 @@
 //! `POST /v1/manifest/from-text` over HTTP against a real server process:
 //! a real SGLang paste (cut short) with its serve command becomes a
-//! manifest that `POST /v1/check` accepts, what the paste lacked is named,
+//! manifest that `POST /v1/check` accepts, a prose paste with a vLLM log
+//! gives the facts of both, what the paste lacked is named,
 //! texts it cannot read are named in the answer's notes, bad bodies get
 //! the error envelope, and no identifier of the paste
 //! (GPU UUID, host and user name, IP address) is in the answer or the log.
@@ -62,6 +63,22 @@ fn a_real_paste_and_serve_command_become_a_checked_manifest() {
     assert_eq!(status, 200, "{alone}");
     assert_eq!(alone["manifest"]["workload"]["tensor_parallel_size"], 6);
     assert_eq!(alone["formats"], json!([]));
+
+    // TGI issue 398's "environment" is a sentence; vLLM issue 11560's log
+    // states the engine's release and workload.
+    let prose = corpus("tgi-398", "env.txt");
+    let log = corpus("vllm-11560", "env.txt");
+    let (status, both) = post(&server, &json!({ "env": prose, "log": log }));
+    assert_eq!(status, 200, "{both}");
+    assert_eq!(both["formats"], json!(["prose", "vllm-log"]), "{both}");
+    assert_eq!(both["manifest"]["accelerators"][0]["model"], "V100");
+    assert_eq!(both["manifest"]["workload"]["max_model_len"], 32768);
+    let vllm = both["manifest"]["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["name"] == "vllm");
+    assert_eq!(vllm.expect("vllm from the log")["version"], "0.6.4");
 }
 
 #[test]
