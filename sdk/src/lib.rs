@@ -46,9 +46,9 @@ pub mod prelude {
     pub use crate::outcome::{IntoOutcome, Outcome};
     pub use crate::text::CapabilityText;
     pub use crate::version::{
-        ComputeCapability, Dotted, Version, dotted_ge, dotted_lt, pep440_ge, pep440_lt,
+        ArchEntry, ComputeCapability, Dotted, Version, dotted_ge, dotted_lt, pep440_ge, pep440_lt,
     };
-    pub use crate::view::{Accelerator, Manifest, Package, Path, Unanswered, Workload};
+    pub use crate::view::{Accelerator, ArchList, Manifest, Package, Path, Unanswered, Workload};
     pub use alloc::string::String;
     pub use alloc::vec::Vec;
 }

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 
 use crate::abi;
 use crate::outcome::Outcome;
-use crate::version::{ComputeCapability, Dotted, Version};
+use crate::version::{ArchEntry, ComputeCapability, Dotted, Version, arch_entries};
 
 /// Builds a field path from parts without `core::fmt`.
 #[derive(Debug, PartialEq, Eq)]
@@ -78,6 +78,22 @@ pub struct Manifest {
     _private: (),
 }
 
+/// A CUDA arch list read from the manifest ([`Manifest::arch_list`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchList {
+    /// The entries that parse, in order.
+    pub entries: Vec<ArchEntry>,
+    /// Their text as listed, joined with `, ` (for messages).
+    pub text: String,
+}
+
+impl ArchList {
+    /// Whether any entry's code runs on a GPU of compute capability `device`.
+    pub fn covers(&self, device: ComputeCapability) -> bool {
+        self.entries.iter().any(|e| e.runs_on(device))
+    }
+}
+
 impl Manifest {
     #[doc(hidden)]
     pub const fn __new() -> Manifest {
@@ -141,6 +157,27 @@ impl Manifest {
     /// Elements of an array field, or members of an object field.
     pub fn len(&self, path: &str) -> Option<usize> {
         abi::field_len(path)
+    }
+
+    /// The CUDA arch list at `path` (`packages.torch.cuda_arch_list`,
+    /// `build.torch_cuda_arch_list`; an item may hold several archs,
+    /// `"8.0;9.0"`), or `None` when there is no list or nothing in it
+    /// parses (a list of names cannot be judged). Which GPUs it runs on is
+    /// [`ArchList::covers`], by PyTorch's rules ([`ArchEntry::runs_on`]).
+    pub fn arch_list(&self, path: &str) -> Option<ArchList> {
+        let n = self.len(path)?;
+        let mut list = ArchList { entries: Vec::new(), text: String::new() };
+        for i in 0..n {
+            let Some(item) = self.text(Path::new(path).index(i).as_str()) else { continue };
+            for (part, entry) in arch_entries(&item) {
+                if !list.text.is_empty() {
+                    list.text.push_str(", ");
+                }
+                list.text.push_str(part);
+                list.entries.push(entry);
+            }
+        }
+        (!list.entries.is_empty()).then_some(list)
     }
 
     /// Whether the field exists (and is not null).

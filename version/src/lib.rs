@@ -7,7 +7,8 @@
 //!   `2.12.0+cu126`, `0.6.3.post1`, `2.13.0.dev20260501`, `1!2.0`).
 //! * [`Dotted`]: plain dotted numbers: NVIDIA drivers (`570.86.15`), CUDA
 //!   (`12.8`), OS releases (`24.04`).
-//! * [`ComputeCapability`]: GPU compute capability (`8.6`, `sm_90`, `9.0a`).
+//! * [`ComputeCapability`]: GPU compute capability (`8.6`, `sm_90`, `9.0a`),
+//!   and [`ArchEntry`]: an entry of a CUDA arch list and the GPUs it runs on.
 //! * [`SemVer`]: Semantic Versioning, for Rust/npm-style tools.
 //! * [`Specifier`]: PEP 440 requirements such as `>=2.8,<2.11`.
 //!
@@ -30,6 +31,7 @@ extern crate std;
 use alloc::string::String;
 use core::fmt;
 
+mod arch;
 mod capability;
 mod dotted;
 pub mod name;
@@ -38,6 +40,7 @@ mod scan;
 mod semantic;
 mod specifier;
 
+pub use arch::{ArchEntry, arch_entries};
 pub use capability::ComputeCapability;
 pub use dotted::Dotted;
 pub use pep440::Version;

@@ -37,58 +37,6 @@ fn official_image(image: &str) -> bool {
     name.starts_with("vllm/vllm-openai") || name.starts_with("pytorch/pytorch")
 }
 
-/// One entry of an arch list: `8.0+PTX`, `9.0`, `sm_90a`, `compute_80`.
-struct Entry {
-    cc: ComputeCapability,
-    ptx: bool,
-}
-
-fn parse_entry(text: &str) -> Option<Entry> {
-    let t = text.trim();
-    let (body, ptx) = match t.strip_suffix("+PTX").or_else(|| t.strip_suffix("+ptx")) {
-        Some(body) => (body, true),
-        None => (t, t.starts_with("compute_")),
-    };
-    Some(Entry { cc: ComputeCapability::parse(body).ok()?, ptx })
-}
-
-/// Whether an entry's code runs on `device`, as torch-wheel-arch-list-lacks-gpu
-/// decides it (from torch/cuda/__init__.py at v2.15.0): a cubin for X.Y runs
-/// on X.Z with Z >= Y, arch-specific code (`9.0a`) only on its own SM, PTX on
-/// every GPU at or above it. Only GPUs below 8.0 reach this function, so the
-/// Jetson and 10.x/11.0 special cases of that rule do not arise.
-fn covers(entry: &Entry, device: ComputeCapability) -> bool {
-    if entry.cc.suffix().is_some() {
-        return entry.cc.sm() == device.sm();
-    }
-    if entry.ptx {
-        return entry.cc.sm() <= device.sm();
-    }
-    entry.cc.major == device.major && entry.cc.minor <= device.minor
-}
-
-/// The entries of the list at `path` and their text; `None` when there is
-/// no list or none of it parses (a list of names cannot be judged).
-fn read_list(m: &Manifest, path: &str) -> Option<(Vec<Entry>, String)> {
-    let n = m.len(path)?;
-    let mut entries = Vec::new();
-    let mut text = String::new();
-    for i in 0..n {
-        let Some(item) = m.text(Path::new(path).index(i).as_str()) else { continue };
-        // `build.torch_cuda_arch_list` entries may hold several archs ("8.0;9.0").
-        for part in item.split([';', ' ', ',']).filter(|p| !p.is_empty()) {
-            if let Some(entry) = parse_entry(part) {
-                if !text.is_empty() {
-                    text.push_str(", ");
-                }
-                text.push_str(part);
-                entries.push(entry);
-            }
-        }
-    }
-    (!entries.is_empty()).then_some((entries, text))
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
     if m.arch().as_deref() != Some("aarch64")
@@ -123,17 +71,17 @@ fn evaluate(m: &Manifest) -> Outcome {
     if cc >= ComputeCapability::new(8, 0) {
         return Outcome::clear();
     }
-    let (entries, archs, how, evidence) = if from_source {
+    let (list, how, evidence) = if from_source {
         // vLLM's CMake takes its CUDA archs from the flags torch derives from
         // TORCH_CUDA_ARCH_LIST (CMakeLists.txt, clear_cuda_arches). Without a
         // list it targets what it finds: not judged.
-        match read_list(m, SOURCE_LIST) {
-            Some((e, t)) => (e, t, "built from source with TORCH_CUDA_ARCH_LIST", SOURCE_LIST),
+        match m.arch_list(SOURCE_LIST) {
+            Some(list) => (list, "built from source with TORCH_CUDA_ARCH_LIST", SOURCE_LIST),
             None => return Outcome::clear(),
         }
     } else {
-        match read_list(m, VLLM_LIST) {
-            Some((e, t)) => (e, t, "an aarch64 build with CUDA code for", VLLM_LIST),
+        match m.arch_list(VLLM_LIST) {
+            Some(list) => (list, "an aarch64 build with CUDA code for", VLLM_LIST),
             None => {
                 return match vllm.version_in(HAS_AARCH64_WHEEL) {
                     // No PyPI aarch64 wheel this old: installed some other way.
@@ -143,7 +91,7 @@ fn evaluate(m: &Manifest) -> Outcome {
             }
         }
     };
-    if entries.iter().any(|e| covers(e, cc)) {
+    if list.covers(cc) {
         return Outcome::clear();
     }
     let mut label = String::from("vllm");
@@ -163,7 +111,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     outcome
         .param("vllm", &label)
         .param("how", how)
-        .param("archs", &archs)
+        .param("archs", &list.text)
         .param("gpu", &gpu_name)
         .param("cc", cc.write_to(&mut cc_buf))
 }

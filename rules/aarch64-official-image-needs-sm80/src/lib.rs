@@ -55,42 +55,10 @@ fn official_image(image: &str) -> Option<Stack> {
     }
 }
 
-/// Whether one arch-list entry's code runs on `cc` (below 8.0 here): a cubin
-/// of the same major and a minor not above it, PTX of an arch at or below it
-/// (torch/cuda/__init__.py rules, as torch-wheel-arch-list-lacks-gpu reads them).
-fn entry_covers(text: &str, cc: ComputeCapability) -> bool {
-    let t = text.trim();
-    let (body, ptx) = match t.strip_suffix("+PTX").or_else(|| t.strip_suffix("+ptx")) {
-        Some(body) => (body, true),
-        None => (t, t.starts_with("compute_")),
-    };
-    let Ok(code) = ComputeCapability::parse(body) else {
-        return false;
-    };
-    if code.suffix().is_some() {
-        code.sm() == cc.sm()
-    } else if ptx {
-        code.sm() <= cc.sm()
-    } else {
-        code.major == cc.major && code.minor <= cc.minor
-    }
-}
-
 /// `Some(covers)` for the list at `path`, `None` when there is no list or
 /// nothing in it parses (names only).
 fn list_covers(m: &Manifest, path: &str, cc: ComputeCapability) -> Option<bool> {
-    let n = m.len(path)?;
-    let mut parsed = false;
-    for i in 0..n {
-        let Some(item) = m.text(Path::new(path).index(i).as_str()) else { continue };
-        for part in item.split([';', ' ', ',']).filter(|p| !p.is_empty()) {
-            parsed |= ComputeCapability::parse(part.trim_end_matches("+PTX")).is_ok();
-            if entry_covers(part, cc) {
-                return Some(true);
-            }
-        }
-    }
-    parsed.then_some(false)
+    m.arch_list(path).map(|list| list.covers(cc))
 }
 
 /// Whether the image's build of `package` lacks code for `cc`: rebuilt from

@@ -22,43 +22,6 @@ use pitfall_sdk::prelude::*;
 const LIST: &str = "packages.torch.cuda_arch_list";
 const SOURCE_LIST: &str = "build.torch_cuda_arch_list";
 
-/// One entry of an arch list: `8.6`, `9.0+PTX`, `sm_90a`, `compute_90`.
-struct Entry {
-    cc: ComputeCapability,
-    ptx: bool,
-}
-
-fn parse_entry(text: &str) -> Option<Entry> {
-    let t = text.trim();
-    let (body, ptx) = match t.strip_suffix("+PTX").or_else(|| t.strip_suffix("+ptx")) {
-        Some(body) => (body, true),
-        None => (t, t.starts_with("compute_")),
-    };
-    let cc = ComputeCapability::parse(body).ok()?;
-    Some(Entry { cc, ptx })
-}
-
-/// Jetson integrated GPUs: no other cubin runs on them.
-fn is_igpu(sm: u32) -> bool {
-    matches!(sm, 53 | 62 | 72 | 87)
-}
-
-fn covers(entry: &Entry, device: ComputeCapability) -> bool {
-    let (code, dev) = (entry.cc.sm(), device.sm());
-    // 10.1 was renamed 11.0: code for either runs on both.
-    if matches!(code, 101 | 110) && matches!(dev, 101 | 110) {
-        return true;
-    }
-    if is_igpu(dev) || entry.cc.suffix() == Some('a') {
-        // Jetson iGPUs and arch-specific (`sm_90a`) code: exact match only.
-        return code == dev;
-    }
-    if entry.ptx {
-        return code <= dev;
-    }
-    entry.cc.major == device.major && entry.cc.minor <= device.minor && !(code == 100 && dev == 101)
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
     if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia")) {
@@ -76,36 +39,21 @@ fn evaluate(m: &Manifest) -> Outcome {
     }
     let from_source = m.built_from_source("torch");
     let path = if from_source { SOURCE_LIST } else { LIST };
-    let n = m.len(path).unwrap_or(0);
-    if n == 0 {
+    if m.len(path).unwrap_or(0) == 0 {
         // A source build without a list targets the GPUs it finds.
         return if from_source { Outcome::clear() } else { Outcome::needs(LIST) };
     }
-    let mut entries = Vec::new();
-    let mut archs = String::new();
-    for i in 0..n {
-        let Some(text) = m.text(Path::new(path).index(i).as_str()) else {
-            continue;
-        };
-        if let Some(entry) = parse_entry(&text) {
-            if !archs.is_empty() {
-                archs.push_str(", ");
-            }
-            archs.push_str(text.trim());
-            entries.push(entry);
-        }
-    }
     // A list of names only (`Turing`) cannot be checked.
-    if entries.is_empty() {
+    let Some(list) = m.arch_list(path) else {
         return Outcome::clear();
-    }
+    };
     let mut unknown: Option<Path> = None;
     for gpu in m.nvidia_gpus() {
         let Some(cc) = gpu.compute_capability() else {
             unknown.get_or_insert(gpu.field_path("compute_capability"));
             continue;
         };
-        if entries.iter().any(|e| covers(e, cc)) {
+        if list.covers(cc) {
             continue;
         }
         let mut label = String::from("torch");
@@ -125,7 +73,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         }
         return outcome
             .param("torch", &label)
-            .param("archs", &archs)
+            .param("archs", &list.text)
             .param("gpu", &name)
             .param("cc", cc.write_to(&mut buf));
     }
