@@ -58,6 +58,10 @@ fn sarif_of_the_g5g_validates_and_has_a_result_per_finding() {
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let log = stdout_json(&out);
     assert_valid(&validator, &log, "the G5g's SARIF log");
+    // The schema is strict enough to refuse a level SARIF does not have.
+    let mut wrong = log.clone();
+    wrong["runs"][0]["results"][0]["level"] = "critical".into();
+    assert!(!validator.is_valid(&wrong), "the SARIF schema accepts any level");
 
     let answer = stdout_json(&pitfall(&["check", &fixture(G5G), "--format", "json"]));
     let findings = answer["findings"].as_array().expect("findings");
