@@ -2,7 +2,9 @@
 //!
 //! The HTTP API v1 on the wire, once for both ends: the request and answer
 //! types the server serialises and the client deserialises ([`types`]; the
-//! check answer itself is the SDK's [`CheckResponse`]), and the signed rule
+//! check answer itself is the contract's [`CheckResponse`], the fix answer
+//! [`fix::FixResponse`]), the JSON Schemas of the CLI's `--format json`
+//! outputs that the server publishes ([`schemas`]), and the signed rule
 //! bundle that `GET /v1/bundle` serves and `pitfall bundle pull` verifies
 //! ([`bundle`], [`key`]).
 //!
@@ -10,7 +12,9 @@
 //! bytes; a change to a type is a change to the contract.
 
 pub mod bundle;
+pub mod fix;
 pub mod key;
+pub mod schemas;
 pub mod types;
 
 pub use bundle::{Bundle, BundleError, BundleIndex, BundleSigner, Freshness, SignedBundle};

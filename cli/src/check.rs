@@ -10,16 +10,18 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use pitfall_client::Client;
+use pitfall_client::api::schemas::{
+    CheckBatchEntry, CheckBatchOutput, CheckedManifest, UncheckedManifest,
+};
 use pitfall_client::api::types::{BatchItem, ErrorBody};
-use pitfall_contract::meta::Severity;
+use pitfall_contract::meta::{RuleMeta, Severity};
 use pitfall_contract::report::CheckResponse;
 use pitfall_contract::{Manifest, parse_manifest};
 use pitfall_engine::{Engine, RuleSet};
-use serde_json::Value;
 
 use crate::config::UserConfig;
 use crate::progress::Progress;
-use crate::{CheckArgs, FailOn, Format, bundle, rules, text};
+use crate::{CheckArgs, CheckFormat, FailOn, bundle, rules, sarif, text};
 
 /// Where the answers come from.
 enum Source {
@@ -51,6 +53,22 @@ impl Source {
         let engine = rules::engine()?;
         let set = offline_rules(&engine, args.rules.as_deref(), config, args.require_fresh)?;
         Ok(Source::Offline(engine, Box::new(set)))
+    }
+
+    /// A rule's metadata, when the rules are at hand (offline).
+    fn meta(&self, id: &str) -> Option<&RuleMeta> {
+        match self {
+            Source::Online(_) => None,
+            Source::Offline(_, set) => set.rules().iter().find(|r| r.id() == id).map(|r| r.meta()),
+        }
+    }
+
+    /// The registry's address, when checking online.
+    fn server(&self) -> Option<&str> {
+        match self {
+            Source::Online(client) => Some(client.base_url()),
+            Source::Offline(..) => None,
+        }
     }
 }
 
@@ -150,14 +168,20 @@ fn one(args: &CheckArgs, config: &UserConfig, path: &Path) -> anyhow::Result<Exi
     let (name, bytes) = read_manifest(path)?;
     let manifest =
         parse_manifest(&bytes).map_err(|e| anyhow::anyhow!("{name}: invalid manifest: {e}"))?;
-    let answer = match Source::resolve(args, config)? {
+    let source = Source::resolve(args, config)?;
+    let answer = match &source {
         Source::Online(client) => client.check_json(&bytes)?,
-        Source::Offline(engine, set) => set.check(&engine, manifest),
+        Source::Offline(engine, set) => set.check(engine, manifest),
     };
     if !args.quiet {
         match args.format {
-            Format::Json => outln!("{}", serde_json::to_string_pretty(&answer)?),
-            Format::Text => out!("{}", text::render(&name, &answer)),
+            CheckFormat::Json => outln!("{}", serde_json::to_string_pretty(&answer)?),
+            CheckFormat::Text => out!("{}", text::render(&name, &answer)),
+            CheckFormat::Sarif => {
+                let path = path.to_string_lossy();
+                let checked = [sarif::Checked { path: &path, text: &bytes, outcome: Ok(&answer) }];
+                print_sarif(&checked, &source)?;
+            }
         }
     }
     Ok(if fails(&answer, args.fail_on) { ExitCode::from(1) } else { ExitCode::SUCCESS })
@@ -176,8 +200,11 @@ fn batch(args: &CheckArgs, config: &UserConfig) -> anyhow::Result<ExitCode> {
     let names: Vec<String> = files.iter().map(|p| display_name(p)).collect();
     let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(files.len());
     let mut manifests: Vec<(usize, Manifest)> = Vec::new();
+    let mut texts: Vec<Vec<u8>> = Vec::with_capacity(files.len());
     for (i, path) in files.iter().enumerate() {
-        let parsed = read_manifest(path).map_err(|e| format!("{e:#}")).and_then(|(_, bytes)| {
+        let read = read_manifest(path).map_err(|e| format!("{e:#}"));
+        texts.push(read.as_ref().map(|(_, bytes)| bytes.clone()).unwrap_or_default());
+        let parsed = read.and_then(|(_, bytes)| {
             parse_manifest(&bytes).map_err(|e| format!("invalid manifest: {e}"))
         });
         match parsed {
@@ -197,7 +224,7 @@ fn batch(args: &CheckArgs, config: &UserConfig) -> anyhow::Result<ExitCode> {
     let mut progress = Progress::new(args.progress, args.quiet, files.len());
     let unreadable = files.len() - manifests.len();
     progress.update(unreadable);
-    match source {
+    match &source {
         Source::Online(client) => {
             let only: Vec<Manifest> = manifests.iter().map(|(_, m)| m.clone()).collect();
             let items = client.check_all(&only, |p| progress.update(unreadable + p.done))?;
@@ -210,7 +237,7 @@ fn batch(args: &CheckArgs, config: &UserConfig) -> anyhow::Result<ExitCode> {
         }
         Source::Offline(engine, set) => {
             for (done, (i, manifest)) in manifests.into_iter().enumerate() {
-                outcomes[i] = Some(Ok(set.check(&engine, manifest)));
+                outcomes[i] = Some(Ok(set.check(engine, manifest)));
                 progress.update(unreadable + done + 1);
             }
         }
@@ -228,7 +255,24 @@ fn batch(args: &CheckArgs, config: &UserConfig) -> anyhow::Result<ExitCode> {
             })
         })
         .collect();
-    report(args, &names, &outcomes)?;
+    if args.format == CheckFormat::Sarif && !args.quiet {
+        let paths: Vec<String> = files.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let checked: Vec<sarif::Checked<'_>> = paths
+            .iter()
+            .zip(&texts)
+            .zip(&outcomes)
+            .map(|((path, text), outcome)| sarif::Checked { path, text, outcome: outcome.as_ref() })
+            .collect();
+        print_sarif(&checked, &source)?;
+        // The log says it too, but a CI job's output should.
+        for (name, outcome) in names.iter().zip(&outcomes) {
+            if let Err(e) = outcome {
+                eprintln!("pitfall: {name}: {}", e.message);
+            }
+        }
+    } else {
+        report(args, &names, &outcomes)?;
+    }
     let failed = outcomes.iter().any(Result::is_err);
     let hit = outcomes.iter().any(|o| o.as_ref().is_ok_and(|a| fails(a, args.fail_on)));
     Ok(ExitCode::from(if failed { 2 } else { u8::from(hit) }))
@@ -244,24 +288,24 @@ fn report(args: &CheckArgs, names: &[String], outcomes: &[Outcome]) -> anyhow::R
         return Ok(());
     }
     match args.format {
-        Format::Json => {
+        CheckFormat::Json => {
             let results = names
                 .iter()
                 .zip(outcomes)
-                .map(|(name, outcome)| {
-                    let mut value = match outcome {
-                        Ok(answer) => serde_json::to_value(answer)?,
-                        Err(error) => serde_json::json!({ "error": error }),
-                    };
-                    if let Value::Object(fields) = &mut value {
-                        fields.insert("manifest".into(), Value::String(name.clone()));
-                    }
-                    Ok(value)
+                .map(|(name, outcome)| match outcome {
+                    Ok(answer) => CheckBatchEntry::Answer(Box::new(CheckedManifest {
+                        manifest: name.clone(),
+                        answer: answer.clone(),
+                    })),
+                    Err(error) => CheckBatchEntry::Error(UncheckedManifest {
+                        manifest: name.clone(),
+                        error: error.clone(),
+                    }),
                 })
-                .collect::<anyhow::Result<Vec<Value>>>()?;
-            outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "results": results }))?);
+                .collect();
+            outln!("{}", serde_json::to_string_pretty(&CheckBatchOutput { results })?);
         }
-        Format::Text => {
+        CheckFormat::Sarif | CheckFormat::Text => {
             for (name, outcome) in names.iter().zip(outcomes) {
                 match outcome {
                     Ok(answer) => out!("{}", text::render(name, answer)),
@@ -281,5 +325,13 @@ fn report(args: &CheckArgs, names: &[String], outcomes: &[Outcome]) -> anyhow::R
             );
         }
     }
+    Ok(())
+}
+
+/// Prints the SARIF log of `checked`, with rule descriptions from `source`.
+fn print_sarif(checked: &[sarif::Checked<'_>], source: &Source) -> anyhow::Result<()> {
+    let meta = |id: &str| source.meta(id);
+    let info = sarif::RuleInfo { meta: &meta, server: source.server() };
+    outln!("{}", serde_json::to_string_pretty(&sarif::log(checked, &info))?);
     Ok(())
 }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use pitfall_client::api::types::{ExplainResponse, ExplainedCause, ExplainedHole};
 use pitfall_contract::parse_manifest;
-use pitfall_contract::report::Finding;
 use pitfall_explain::outcome::{Outcome, general_finding};
 use pitfall_explain::{Explainer, SCORE_THRESHOLD};
 
@@ -43,22 +43,6 @@ pub(crate) struct ExplainArgs {
     format: Format,
 }
 
-/// One cause as printed.
-#[derive(Debug, serde::Serialize)]
-struct Printed {
-    rule_id: String,
-    score: f64,
-    signature: String,
-    matched: String,
-    lines: Vec<usize>,
-    line: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    outcome: Option<&'static str>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    missing: Vec<String>,
-    finding: Finding,
-}
-
 /// Runs `pitfall explain`: exit 1 when a known breakage explains the log,
 /// 0 when none does, 2 (through the caller) on bad input.
 pub(crate) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
@@ -84,7 +68,7 @@ pub(crate) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         Some(m) if !explanation.causes.is_empty() => Some(set.check(&engine, m)),
         _ => None,
     };
-    let mut printed: Vec<(u8, Printed)> = explanation
+    let mut printed: Vec<(u8, ExplainedCause)> = explanation
         .causes
         .iter()
         .map(|cause| {
@@ -95,14 +79,22 @@ pub(crate) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                 Some(Outcome::Undetermined(m)) => (general_finding(meta), m.clone()),
                 _ => (general_finding(meta), Vec::new()),
             };
-            let printed = Printed {
+            let printed = ExplainedCause {
                 rule_id: cause.rule_id.clone(),
                 score: (cause.score * 10_000.0).round() / 10_000.0,
                 signature: cause.signature.clone(),
                 matched: cause.filled.clone(),
+                holes: cause
+                    .holes
+                    .iter()
+                    .map(|(kind, value)| ExplainedHole {
+                        kind: (*kind).to_owned(),
+                        value: value.clone(),
+                    })
+                    .collect(),
                 lines: cause.lines.clone(),
                 line: cause.line_text.clone(),
-                outcome: outcome.as_ref().map(Outcome::name),
+                outcome: outcome.as_ref().map(|o| o.name().to_owned()),
                 missing,
                 finding,
             };
@@ -110,21 +102,21 @@ pub(crate) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     printed.sort_by_key(|(rank, _)| *rank);
-    let causes: Vec<Printed> = printed.into_iter().map(|(_, p)| p).collect();
+    // The answer `POST /v1/explain` gives, less the text search's leads
+    // (a registry's search; offline there is none).
+    let answer = ExplainResponse {
+        causes: printed.into_iter().map(|(_, p)| p).collect(),
+        threshold: SCORE_THRESHOLD,
+        lines_total: explanation.lines_total,
+        related: Vec::new(),
+        manifest_checked: check.is_some(),
+        ruleset_revision: set.revision().to_owned(),
+    };
     match args.format {
-        Format::Json => outln!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "causes": causes,
-                "threshold": SCORE_THRESHOLD,
-                "lines_total": explanation.lines_total,
-                "manifest_checked": check.is_some(),
-                "ruleset_revision": set.revision(),
-            }))?
-        ),
-        Format::Text => out!("{}", render(&causes, explanation.lines_total, check.is_some())),
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&answer)?),
+        Format::Text => out!("{}", render(&answer.causes, answer.lines_total, check.is_some())),
     }
-    Ok(if causes.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if answer.causes.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// The log from a file or standard input, bytes that are not UTF-8
@@ -147,7 +139,7 @@ fn read_log(path: &Path) -> anyhow::Result<String> {
     Ok(log)
 }
 
-fn render(causes: &[Printed], lines_total: usize, checked: bool) -> String {
+fn render(causes: &[ExplainedCause], lines_total: usize, checked: bool) -> String {
     let mut out = String::new();
     if causes.is_empty() {
         let _ = writeln!(
@@ -171,7 +163,7 @@ fn render(causes: &[Printed], lines_total: usize, checked: bool) -> String {
         let _ = writeln!(out, "   line {}: {}", lines.join(", "), c.line);
         let _ = writeln!(out, "   matches: {}", c.matched);
         if checked {
-            let verdict = match c.outcome {
+            let verdict = match c.outcome.as_deref() {
                 Some("matched") => "your setup has this breakage".to_owned(),
                 Some("clear") => "your setup does not have this breakage".to_owned(),
                 Some("undetermined") => {

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::ValueEnum;
 use pitfall_contract::parse_manifest;
-use pitfall_fix::{FixAnswer, Plan, Status};
+use pitfall_fix::{FixResponse, Plan, Status};
 
 use crate::config::UserConfig;
 
@@ -86,7 +86,7 @@ pub(crate) fn run(args: &FixArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The text report of a fix.
-pub(crate) fn render(name: &str, answer: &FixAnswer) -> String {
+pub(crate) fn render(name: &str, answer: &FixResponse) -> String {
     let mut out = String::new();
     let headline = match answer.status {
         Status::Clear => "no error to fix",

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 /// `print!` that ends the command quietly on a broken pipe (see `stdout`).
 macro_rules! out {
@@ -34,7 +34,9 @@ mod fix;
 mod progress;
 mod rule;
 mod rules;
+mod sarif;
 mod scan;
+mod shell;
 mod stdout;
 mod text;
 
@@ -75,6 +77,12 @@ enum Command {
     /// List the rules (those built into this binary, or --rules): each
     /// one's component, sources and the date its boundaries were checked.
     Catalogue(catalogue::CatalogueArgs),
+    /// Print a shell completion script: bash, zsh, fish, elvish or
+    /// powershell (e.g. `pitfall completions bash > /etc/bash_completion.d/pitfall`).
+    Completions(shell::CompletionsArgs),
+    /// Print the man page (roff), or write one page per command into a
+    /// folder with --dir (`pitfall.1`, `pitfall-check.1`, ...).
+    Man(shell::ManArgs),
 }
 
 /// Output formats.
@@ -84,6 +92,19 @@ enum Format {
     Text,
     /// The /v1/check answer.
     Json,
+}
+
+/// Output formats of `check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CheckFormat {
+    /// For people: findings grouped by severity, with remedies.
+    Text,
+    /// The /v1/check answer (with --batch: `{"results": [...]}`); its
+    /// schema is served at /v1/schemas/check.json.
+    Json,
+    /// SARIF 2.1.0, for GitHub code scanning and GitLab: a result per
+    /// finding, located in the manifest.
+    Sarif,
 }
 
 /// The least severity that makes `check` exit 1.
@@ -124,7 +145,7 @@ struct CheckArgs {
     rules: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
-    format: Format,
+    format: CheckFormat,
     /// Exit 1 when a finding is at least this severe.
     #[arg(long, value_enum, default_value = "error")]
     fail_on: FailOn,
@@ -151,6 +172,8 @@ fn main() -> ExitCode {
         Command::Bundle(command) => bundle::run(&command),
         Command::Rule(command) => rule::run(&command),
         Command::Catalogue(args) => catalogue::run(&args),
+        Command::Completions(args) => shell::completions(&args, &mut Cli::command()),
+        Command::Man(args) => shell::man(&args, &Cli::command()),
         Command::Schema => {
             let schema = pitfall_contract::manifest_schema();
             serde_json::to_string_pretty(&schema)

@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod ci_output;
 mod provision;
 
 /// `pitfall` without the user's settings: no config file, no pulled

@@ -3,9 +3,11 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use pitfall_api::fix::{FixRequest, FixResponse};
 use pitfall_api::types::{
-    AccountView, BatchItem, BatchResponse, ErrorBody, ErrorEnvelope, Health, LimitsView,
-    ReviewRequest, RuleDetail, SearchQuery, SearchResponse, VersionDetail,
+    AccountView, BatchItem, BatchResponse, ErrorBody, ErrorEnvelope, ExplainRequest,
+    ExplainResponse, Health, LimitsView, ReviewRequest, RuleDetail, SearchQuery, SearchResponse,
+    VersionDetail,
 };
 use pitfall_contract::Manifest;
 use pitfall_contract::report::CheckResponse;
@@ -361,6 +363,32 @@ impl Client {
             progress(Progress { done: results.len(), total });
         }
         Ok(results)
+    }
+
+    /// `POST /v1/explain`: the rules whose error signatures explain a log,
+    /// best first; with `request.manifest`, each also evaluated on it.
+    pub fn explain(&self, request: &ExplainRequest) -> Result<ExplainResponse, Error> {
+        let body = serde_json::to_vec(request).map_err(|e| Error::Request(e.to_string()))?;
+        // Reads only: a retry cannot do anything twice.
+        self.json(&self.call("POST", "/v1/explain", Some((JSON, &body)), Idempotence::Idempotent))
+    }
+
+    /// `POST /v1/fix`: the nearest configuration that passes, for one
+    /// manifest (v1).
+    pub fn fix(&self, manifest: &FixRequest) -> Result<FixResponse, Error> {
+        let body = serde_json::to_vec(manifest).map_err(|e| Error::Request(e.to_string()))?;
+        self.fix_json(&body)
+    }
+
+    /// `POST /v1/fix` with a manifest's JSON text as it is (the server
+    /// parses and validates it).
+    pub fn fix_json(&self, manifest_json: &[u8]) -> Result<FixResponse, Error> {
+        self.json(&self.call(
+            "POST",
+            "/v1/fix",
+            Some((JSON, manifest_json)),
+            Idempotence::Idempotent,
+        ))
     }
 
     /// `GET /v1/rules`: search by text and filters.

@@ -2,7 +2,8 @@
 //!
 //! A typed client of the Pitfall registry's HTTP API v1, for the `pitfall`
 //! CLI and any Rust provisioning tool: checks (one, a batch, or a fleet in
-//! batches that fit the server's limits), rule search and details, module
+//! batches that fit the server's limits), explain a log, fix a manifest
+//! (the nearest configuration that passes), rule search and details, module
 //! bytes, publish, review (approve, reject, yank), whoami, and the signed
 //! bundle with conditional fetch.
 //!

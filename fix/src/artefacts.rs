@@ -4,43 +4,10 @@
 //! the environment variables, and the container settings as `docker run`
 //! flags and a compose fragment.
 
+use pitfall_api::fix::{Artefacts, EnvChange};
 use pitfall_contract::Manifest;
 use pitfall_contract::manifest::Workload;
 use pitfall_version::name::package_key;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-/// The artefacts of a plan; each is absent when the manifest lacks its
-/// inputs or the plan does not touch it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Artefacts {
-    /// `vllm serve MODEL --flag value ...`, for a vLLM workload with a model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vllm_serve: Option<String>,
-    /// A pip constraints file (`pip install -c FILE ...`): each package
-    /// the plan installs or moves, at its version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pip_constraints: Option<String>,
-    /// The environment variables the plan sets (`value` absent: unset it).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<EnvChange>,
-    /// The container settings the plan changes, as `docker run` flags.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub docker_run_flags: Option<String>,
-    /// The same settings as a compose fragment.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compose: Option<String>,
-}
-
-/// One environment variable to set or unset.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct EnvChange {
-    /// The variable.
-    pub name: String,
-    /// Its value; absent: unset it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
-}
 
 /// The artefacts for the plan that turned `before` into `after`.
 pub(crate) fn artefacts(before: &Manifest, after: &Manifest) -> Artefacts {

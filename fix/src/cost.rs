@@ -1,4 +1,6 @@
-//! The cost model: what a change asks of the person who makes it.
+//! The cost model: what a change asks of the person who makes it. Its
+//! types ([`Cost`], [`Tier`]) are the answer's, so they live in
+//! `pitfall-api`; which tier a change falls in is decided here.
 //!
 //! Every change falls in one tier, cheapest first:
 //!
@@ -18,49 +20,11 @@
 //! changes, then by how far their versions are from the lowest each
 //! remedy names (so the lowest version that passes wins).
 
-use std::cmp::Ordering;
-
+use pitfall_api::fix::Tier;
 use pitfall_contract::Manifest;
 use pitfall_contract::actions::Action;
 use pitfall_version::Version;
 use pitfall_version::name::package_key;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-/// How expensive one change is (see the module's documentation).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Tier {
-    /// A flag, a workload setting, an environment variable.
-    FlagOrEnv,
-    /// A pin or upgrade within the installed major release.
-    SameMajor,
-    /// Any other package change.
-    Package,
-    /// The container image, the driver or the OS.
-    Platform,
-    /// Another accelerator or host.
-    Hardware,
-}
-
-impl Tier {
-    /// Every tier, cheapest first.
-    pub const ALL: [Tier; 5] =
-        [Tier::FlagOrEnv, Tier::SameMajor, Tier::Package, Tier::Platform, Tier::Hardware];
-
-    /// For people.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Tier::FlagOrEnv => "flag or environment",
-            Tier::SameMajor => "version within the same major release",
-            Tier::Package => "package change",
-            Tier::Platform => "image, OS or driver",
-            Tier::Hardware => "hardware",
-        }
-    }
-}
 
 /// The tier of `action`, which turned `before` into `after`.
 pub(crate) fn tier(action: &Action, before: &Manifest, after: &Manifest) -> Tier {
@@ -99,102 +63,10 @@ pub(crate) fn installed(manifest: &Manifest, package: &str) -> Option<Version> {
         .and_then(|v| Version::parse(v).ok())
 }
 
-/// What a plan costs: its changes per tier, their number, and how far its
-/// versions are from the lowest its remedies name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct Cost {
-    /// Flags, workload settings and environment variables.
-    pub flag_or_env: u32,
-    /// Pins and upgrades within the installed major release.
-    pub same_major: u32,
-    /// Other package changes.
-    pub package: u32,
-    /// Image, OS or driver changes.
-    pub platform: u32,
-    /// Hardware changes (only in the "on other hardware" answer).
-    pub hardware: u32,
-    /// Every change.
-    pub changes: u32,
-    /// How many release steps above the lowest version each remedy names
-    /// the plan's versions are (0: every version is the lowest named).
-    pub version_steps: u32,
-}
-
-impl Cost {
-    /// Adds one change of `tier`.
-    pub fn add(&mut self, tier: Tier) {
-        *self.slot(tier) += 1;
-        self.changes += 1;
-    }
-
-    fn slot(&mut self, tier: Tier) -> &mut u32 {
-        match tier {
-            Tier::FlagOrEnv => &mut self.flag_or_env,
-            Tier::SameMajor => &mut self.same_major,
-            Tier::Package => &mut self.package,
-            Tier::Platform => &mut self.platform,
-            Tier::Hardware => &mut self.hardware,
-        }
-    }
-
-    /// The changes of `tier`.
-    pub fn of(&self, tier: Tier) -> u32 {
-        match tier {
-            Tier::FlagOrEnv => self.flag_or_env,
-            Tier::SameMajor => self.same_major,
-            Tier::Package => self.package,
-            Tier::Platform => self.platform,
-            Tier::Hardware => self.hardware,
-        }
-    }
-
-    /// This cost plus `other`.
-    pub fn plus(&self, other: &Cost) -> Cost {
-        Cost {
-            flag_or_env: self.flag_or_env + other.flag_or_env,
-            same_major: self.same_major + other.same_major,
-            package: self.package + other.package,
-            platform: self.platform + other.platform,
-            hardware: self.hardware + other.hardware,
-            changes: self.changes + other.changes,
-            version_steps: self.version_steps + other.version_steps,
-        }
-    }
-
-    /// One line for people: `2 flag or environment, 1 package change`.
-    pub fn summary(&self) -> String {
-        let parts: Vec<String> = Tier::ALL
-            .iter()
-            .rev()
-            .filter(|t| self.of(**t) > 0)
-            .map(|t| format!("{} {}", self.of(*t), t.describe()))
-            .collect();
-        if parts.is_empty() { "no change".to_owned() } else { parts.join(", ") }
-    }
-}
-
-impl Ord for Cost {
-    fn cmp(&self, other: &Cost) -> Ordering {
-        Tier::ALL
-            .iter()
-            .rev()
-            .map(|t| self.of(*t).cmp(&other.of(*t)))
-            .find(|o| o.is_ne())
-            .unwrap_or(Ordering::Equal)
-            .then(self.changes.cmp(&other.changes))
-            .then(self.version_steps.cmp(&other.version_steps))
-    }
-}
-
-impl PartialOrd for Cost {
-    fn partial_cmp(&self, other: &Cost) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pitfall_api::fix::Cost;
 
     fn manifest(json: &str) -> Manifest {
         serde_json::from_str(json).expect("test manifest parses")

@@ -12,23 +12,25 @@ mod artefacts;
 mod cost;
 mod options;
 mod patch;
-mod plan;
 mod search;
 
 use pitfall_contract::Manifest;
 use pitfall_contract::report::CheckResponse;
 use pitfall_engine::{Engine, PastDeadline, RuleSet};
 
-pub use artefacts::{Artefacts, EnvChange, vllm_serve};
-pub use cost::{Cost, Tier};
+pub use artefacts::vllm_serve;
 pub use options::VERSION_CHOICES;
 pub use patch::merge_patch;
-pub use plan::{Conflict, FixAnswer, Leaves, Plan, RuleRef, Status, Step, UnavailableRemedy};
+// The answer's types are the API's: the server sends them, the client reads them.
+pub use pitfall_api::fix::{
+    Artefacts, Conflict, Cost, EnvChange, FixResponse, Leaves, Plan, RuleRef, Status, Step, Tier,
+    UnavailableRemedy,
+};
 pub use search::{EVALUATION_BOUND, FixError, solve, solve_within};
 
 /// The fix of `manifest` (as the client sent it) against `rules`, every
 /// candidate checked with [`RuleSet::check`].
-pub fn fix(engine: &Engine, rules: &RuleSet, manifest: &Manifest) -> FixAnswer {
+pub fn fix(engine: &Engine, rules: &RuleSet, manifest: &Manifest) -> FixResponse {
     let mut check =
         |m: Manifest| -> Result<CheckResponse, PastDeadline> { Ok(rules.check(engine, m)) };
     match solve(manifest, rules, &mut check) {

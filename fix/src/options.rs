@@ -16,7 +16,8 @@ use pitfall_facts::models::{self, Model};
 use pitfall_version::{Specifier, Version};
 use serde_json::Value;
 
-use crate::cost::{Cost, Tier, tier};
+use crate::cost::tier;
+use pitfall_api::fix::{Cost, Tier};
 
 /// How many releases of a package one version choice may try, lowest
 /// first: enough to step over a release another rule flags, few enough to

@@ -28,9 +28,11 @@ use pitfall_contract::report::{CheckResponse, Finding};
 use pitfall_engine::{PastDeadline, RuleSet};
 
 use crate::artefacts::artefacts;
-use crate::cost::{Cost, Tier};
 use crate::options::{self, Applied, Candidate};
-use crate::plan::{Conflict, FixAnswer, Leaves, Plan, RuleRef, Status, Step, UnavailableRemedy};
+use pitfall_api::fix::{
+    Conflict, FixResponse, Leaves, Plan, RuleRef, Status, Step, UnavailableRemedy,
+};
+use pitfall_api::fix::{Cost, Tier};
 
 /// The most manifests one fix may check. Each is one check of the whole
 /// rule set; the bound keeps a request's time within a few hundred checks.
@@ -144,7 +146,7 @@ pub fn solve(
     manifest: &Manifest,
     rules: &RuleSet,
     check: &mut dyn FnMut(Manifest) -> Result<CheckResponse, PastDeadline>,
-) -> Result<FixAnswer, FixError> {
+) -> Result<FixResponse, FixError> {
     solve_within(manifest, rules, EVALUATION_BOUND, check)
 }
 
@@ -154,7 +156,7 @@ pub fn solve_within(
     rules: &RuleSet,
     bound: u32,
     check: &mut dyn FnMut(Manifest) -> Result<CheckResponse, PastDeadline>,
-) -> Result<FixAnswer, FixError> {
+) -> Result<FixResponse, FixError> {
     let revision = rules.revision();
     let mut checker = Checker { check, memo: HashMap::new(), used: 0, bound, bound_hit: false };
     let mut notes = Notes::default();
@@ -212,7 +214,7 @@ pub fn solve_within(
     } else {
         notes.conflicts.into_iter().take(MAX_CONFLICTS).collect()
     };
-    Ok(FixAnswer {
+    Ok(FixResponse {
         status,
         errors_before,
         plan,
@@ -227,8 +229,8 @@ pub fn solve_within(
     })
 }
 
-fn answer_without_check(revision: &str, checker: &Checker<'_>) -> FixAnswer {
-    FixAnswer {
+fn answer_without_check(revision: &str, checker: &Checker<'_>) -> FixResponse {
+    FixResponse {
         status: Status::NoPlan,
         errors_before: Vec::new(),
         plan: None,

@@ -10,7 +10,7 @@ use pitfall_contract::meta::{Expect, Severity};
 use pitfall_contract::report::CheckResponse;
 use pitfall_contract::{Manifest, manifest_from_value, parse_manifest};
 use pitfall_engine::{Engine, Limits, RuleSet};
-use pitfall_fix::{FixAnswer, Status, Tier, fix};
+use pitfall_fix::{FixResponse, Status, Tier, fix};
 
 fn rules() -> &'static (Engine, RuleSet) {
     static RULES: OnceLock<(Engine, RuleSet)> = OnceLock::new();
@@ -82,7 +82,7 @@ fn judge(
     rule_id: &str,
     severity: Severity,
     manifest: &Manifest,
-    answer: &FixAnswer,
+    answer: &FixResponse,
 ) -> Option<String> {
     match answer.status {
         Status::Clear | Status::Plan => {

@@ -27,6 +27,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/manifest/from-text", post(api::from_text::from_text))
         .route("/v1/fix", post(api::fix::fix))
         .route("/v1/explain", post(api::explain::explain))
+        .route("/v1/schemas/{name}", get(api::schemas::schema))
         .route("/v1/rules", get(api::rules::search).post(api::rules::publish))
         .route("/v1/catalogue", get(api::rules::catalogue))
         .route("/v1/rules/{id}", get(api::rules::rule))

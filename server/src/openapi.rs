@@ -67,6 +67,7 @@ fn text(_: &mut SchemaGenerator) -> Schema {
 const JSON: &str = "application/json";
 const WASM: &str = "application/wasm";
 const BUNDLE: &str = pitfall_api::bundle::MEDIA_TYPE;
+const SCHEMA: &str = pitfall_api::schemas::MEDIA_TYPE;
 
 macro_rules! op {
     ($method:literal $path:literal, $access:ident, $summary:literal,
@@ -105,9 +106,11 @@ pub fn operations() -> Vec<Operation> {
         op!("POST" "/v1/manifest/from-text", Anonymous, "Build a manifest from an environment paste (collect_env, sglang.check_env, TGI --env, nvidia-smi) and a serve command; names what they did not say. Identifiers are redacted; nothing is stored.",
             request: Some((JSON, schema::<FromTextRequest>)), query: None, response: 200 JSON => schema::<FromTextResponse>),
         op!("POST" "/v1/fix", Anonymous, "The nearest configuration that passes: the cheapest remedies that clear every error finding of one manifest (v1), with the patched manifest, the ordered steps, what they leave, their cost and the commands; at most 256 checks, within the request's time bound.",
-            request: Some((JSON, schema::<Manifest>)), query: None, response: 200 JSON => schema::<pitfall_fix::FixAnswer>),
+            request: Some((JSON, schema::<Manifest>)), query: None, response: 200 JSON => schema::<pitfall_fix::FixResponse>),
         op!("POST" "/v1/explain", Anonymous, "Explain a pasted log (at most 256 KiB; JSON, or the log as text/plain): the rules whose error signatures match it, ranked, each with the matched lines, the signature filled with the log's values and the finding with its remedies; with a manifest, each evaluated on it too (matched first). Below the threshold nothing is returned, and `related` offers the text search's leads.",
             request: Some((JSON, schema::<ExplainRequest>)), query: None, response: 200 JSON => schema::<ExplainResponse>),
+        op!("GET" "/v1/schemas/{name}", Anonymous, "The JSON Schema (2020-12, with `$id`) of a CLI command's `--format json` output: check.json, scan.json, explain.json or fix.json.",
+            request: None, query: None, response: 200 SCHEMA => |_| schemars::json_schema!({ "type": "object" })),
         op!("GET" "/v1/rules", Anonymous, "Search rules by text (titles, summaries, error signatures) and filters.",
             request: None, query: Some(schema::<SearchQuery>), response: 200 JSON => schema::<SearchResponse>),
         op!("POST" "/v1/rules", Token, "Publish a module (the body is the .wasm); its metadata is read from the module. Stored as pending.",
@@ -248,11 +251,16 @@ const OPTIONAL_BODY: &[&str] = &[
     "/v1/rules/{id}/versions/{version}/yank",
 ];
 
-/// A path parameter's schema: token ids are integers; rule ids, versions
-/// and account names are strings.
+/// A path parameter's schema: token ids are integers; a schema's name is
+/// one of those published; rule ids, versions and account names are
+/// strings.
 fn path_param_schema(path: &str, name: &str) -> Value {
     if path.starts_with("/v1/tokens/") && name == "id" {
         json!({ "type": "integer", "format": "int64" })
+    } else if path.starts_with(pitfall_api::schemas::PATH_PREFIX) {
+        let names: Vec<&str> =
+            pitfall_api::schemas::Output::ALL.iter().map(|o| o.file_name()).collect();
+        json!({ "type": "string", "enum": names })
     } else {
         json!({ "type": "string" })
     }

@@ -7,7 +7,8 @@
 //!   active toolchain has no wasm32 target: Debian's rustc-web route; and
 //!   Debian's chromium and chromium-driver for the web pages' browser tests,
 //!   fonts-dejavu-core for the text of pitfall-bench's plot, clang + lld
-//!   for rules written in C; and schemathesis, pinned, in a virtualenv
+//!   for rules written in C, groff-base's nroff to render the man page in
+//!   the CLI's tests; and schemathesis, pinned, in a virtualenv
 //!   under `target/schemathesis`, for the server's API conformance test).
 //! - `serve [ARGS]`: install the wasm toolchain if it is missing (as
 //!   `setup` does, and only that), then `cargo run -p pitfall-server --
@@ -57,6 +58,7 @@ fn setup() -> anyhow::Result<pitfall_wasm_build::Toolchain> {
     ensure_packages("the browser tests", BROWSER_PACKAGES, BROWSER_BINARIES, install)?;
     ensure_packages("the benchmark plot", FONT_PACKAGES, FONT_FILES, install)?;
     ensure_packages("the C example rule", C_PACKAGES, C_BINARIES, install)?;
+    ensure_packages("the man page test", MAN_PACKAGES, MAN_BINARIES, install)?;
     ensure_schemathesis(install)?;
     Ok(toolchain)
 }
@@ -147,6 +149,11 @@ const FONT_FILES: &[&str] = &["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"]
 const C_PACKAGES: &[&str] = &["clang", "lld"];
 /// What those packages install.
 const C_BINARIES: &[&str] = &["/usr/bin/clang", "/usr/bin/wasm-ld"];
+
+/// What renders `pitfall man`'s roff in the CLI's tests (`nroff -man`).
+const MAN_PACKAGES: &[&str] = &["groff-base"];
+/// What that package installs.
+const MAN_BINARIES: &[&str] = &["/usr/bin/nroff"];
 
 /// Installs Debian `packages` with apt-get (as root) when any of `files`
 /// is missing; with `install` false, names the packages instead.

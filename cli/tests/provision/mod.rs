@@ -15,14 +15,14 @@ use serde_json::Value;
 use crate::{command, fixture};
 
 /// A registry shared by these tests; it lives as long as the process.
-struct Registry {
-    url: String,
+pub(crate) struct Registry {
+    pub(crate) url: String,
     key: String,
     _runtime: tokio::runtime::Runtime,
     _running: pitfall_server::server::Running,
 }
 
-fn registry() -> &'static Registry {
+pub(crate) fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
         // A fixed data dir under target/tmp: its compiled-module cache and

@@ -1,7 +1,7 @@
 //! Every typed call against a real server: answers decode into the shared
 //! wire types, and the server's error envelope arrives intact.
 
-use pitfall_api::types::{BatchItem, SearchQuery};
+use pitfall_api::types::{BatchItem, ExplainRequest, SearchQuery};
 use pitfall_api::{Bundle, PublicKey};
 use pitfall_client::{BundleFetch, Client, Progress};
 use pitfall_contract::parse_manifest;
@@ -123,4 +123,54 @@ fn fleets_are_split_into_batches_the_server_accepts_and_answered_in_order() {
         let BatchItem::Answer(answer) = item else { panic!("{i}: {item:?}") };
         assert_eq!(answer.has_errors(), i % 2 == 0, "manifest {i}");
     }
+}
+
+#[test]
+fn explain_and_fix_answer_in_the_shared_types() {
+    let live = Live::start(&[]);
+    let client = Client::new(&live.url).expect("client");
+    let revision = client.health().expect("health").ruleset_revision;
+    let g5g_text = fixture("g5g-gemma4-vllm0271.json");
+    let g5g = parse_manifest(&g5g_text).expect("manifest");
+
+    // A real log line of the driver rule's signature, explained, then
+    // evaluated on the G5g, which has that breakage.
+    let log = "Traceback (most recent call last):\n  File \"serve.py\", line 3, in <module>\n    torch.zeros(1).cuda()\nRuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx\n";
+    let plain =
+        client.explain(&ExplainRequest { log: log.into(), manifest: None }).expect("explain");
+    assert_eq!(plain.causes.first().map(|c| c.rule_id.as_str()), Some("cuda-driver-too-old"));
+    let cause = &plain.causes[0];
+    assert!(cause.holes.iter().any(|h| h.kind == "int" && h.value == "11040"), "{cause:?}");
+    assert_eq!(cause.lines, vec![4]);
+    assert!(!plain.manifest_checked);
+    assert_eq!(plain.ruleset_revision, revision);
+    let manifest = serde_json::from_slice(&g5g_text).expect("json");
+    let with_setup = client
+        .explain(&ExplainRequest { log: log.into(), manifest: Some(manifest) })
+        .expect("explain with a manifest");
+    assert!(with_setup.manifest_checked);
+    assert_eq!(with_setup.causes[0].outcome.as_deref(), Some("matched"));
+    let empty = client
+        .explain(&ExplainRequest { log: String::new(), manifest: None })
+        .expect_err("an empty log");
+    assert_eq!((empty.status(), empty.code()), (Some(400), Some("empty_log")), "{empty}");
+
+    // The fix of the G5g against the seeded rules: the error it has now is
+    // named, and a plan that clears errors is one the server checks clean.
+    let fixed = client.fix(&g5g).expect("fix");
+    assert_eq!(fixed.ruleset_revision, revision);
+    let before: Vec<&str> = fixed.errors_before.iter().map(|r| r.rule_id.as_str()).collect();
+    assert_eq!(before, vec!["cuda-driver-too-old"], "{fixed:?}");
+    assert!(fixed.evaluations >= 1 && fixed.evaluations <= fixed.evaluation_bound, "{fixed:?}");
+    let plan = fixed.plan.as_ref().expect("a plan on this hardware");
+    assert!(fixed.status.clears_errors() && plan.clears_errors, "{fixed:?}");
+    assert!(!plan.steps.is_empty());
+    assert!(plan.steps.iter().any(|s| s.answers.rule_id == "cuda-driver-too-old"), "{plan:?}");
+    let after = client.check(&plan.patched_manifest).expect("check the patched manifest");
+    assert!(!after.has_errors(), "the patched manifest still errs: {after:?}");
+    assert_eq!(client.fix_json(&g5g_text).expect("fix as text"), fixed);
+
+    let bad = client.fix_json(br#"{"manifest_version": 1, "packages": 3}"#).expect_err("invalid");
+    assert_eq!((bad.status(), bad.code()), (Some(400), Some("invalid_manifest")), "{bad}");
+    assert!(bad.message().contains("packages"), "{bad}");
 }

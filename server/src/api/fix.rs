@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::extract::{Extension, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use pitfall_fix::{FixAnswer, FixError};
+use pitfall_fix::{FixError, FixResponse};
 
 use crate::admission::read_body;
 use crate::error::AppError;
@@ -29,7 +29,7 @@ pub(crate) async fn fix_answer(
     state: &AppState,
     deadline: RequestDeadline,
     body: Body,
-) -> Result<FixAnswer, AppError> {
+) -> Result<FixResponse, AppError> {
     let limit = state.limits().max_manifest_bytes.min(state.limits().max_body_bytes);
     let body = read_body(body, limit).await?;
     let manifest = super::check::read_manifest(&body)?;

@@ -9,4 +9,5 @@ pub mod from_text;
 pub mod ops;
 pub mod review;
 pub mod rules;
+pub mod schemas;
 pub mod types;

@@ -19,7 +19,7 @@ use axum::response::Response;
 use minijinja::{Value, context};
 use pitfall_contract::report::CheckResponse;
 use pitfall_facts::gpus::{self, Resolution};
-use pitfall_fix::{FixAnswer, Status};
+use pitfall_fix::{FixResponse, Status};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -288,13 +288,13 @@ pub(crate) async fn run_fix(
     state: &AppState,
     deadline: RequestDeadline,
     json: String,
-) -> Result<FixAnswer, AppError> {
+) -> Result<FixResponse, AppError> {
     api::fix::fix_answer(state, deadline, Body::from(json)).await
 }
 
 /// "How to make it work": the plan's steps and commands, or why there is
 /// none on this hardware and the plan on other hardware.
-pub(crate) fn fix_view(answer: &FixAnswer) -> Value {
+pub(crate) fn fix_view(answer: &FixResponse) -> Value {
     fn plan(plan: &pitfall_fix::Plan) -> Value {
         context! {
             cost => plan.cost_summary,

@@ -741,6 +741,35 @@ async fn identical_manifests_are_answered_from_the_cache_until_the_revision_move
 }
 
 #[tokio::test]
+async fn the_cli_output_schemas_are_served_with_their_id() {
+    let limits = ServerLimits {
+        public_url: Some("https://pitfall.example.org/".into()),
+        ..ServerLimits::default()
+    };
+    let h = Harness::with_limits(crate::common::sqlite(), limits).await;
+    for name in ["check.json", "scan.json", "explain.json", "fix.json"] {
+        let request =
+            Request::get(format!("/v1/schemas/{name}")).body(Body::empty()).expect("request");
+        let response = app(h.state.clone()).oneshot(request).await.expect("answered");
+        assert_eq!(response.status(), StatusCode::OK, "{name}");
+        assert_eq!(
+            response.headers().get("content-type").and_then(|v| v.to_str().ok()),
+            Some("application/schema+json"),
+            "{name}"
+        );
+        let body = response.into_body().collect().await.expect("body").to_bytes();
+        let schema: Value = serde_json::from_slice(&body).expect("JSON");
+        assert_eq!(schema["$id"], format!("https://pitfall.example.org/v1/schemas/{name}"));
+        assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    }
+    let (status, answer) = h.call(Method::GET, "/v1/schemas/manifest.json", None, "").await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+}
+
+#[tokio::test]
 async fn openapi_lists_every_route_and_every_route_is_listed() {
     let h = Harness::new(crate::common::sqlite()).await;
     let (status, doc) = h.call(Method::GET, "/v1/openapi.json", None, "").await;
