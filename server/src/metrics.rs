@@ -51,7 +51,7 @@ struct OutcomeLabels {
 }
 
 fn latency_histogram() -> Histogram {
-    Histogram::new(LATENCY_BUCKETS.into_iter())
+    Histogram::new(LATENCY_BUCKETS)
 }
 
 /// The server's metrics (cheap to update from any thread).
@@ -78,9 +78,9 @@ impl Default for Metrics {
             check_cache_hits: Counter::default(),
             rule_errors: Counter::default(),
             publishes: Family::default(),
-            check_seconds: Histogram::new(LATENCY_BUCKETS.into_iter()),
-            rules_evaluated: Histogram::new(RULES_BUCKETS.into_iter()),
-            memo_hit_ratio: Histogram::new(RATIO_BUCKETS.into_iter()),
+            check_seconds: Histogram::new(LATENCY_BUCKETS),
+            rules_evaluated: Histogram::new(RULES_BUCKETS),
+            memo_hit_ratio: Histogram::new(RATIO_BUCKETS),
         }
     }
 }

@@ -5,6 +5,7 @@ mod authz;
 mod browser;
 mod bundle;
 mod common;
+mod config_file;
 mod contrast;
 mod drain;
 mod faults;
