@@ -118,39 +118,51 @@ fn bad(path: &Path, message: String) -> clap::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
 
+    /// Flags of the kinds `Config` has: an address, a number, a boolean
+    /// that takes a value, an enum.
     #[derive(Debug, clap::Parser)]
-    struct Only {
-        #[command(flatten)]
-        config: Config,
+    struct Flags {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+        #[arg(long, default_value_t = 256)]
+        max_batch: usize,
+        #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+        self_approval: bool,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        log_format: Format,
     }
 
-    fn file(text: &str) -> tempfile::NamedTempFile {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+    enum Format {
+        Text,
+        Json,
+    }
+
+    fn parsed(text: &str, flags: &[&str]) -> Result<Flags, String> {
         let file = tempfile::NamedTempFile::new().expect("temp file");
         std::fs::write(file.path(), text).expect("write");
-        file
-    }
-
-    fn parsed(text: &str, flags: &[&str]) -> Result<Config, String> {
-        let file = file(text);
         let mut args = vec!["pitfall-server".to_owned(), "--config".to_owned()];
         args.push(file.path().display().to_string());
         args.extend(flags.iter().map(|f| (*f).to_owned()));
-        parse::<Only, _, _>(args).map(|o| o.config).map_err(|e| e.to_string())
+        parse::<Flags, _, _>(args).map_err(|e| e.to_string())
     }
 
     #[test]
     fn file_values_fill_what_flags_do_not_say() {
-        let config = parsed(
-            "listen = \"0.0.0.0:9000\"\nmax-batch = 7\nsole-maintainer-self-approval = true\nlog-format = \"json\"\n",
+        let flags = parsed(
+            "listen = \"0.0.0.0:9000\"\nmax-batch = 7\nself-approval = true\nlog-format = \"json\"\n",
             &["--max-batch", "9"],
         )
         .expect("valid");
-        assert_eq!(config.listen.port(), 9000);
-        assert_eq!(config.limits.max_batch, 9, "a flag wins over the file");
-        assert!(config.limits.sole_maintainer_self_approval);
-        assert_eq!(config.log_format, crate::config::LogFormat::Json);
+        assert_eq!(flags.listen.port(), 9000);
+        assert_eq!(flags.max_batch, 9, "a flag wins over the file");
+        assert!(flags.self_approval);
+        assert_eq!(flags.log_format, Format::Json);
+        let defaults = parsed("", &[]).expect("an empty file is valid");
+        assert_eq!((defaults.max_batch, defaults.log_format), (256, Format::Text));
     }
 
     #[test]
