@@ -14,6 +14,7 @@ mod hostile;
 mod hostile_requests;
 mod image;
 mod live;
+mod observability;
 mod processes;
 mod schemathesis;
 mod shutdown;
