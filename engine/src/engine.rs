@@ -362,10 +362,12 @@ impl Engine {
         }
     }
 
-    /// Adds a check's memo hits and misses to [`Engine::memo_stats`].
+    /// Adds a check's memo hits and misses to [`Engine::memo_stats`], and
+    /// keeps them as this thread's last ([`take_last_replays`]).
     pub(crate) fn count_replays(&self, hits: usize, misses: usize) {
         if self.inner.memo.enabled() {
             self.inner.memo.count(hits as u64, misses as u64);
+            LAST_REPLAYS.with(|last| last.set(Some((hits as u64, misses as u64))));
         }
     }
 
@@ -817,4 +819,18 @@ impl Drop for CheckGuard<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+thread_local! {
+    /// The memo hits and misses of the last check counted on this thread.
+    static LAST_REPLAYS: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
+}
+
+/// The memo hits and misses of the last check that ran on this thread
+/// (`RuleSet::check_on_this_thread` runs a check on the caller's thread),
+/// taken: a server's per-check hit rate, which [`Engine::memo_stats`]'
+/// totals over every thread cannot give. `None` when no check counted
+/// since the last take, or the memo is off.
+pub fn take_last_replays() -> Option<(u64, u64)> {
+    LAST_REPLAYS.with(std::cell::Cell::take)
 }

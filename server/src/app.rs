@@ -1,4 +1,5 @@
-//! The router: `fn app(state) -> Router`, so tests drive it with `oneshot`.
+//! The router: `fn app(state) -> Router`, so tests drive it with `oneshot`;
+//! every route inside the access log (`access_log.rs`).
 
 use std::time::Instant;
 
@@ -15,7 +16,7 @@ use crate::state::{AppState, RequestDeadline};
 
 /// The HTTP API.
 pub fn app(state: AppState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/healthz", get(api::ops::healthz))
         .route("/readyz", get(api::ops::readyz))
         .route("/metrics", get(api::ops::metrics))
@@ -48,8 +49,8 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(crate::error::method_not_allowed)
         // JSON extractors are bounded here; raw bodies by `read_body`.
         .layer(DefaultBodyLimit::max(state.limits().max_body_bytes))
-        .layer(middleware::from_fn_with_state(state.clone(), bound_and_measure))
-        .with_state(state)
+        .layer(middleware::from_fn_with_state(state.clone(), bound_and_measure));
+    crate::access_log::around(routes).with_state(state)
 }
 
 /// Bounds every request and records it in the metrics: the rate limit of

@@ -5,9 +5,24 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// `pitfall-server` settings.
+/// `pitfall-server` settings. Each is a flag, an environment variable and
+/// a key of the config file (`--config`): the flag's name without its
+/// dashes (`max-body-bytes = 2097152`). A flag wins over the environment,
+/// which wins over the file, which wins over the default.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Config {
+    /// A TOML file of settings, keyed by the flags' names
+    /// (`pitfall-server config check FILE` validates one).
+    #[arg(long, env = "PITFALL_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// How log lines are written to stderr: `text` for people, `json`
+    /// (one object a line) for log shippers.
+    #[arg(long, env = "PITFALL_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// On SIGTERM or ctrl-c: how long the requests in flight may take to
+    /// finish, in milliseconds, before their connections are closed.
+    #[arg(long, env = "PITFALL_SHUTDOWN_TIMEOUT_MS", default_value_t = DEFAULT_SHUTDOWN_TIMEOUT_MS)]
+    pub shutdown_timeout_ms: u64,
     /// Address to listen on.
     #[arg(long, env = "PITFALL_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -40,6 +55,22 @@ pub struct Config {
     #[arg(long, env = "PITFALL_SIGNING_KEY_FILE", value_name = "PATH")]
     pub signing_key_file: Option<PathBuf>,
 }
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (coloured on a terminal).
+    Text,
+    /// One JSON object a line: the event's fields flattened, its span's
+    /// fields under `span`.
+    Json,
+}
+
+/// A request in flight when the server is told to stop may run up to the
+/// request timeout ([`DEFAULT_REQUEST_TIMEOUT_MS`]); container runtimes
+/// give 10 s by default before SIGKILL, so a deployment sets its stop
+/// timeout above this (the `compose.yaml` does).
+pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 30_000;
 
 /// Where a system service keeps its data when nothing else says.
 pub const SYSTEM_DATA_DIR: &str = "/var/lib/pitfall";
@@ -96,7 +127,12 @@ impl Config {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        <ConfigOnly as clap::Parser>::try_parse_from(args).map(|c| c.config)
+        crate::config_file::parse::<ConfigOnly, _, _>(args).map(|c| c.config)
+    }
+
+    /// How long the requests in flight may take to finish at shutdown.
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_timeout_ms)
     }
 
     /// The database URL in effect.

@@ -5,6 +5,7 @@
 //! everything about running rules goes through the engine, and what is
 //! served is exactly the approved versions in the store.
 
+mod access_log;
 mod admission;
 pub mod allocator;
 pub mod answer;
@@ -13,11 +14,13 @@ mod app;
 pub mod auth;
 pub mod bundle;
 pub mod config;
+pub mod config_file;
 mod error;
 pub mod extract;
 pub mod listen;
 pub mod metrics;
 pub mod openapi;
+pub mod probe;
 pub mod publish;
 pub mod rate_limit;
 pub mod registry;
@@ -30,7 +33,7 @@ pub mod store;
 pub mod web;
 
 pub use app::app;
-pub use config::{Config, ServerLimits};
+pub use config::{Config, LogFormat, ServerLimits};
 pub use error::AppError;
 pub use registry::Registry;
 pub use state::AppState;

@@ -75,8 +75,13 @@ impl Drop for NetSlot {
     }
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then waits up
-/// to `drain` for the connections in flight.
+/// Serves `router` on `listener` until `shutdown` completes, then drains:
+/// the listener is closed (connections the kernel had already completed
+/// are taken and served first, so none is reset unanswered), every
+/// connection finishes the request it is on and is closed after its
+/// answer (an idle kept-alive one at once), and the server waits up to
+/// `drain` for them. Whatever is still open then is cut; the log says how
+/// many.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -85,13 +90,21 @@ pub async fn serve(
     drain: Duration,
 ) -> std::io::Result<()> {
     let max = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
-    let slots = Arc::new(Semaphore::new(max));
-    let per_net = Arc::new(PerNet::default());
-    let max_per_net = limits.max_connections_per_ip.max(1);
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
-        .max_buf_size(MAX_HEAD_BYTES);
+    let accept = Accept {
+        slots: Arc::new(Semaphore::new(max)),
+        per_net: Arc::new(PerNet::default()),
+        max_per_net: limits.max_connections_per_ip.max(1),
+        max_connections: limits.max_connections,
+        http: {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new())
+                .header_read_timeout(limits.header_read_timeout)
+                .max_buf_size(MAX_HEAD_BYTES);
+            http
+        },
+        router,
+        stop: tokio::sync::watch::channel(false).0,
+    };
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -107,38 +120,100 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, max = limits.max_connections, "connection refused: too many open connections");
-            drop(stream);
+        accept.connection(stream, peer);
+    }
+    let open = max - accept.slots.available_permits();
+    tracing::info!(
+        open_connections = open,
+        drain_ms = drain.as_millis(),
+        "shutting down: draining"
+    );
+    accept.stop.send_replace(true);
+    // Clients whose handshake the kernel completed are in the listen
+    // queue and count as accepted: serve them (without keep-alive) rather
+    // than reset them when the listener closes.
+    let listener = listener.into_std()?;
+    let mut late = 0usize;
+    while let Ok((stream, peer)) = listener.accept() {
+        if stream.set_nonblocking(true).is_err() {
             continue;
+        }
+        if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+            accept.connection(stream, peer);
+            late += 1;
+        }
+    }
+    drop(listener);
+    let all = u32::try_from(max).unwrap_or(u32::MAX);
+    let started = std::time::Instant::now();
+    let drained = tokio::time::timeout(drain, accept.slots.acquire_many(all)).await.is_ok();
+    let cut = if drained { 0 } else { max - accept.slots.available_permits() };
+    if drained {
+        tracing::info!(late, drained_ms = started.elapsed().as_millis(), "drained");
+    } else {
+        tracing::warn!(late, cut, "drain bound reached: closing the connections still open");
+    }
+    Ok(())
+}
+
+/// What the accept loop hands each connection.
+struct Accept {
+    slots: Arc<Semaphore>,
+    per_net: Arc<PerNet>,
+    max_per_net: usize,
+    max_connections: usize,
+    http: hyper::server::conn::http1::Builder,
+    router: Router,
+    /// Set once the server shuts down: each connection then finishes the
+    /// request it is on and closes.
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Accept {
+    /// Serves one connection on its own task, if the bounds allow it.
+    fn connection(&self, stream: tokio::net::TcpStream, peer: SocketAddr) {
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, max = self.max_connections, "connection refused: too many open connections");
+            drop(stream);
+            return;
         };
-        let Some(net_slot) = per_net.take(peer.ip(), max_per_net) else {
-            tracing::warn!(%peer, max = max_per_net, "connection refused: too many open connections from its network");
+        let Some(net_slot) = self.per_net.take(peer.ip(), self.max_per_net) else {
+            tracing::warn!(%peer, max = self.max_per_net, "connection refused: too many open connections from its network");
             drop(stream);
-            continue;
+            return;
         };
         let _ = stream.set_nodelay(true);
-        let router = router.clone();
+        let router = self.router.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             request.extensions_mut().insert(ConnectInfo(peer));
             router.clone().oneshot(request.map(axum::body::Body::new))
         });
-        let connection = http.serve_connection(TokioIo::new(stream), service);
+        let connection = self.http.serve_connection(TokioIo::new(stream), service);
+        let mut stop = self.stop.subscribe();
         tokio::spawn(async move {
+            tokio::pin!(connection);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => Some(ended),
+                _ = stop.wait_for(|stopping| *stopping) => None,
+            };
+            let ended = match ended {
+                Some(ended) => ended,
+                None => {
+                    // hyper closes an idle connection now, and a busy one
+                    // after the answer it is writing (with `connection: close`).
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
             // A timed-out head or a client that went away ends here; it is
             // the client's failure, worth a debug line at most.
-            if let Err(e) = connection.await {
+            if let Err(e) = ended {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
             drop(net_slot);
             drop(slot);
         });
     }
-    // Stop accepting; let what is in flight finish, within `drain`.
-    drop(listener);
-    let all = u32::try_from(max).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(drain, slots.acquire_many(all)).await;
-    Ok(())
 }
 
 /// The peer address the accept loop recorded, if the request came through it.

@@ -1,8 +1,10 @@
 //! `pitfall-server`: the registry. With no subcommand it serves; `admin
 //! create-token` makes the first admin's token; `admin bundle-key` prints
-//! the public key that verifies its bundles.
+//! the public key that verifies its bundles; `config check FILE` validates
+//! a config file; `probe` asks a running server whether it is ready (the
+//! container image's health check).
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use pitfall_server::Config;
 
 /// A check allocates and frees thousands of small values (the manifest's
@@ -28,6 +30,24 @@ enum Command {
     /// Administration on the database directly.
     #[command(subcommand)]
     Admin(Admin),
+    /// The config file.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Ask the server at --listen (an unspecified address as loopback)
+    /// whether it is ready (`GET /readyz`): exit 0 if so, 1 if not. The
+    /// container image's HEALTHCHECK, which has no HTTP client of its own.
+    Probe,
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Validate a config file: every key a setting (the long flags'
+    /// names), every value one its flag accepts. Exit 0 if valid, 2 with
+    /// the first problem if not.
+    Check {
+        /// The TOML file.
+        file: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -80,9 +100,36 @@ fn grant(scopes: &[String], expires_in_days: Option<u32>) -> anyhow::Result<Toke
 
 fn main() -> std::process::ExitCode {
     pitfall_server::allocator::no_transparent_huge_pages();
+    // Flags, then the environment, then the config file, then defaults.
+    let cli: Cli = match pitfall_server::config_file::parse(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match cli.command {
+        Some(Command::Config(ConfigCommand::Check { file })) => {
+            return match pitfall_server::config_file::check(Cli::command(), &file) {
+                Ok(settings) => {
+                    println!("{}: valid ({settings} settings)", file.display());
+                    std::process::ExitCode::SUCCESS
+                }
+                Err(e) => e.exit(),
+            };
+        }
+        Some(Command::Probe) => {
+            return match pitfall_server::probe::ready(cli.config.listen) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(why) => {
+                    eprintln!("pitfall-server probe: {why}");
+                    std::process::ExitCode::from(1)
+                }
+            };
+        }
+        _ => {}
+    }
+    init_logging(cli.config.log_format);
     // One worker more than checks may occupy (`pitfall_server::runtime`).
     match pitfall_server::runtime::build() {
-        Ok(runtime) => runtime.block_on(run()),
+        Ok(runtime) => runtime.block_on(run(cli)),
         Err(e) => {
             eprintln!("pitfall-server: starting the runtime: {e}");
             std::process::ExitCode::from(2)
@@ -90,16 +137,24 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-async fn run() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        // Colour only for people; log collectors get plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-    let cli = Cli::parse();
+/// Log lines to stderr, filtered by `RUST_LOG` (default `info`), as text
+/// or as one JSON object a line.
+fn init_logging(format: pitfall_server::LogFormat) {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        pitfall_server::LogFormat::Text => builder
+            // Colour only for people; log collectors get plain text.
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        pitfall_server::LogFormat::Json => {
+            builder.json().flatten_event(true).with_current_span(true).with_span_list(false).init()
+        }
+    }
+}
+
+async fn run(cli: Cli) -> std::process::ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => pitfall_server::server::serve(cli.config).await,
         Command::Admin(Admin::CreateToken {
@@ -132,6 +187,8 @@ async fn run() -> std::process::ExitCode {
         Command::Admin(Admin::BundleKey) => {
             pitfall_server::server::bundle_key(&cli.config).map(|key| println!("{key}"))
         }
+        // Answered in `main`, before the runtime starts.
+        Command::Config(_) | Command::Probe => Ok(()),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,6 +1,6 @@
 //! Start-up: open the store (running migrations), seed the bundled rules
 //! (before serving on an empty registry, beside it otherwise), load what is
-//! approved, and serve until interrupted.
+//! approved, and serve until SIGTERM or ctrl-c, then drain.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,7 +93,7 @@ async fn connect(config: &Config) -> anyhow::Result<Store> {
 }
 
 /// A server listening and serving in the background of the current
-/// runtime: what `serve` runs until ctrl-c, and what embedders and tests
+/// runtime: what `serve` runs until SIGTERM or ctrl-c, and what embedders and tests
 /// start on `127.0.0.1:0`.
 #[derive(Debug)]
 pub struct Running {
@@ -136,20 +136,28 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .with_context(|| format!("listening on {}", config.listen))?;
     let addr = listener.local_addr().unwrap_or(config.listen);
     tracing::info!(listen = %addr, "serving");
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+    // Registered before the first request, so a SIGTERM from then on
+    // drains rather than kills.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("listening for SIGTERM")?;
+    let shutdown = async move {
+        let signal = tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+            _ = terminate.recv() => "SIGTERM",
+        };
+        tracing::info!(signal, "stopping: no new connections");
     };
     let task = tokio::spawn(crate::listen::serve(
         listener,
         router,
         listen_limits,
         shutdown,
-        Duration::from_secs(10),
+        config.shutdown_timeout(),
     ));
     Ok(Running { addr, public_key, task, _poller: poller })
 }
 
-/// Serves the API until ctrl-c.
+/// Serves the API until SIGTERM or ctrl-c, then drains (`listen::serve`).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let running = start(config).await?;
     running.task.await.context("the serving task failed")?.context("serving")

@@ -14,8 +14,12 @@
 //!   `setup` does, and only that), then `cargo run -p pitfall-server --
 //!   ARGS`: the one line that runs the registry on a fresh machine.
 //! - `build-rules`: build every rule crate to `.wasm`; prints the paths.
-//! - `test`: `setup`, `cargo fmt --check` and `cargo clippy -D warnings`,
-//!   then every test of the workspace.
+//! - `test [--image]`: `setup`, `cargo fmt --check` and `cargo clippy -D
+//!   warnings`, then every test of the workspace; with `--image`, then the
+//!   container images built and tested under podman (`image.rs`).
+//! - `image [--debug]`: the server's container image and the PostgreSQL
+//!   one `compose.yaml` uses, built with podman from a local Debian base
+//!   (`image.rs`).
 //! - `schema`: regenerate `contract/schema/manifest-v1.schema.json`.
 //! - `soak [--seconds N]`: the server's soak test (`server/tests/it/soak.rs`)
 //!   for N seconds (default 600), at low CPU priority; prints its numbers.
@@ -27,7 +31,11 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 
+mod apt;
 mod fuzz;
+mod image;
+
+use apt::ensure_packages;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -40,8 +48,9 @@ fn main() -> anyhow::Result<()> {
         Some("schema") => schema(&root),
         Some("soak") => soak(&root, &args[1..]),
         Some("fuzz") => fuzz::fuzz(&root, &args[1..]),
+        Some("image") => image::image(&root, &args[1..]),
         _ => bail!(
-            "usage: cargo xtask <setup|serve [ARGS]|build-rules|test|schema|soak [--seconds N]|fuzz TARGET [--seconds N]>"
+            "usage: cargo xtask <setup|serve [ARGS]|build-rules|test [--image]|image [--debug]|schema|soak [--seconds N]|fuzz TARGET [--seconds N]>"
         ),
     }
 }
@@ -155,49 +164,6 @@ const MAN_PACKAGES: &[&str] = &["groff-base"];
 /// What that package installs.
 const MAN_BINARIES: &[&str] = &["/usr/bin/nroff"];
 
-/// Installs Debian `packages` with apt-get (as root) when any of `files`
-/// is missing; with `install` false, names the packages instead.
-fn ensure_packages(
-    purpose: &str,
-    packages: &[&str],
-    files: &[&str],
-    install: bool,
-) -> anyhow::Result<()> {
-    let present = || files.iter().all(|b| Path::new(b).exists());
-    if present() {
-        eprintln!("xtask: {purpose}: {} present", packages.join(", "));
-        return Ok(());
-    }
-    if !install {
-        bail!(
-            "{purpose} need {}; PITFALL_NO_INSTALL is set, so install them with `apt-get install -y {}`",
-            files.join(" and "),
-            packages.join(" ")
-        );
-    }
-    let apt = |args: &[&str]| -> anyhow::Result<bool> {
-        let status = Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .with_context(|| format!("running apt-get ({purpose} need root and apt-get)"))?;
-        Ok(status.success())
-    };
-    eprintln!("xtask: installing {} with apt-get", packages.join(" "));
-    let mut install_args = vec!["install", "-y", "-q", "--no-install-recommends"];
-    install_args.extend_from_slice(packages);
-    // A fresh machine's package lists may be missing or stale: update once
-    // when the first try fails.
-    let installed = apt(&install_args)? || (apt(&["update", "-q"])? && apt(&install_args)?);
-    if !installed {
-        bail!("apt-get could not install {}", packages.join(" "));
-    }
-    if !present() {
-        bail!("apt-get ran but {} are still missing", files.join(" and "));
-    }
-    Ok(())
-}
-
 fn rule_packages(root: &Path) -> anyhow::Result<Vec<String>> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(root.join("rules"))? {
@@ -237,6 +203,8 @@ fn cargo() -> Command {
 }
 
 fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
+    let with_image = extra.iter().any(|a| a == "--image");
+    let extra: Vec<&String> = extra.iter().filter(|a| *a != "--image").collect();
     setup()?;
     lint(root)?;
     // Every crate, every target; the bundled-rules build script builds the
@@ -249,6 +217,9 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         .context("running cargo test")?;
     if !status.success() {
         bail!("tests failed ({status})");
+    }
+    if with_image {
+        image::test(root)?;
     }
     Ok(())
 }

@@ -1,7 +1,6 @@
 //! `POST /v1/check` and `POST /v1/check/batch`: manifests in, findings out.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use axum::body::Body;
@@ -143,7 +142,7 @@ async fn check_manifests(
         };
         let digest = text_digest(text);
         if let Some(hit) = state.cache().get(&digest, &revision) {
-            state.metrics().check_cache_hits.fetch_add(1, Relaxed);
+            state.metrics().check_cache_hits.inc();
             answers.push(Some(Ok(hit)));
             continue;
         }
@@ -168,8 +167,15 @@ async fn check_manifests(
             // On this thread: the server's parallelism is one check per
             // slot, and handing a check's candidates to other cores would
             // only take them from the other slots.
+            let started = std::time::Instant::now();
             match rules.check_on_this_thread(engine, manifest, deadline.0) {
                 Ok(answer) => evaluated.push((
+                    // Read before anything else can run on this thread.
+                    (
+                        started.elapsed(),
+                        answer.stats.rules_evaluated,
+                        pitfall_engine::engine::take_last_replays(),
+                    ),
                     i,
                     digest,
                     answer.rule_errors.len(),
@@ -182,8 +188,9 @@ async fn check_manifests(
             }
         }
     }
-    for (i, digest, rule_errors, answer) in evaluated {
-        state.metrics().rule_errors.fetch_add(rule_errors as u64, Relaxed);
+    for ((elapsed, rules_evaluated, replays), i, digest, rule_errors, answer) in evaluated {
+        state.metrics().record_check(elapsed, rules_evaluated, replays);
+        state.metrics().rule_errors.inc_by(rule_errors as u64);
         state.cache().put(digest, &revision, answer.clone());
         answers[i] = Some(Ok(answer));
     }
@@ -191,7 +198,7 @@ async fn check_manifests(
         tracing::info!(%past, "a check stopped at its request's time bound");
         return Err(AppError::Timeout);
     }
-    state.metrics().checks.fetch_add(answers.len() as u64, Relaxed);
+    state.metrics().checks.inc_by(answers.len() as u64);
     Ok(answers
         .into_iter()
         .map(|a| {

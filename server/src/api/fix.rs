@@ -47,9 +47,6 @@ pub(crate) async fn fix_answer(
             AppError::Timeout
         }
     })?;
-    state
-        .metrics()
-        .checks
-        .fetch_add(u64::from(answer.evaluations), std::sync::atomic::Ordering::Relaxed);
+    state.metrics().checks.inc_by(u64::from(answer.evaluations));
     Ok(answer)
 }

@@ -97,7 +97,11 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
             instances.reuses,
         ),
     ];
-    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics().render(&gauges, &counters))
+    // prometheus-client writes the OpenMetrics text format.
+    (
+        [(CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        state.metrics().render(&gauges, &counters),
+    )
 }
 
 /// `GET /v1/openapi.json`.

@@ -89,8 +89,12 @@ impl Server {
         let sink = log.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let addr =
-                    line.split("listen=").nth(1).and_then(|rest| rest.split_whitespace().next());
+                // `listen=ADDR` in text logs, `"listen":"ADDR"` in JSON ones.
+                let addr = line
+                    .split("listen=")
+                    .nth(1)
+                    .and_then(|rest| rest.split_whitespace().next())
+                    .or_else(|| line.split("\"listen\":\"").nth(1)?.split('"').next());
                 if let Some(addr) = addr.filter(|_| line.contains("serving")) {
                     let _ = tx.send(addr.parse::<SocketAddr>());
                 }
@@ -121,6 +125,30 @@ impl Server {
     pub fn kill(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM failed");
+    }
+
+    /// Waits up to `within` for the process to exit; its exit status, or
+    /// `None` if it is still running then.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Everything it logged so far.
