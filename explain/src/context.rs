@@ -1,7 +1,8 @@
 //! What the rest of a log says about a rule, beyond its signature line:
-//! whether it names the rule's component (a vLLM path, a TGI log prefix),
-//! and which of the rule's own words (its id, title and message: `aarch64`,
-//! `Blackwell`, `fp8`) it holds. Several rules share a signature ("no
+//! how much of the rule's stack it names (its component and each package
+//! it applies to: a vLLM path, a TGI log prefix, `nccl`), and which of the
+//! rule's own words (its id, title and message: `aarch64`, `Blackwell`,
+//! `fp8`) it holds. Several rules share a signature ("no
 //! kernel image is available"); this is what tells them apart, and what
 //! keeps a generic error (CUDA out of memory) from being blamed on a rule
 //! about a stack the log never mentions.
@@ -152,8 +153,11 @@ pub struct Profile {
     pub words: Vec<u32>,
     /// Those of its title: what a log of this breakage usually shows.
     pub title_words: Vec<u32>,
-    /// Texts any of which, found in a log, names its component.
-    pub component_names: Vec<String>,
+    /// The stack it is about: its component, each package or engine its
+    /// `applies_to` names and any other rule's stack its title names, each as the texts any of which, found in a
+    /// log, names it. A rule about vLLM over NCCL is named by a log that
+    /// says both, half by one that says only NCCL.
+    pub stack: Vec<Vec<String>>,
 }
 
 impl Vocabulary {
@@ -161,8 +165,10 @@ impl Vocabulary {
     pub fn build<'a>(rules: impl IntoIterator<Item = &'a RuleMeta>) -> (Vocabulary, Vec<Profile>) {
         let mut vocabulary = Vocabulary::default();
         let mut profiles = Vec::new();
-        for meta in rules {
-            let component_names = component_names(meta);
+        let rules: Vec<&RuleMeta> = rules.into_iter().collect();
+        let packages: Vec<Vec<String>> = rules.iter().flat_map(|m| package_names(m)).collect();
+        for meta in &rules {
+            let stack = with_titled_stack(&stack_names(meta), &meta.title, &packages);
             let mut text = meta.id.replace('-', " ");
             for part in [&meta.title, &meta.message] {
                 text.push(' ');
@@ -174,7 +180,7 @@ impl Vocabulary {
             for word in tokens(&text) {
                 if word.len() < 2
                     || STOPWORDS.contains(&word.as_str())
-                    || component_names.contains(&word)
+                    || stack.iter().flatten().any(|n| *n == word)
                 {
                     continue;
                 }
@@ -192,7 +198,7 @@ impl Vocabulary {
                     title_words.push(id);
                 }
             }
-            profiles.push(Profile { words, title_words, component_names });
+            profiles.push(Profile { words, title_words, stack });
             vocabulary.rules += 1;
         }
         vocabulary.gpus = vocabulary.gpu_words();
@@ -328,10 +334,39 @@ fn gpu_name_words(text: &str) -> Vec<String> {
     words.into_iter().skip(noise).filter(|w| !GPU_NOISE.contains(&w.as_str())).collect()
 }
 
-/// How a log names a rule's component and the packages it applies to.
-fn component_names(meta: &RuleMeta) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    let mut add = |name: &str| {
+/// How a log names a rule's component and each package it applies to:
+/// one group of aliases per thing named (a package that is also the
+/// component is one group).
+fn stack_names(meta: &RuleMeta) -> Vec<Vec<String>> {
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let names = meta.component.iter().map(String::as_str).chain(selector_packages(meta));
+    for name in names {
+        let group = aliases(name);
+        if !group.is_empty() && !groups.iter().any(|g| g.iter().any(|n| group.contains(n))) {
+            groups.push(group);
+        }
+    }
+    groups
+}
+
+/// The packages and engines of a rule's `applies_to`, each as its aliases.
+fn package_names(meta: &RuleMeta) -> Vec<Vec<String>> {
+    selector_packages(meta).map(aliases).filter(|g| !g.is_empty()).collect()
+}
+
+/// The names in `package:` and `engine:` selectors (`package:vllm<0.11.0`
+/// is `vllm`).
+fn selector_packages(meta: &RuleMeta) -> impl Iterator<Item = &str> {
+    meta.applies_to.iter().filter_map(|selector| {
+        let rest = selector.strip_prefix("package:").or(selector.strip_prefix("engine:"))?;
+        let end = rest.find(['<', '>', '=', '!', '~', '[']).unwrap_or(rest.len());
+        Some(&rest[..end])
+    })
+}
+
+/// The texts any of which, found in a log, names `name`.
+fn aliases(name: &str) -> Vec<String> {
+    {
         let aliases: Vec<&str> = match name {
             "tgi" | "text-generation-inference" => {
                 vec!["text-generation", "text_generation", "tgi"]
@@ -349,28 +384,44 @@ fn component_names(meta: &RuleMeta) -> Vec<String> {
             "os" | "hardware" | "health-check" | "python" => Vec::new(),
             other => vec![other],
         };
-        for a in aliases {
-            let a = a.to_lowercase();
-            if !names.contains(&a) {
-                names.push(a);
-            }
-        }
-    };
-    if let Some(c) = &meta.component {
-        add(c);
+        aliases.iter().map(|a| a.to_lowercase()).collect()
     }
-    for selector in &meta.applies_to {
-        if let Some(name) = selector.strip_prefix("package:").or(selector.strip_prefix("engine:")) {
-            add(name);
-        }
-    }
-    names
 }
 
-/// Whether the lowercased log names any of `names`, or its prefixes
-/// named one of them.
-pub fn names_component(log_lower: &str, prefixed: &[&str], names: &[String]) -> bool {
-    names.iter().any(|n| prefixed.contains(&n.as_str()) || log_lower.contains(n.as_str()))
+/// `own` and every package (one some rule applies to) its title names as
+/// a word: a rule about "vLLM on an AMD GPU" filed under `rocm` is about
+/// vLLM too. (Components are left out: "in a Docker container" says
+/// where, not what breaks.)
+fn with_titled_stack(
+    own: &[Vec<String>],
+    title: &str,
+    packages: &[Vec<String>],
+) -> Vec<Vec<String>> {
+    let title: Vec<String> = tokens(title).collect();
+    let mut stack = own.to_vec();
+    for group in packages {
+        let titled = group.iter().any(|n| title.contains(n));
+        if titled && !stack.iter().any(|g| g.iter().any(|n| group.contains(n))) {
+            stack.push(group.clone());
+        }
+    }
+    stack
+}
+
+/// The share of `stack`'s groups the lowercased log names, or its
+/// prefixes named; 0 for a rule that names no stack (nothing in the log
+/// can then speak for it).
+pub fn stack_named(log_lower: &str, prefixed: &[&str], stack: &[Vec<String>]) -> f64 {
+    if stack.is_empty() {
+        return 0.0;
+    }
+    let named = stack
+        .iter()
+        .filter(|g| {
+            g.iter().any(|n| prefixed.contains(&n.as_str()) || log_lower.contains(n.as_str()))
+        })
+        .count();
+    named as f64 / stack.len() as f64
 }
 
 #[cfg(test)]

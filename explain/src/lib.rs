@@ -123,7 +123,8 @@ pub struct Cause {
     pub lines: Vec<usize>,
     /// The matched text, normalised (no prefixes or colours).
     pub line_text: String,
-    /// Whether the log names the rule's component (`vllm`, `tgi`, ...).
+    /// Whether the log names the rule's component or a package it applies
+    /// to (`vllm`, `tgi`, `nccl`, ...).
     pub names_component: bool,
     /// The rule's own words (id, title, message) the rest of the log
     /// holds, a GPU's architecture among them when the log names the GPU.
@@ -248,8 +249,8 @@ impl Explainer {
             let compiled = &self.signatures[*s as usize];
             let (overlap, shared_words) =
                 self.vocabulary.overlap(profile, &words, &compiled.literal_words);
-            let names = context::names_component(&lower, &log.components, &profile.component_names);
-            let context = 0.5 * f64::from(u8::from(names)) + 0.5 * overlap;
+            let named = context::stack_named(&lower, &log.components, &profile.stack);
+            let context = 0.5 * named + 0.5 * overlap;
             let floor = if context::is_symptom(&line.text[m.start..m.end]) {
                 SYMPTOM_FLOOR
             } else if claimants > 1 {
@@ -277,7 +278,7 @@ impl Explainer {
                     .collect(),
                 lines: line.numbers.iter().copied().take(MAX_LINES).collect(),
                 line_text: line.text.clone(),
-                names_component: names,
+                names_component: named > 0.0,
                 shared_words,
             });
         }
@@ -372,6 +373,22 @@ mod tests {
         assert_eq!(c.holes, [("gpu", "Tesla T4".to_owned()), ("capability", "7.5".to_owned())]);
         assert!(c.names_component, "the worker prefix names vLLM");
         assert!(c.score > 0.85 && c.score <= 1.0, "{}", c.score);
+    }
+
+    #[test]
+    fn a_rule_about_a_stack_the_log_never_names_ranks_below_one_it_names() {
+        let sig = "NCCL WARN Error while creating shared memory segment {word} (size {int})";
+        let mut on_vllm = rule("on-vllm", "shm too small for tensor parallelism", "nccl", &[sig]);
+        on_vllm.applies_to = vec!["package:vllm>=0.5".to_owned()];
+        let plain = rule("plain", "shm too small for tensor parallelism", "nccl", &[sig]);
+        let e = Explainer::new([on_vllm, plain].iter());
+        let log = "include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-recv-1 (size 9637888)\n";
+        let x = e.explain(log);
+        let ranked: Vec<&str> = x.causes.iter().map(|c| c.rule_id.as_str()).collect();
+        assert_eq!(ranked, ["plain", "on-vllm"], "the log names NCCL, never vLLM");
+        let log = format!("INFO vllm serve starting\n{log}");
+        let x = e.explain(&log);
+        assert!((x.causes[0].score - x.causes[1].score).abs() < 1e-9, "{x:?}");
     }
 
     #[test]
