@@ -392,6 +392,27 @@ mod tests {
     }
 
     #[test]
+    fn a_paste_whose_backticks_markdown_ate_still_matches() {
+        let rules = [rule(
+            "too-old",
+            "transformers too old for the model type",
+            "transformers",
+            &[
+                "ValueError: The checkpoint you are trying to load has model type `{word}` but Transformers does not recognize this architecture.",
+            ],
+        )];
+        let e = Explainer::new(rules.iter());
+        for log in [
+            "ValueError: The checkpoint you are trying to load has model type `qwen3_moe` but Transformers does not recognize this architecture.",
+            "`ValueError: The checkpoint you are trying to load has model type qwen3_moe but Transformers does not recognize this architecture.`",
+        ] {
+            let x = e.explain(log);
+            assert_eq!(x.causes.len(), 1, "{log}");
+            assert_eq!(x.causes[0].holes, [("word", "qwen3_moe".to_owned())]);
+        }
+    }
+
+    #[test]
     fn search_text_takes_the_exception_lines() {
         let log = "INFO starting\nTraceback (most recent call last):\n  File \"/x/y.py\", line 3, in f\nOSError: libfoo.so.1: cannot open shared object file 0x7f\n";
         assert_eq!(search_text(log), "OSError libfoo cannot open shared object file");

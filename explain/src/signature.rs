@@ -11,6 +11,7 @@
 //!   a literal or a hole.
 //!
 //! Both cost score: a match counts the literal text it really covered.
+//! Backticks are left out on both sides: Markdown eats them from pastes.
 
 use pitfall_contract::template::{HoleKind, Segment, Template, TemplateError};
 
@@ -64,7 +65,8 @@ pub struct LineMatch {
 impl Signature {
     /// Compiles `template`.
     pub fn compile(template: &str) -> Result<Signature, TemplateError> {
-        let parsed = Template::parse(template)?;
+        // Without backticks, as the log's lines are (`normalize.rs`).
+        let parsed = Template::parse(&template.replace('`', ""))?;
         let segments = parsed.segments().to_vec();
         let mut starts = vec![0];
         if let Some(Segment::Literal(first)) = segments.first() {
