@@ -153,8 +153,9 @@ pub struct Profile {
     pub words: Vec<u32>,
     /// Those of its title: what a log of this breakage usually shows.
     pub title_words: Vec<u32>,
-    /// The stack it is about: its component, each package or engine its
-    /// `applies_to` names and any other rule's stack its title names, each as the texts any of which, found in a
+    /// The stack it is about: its component, each package, engine and CPU
+    /// architecture its `applies_to` names and any package its title
+    /// names, each as the texts any of which, found in a
     /// log, names it. A rule about vLLM over NCCL is named by a log that
     /// says both, half by one that says only NCCL.
     pub stack: Vec<Vec<String>>,
@@ -340,8 +341,8 @@ fn gpu_name_words(text: &str) -> Vec<String> {
 fn stack_names(meta: &RuleMeta) -> Vec<Vec<String>> {
     let mut groups: Vec<Vec<String>> = Vec::new();
     let names = meta.component.iter().map(String::as_str).chain(selector_packages(meta));
-    for name in names {
-        let group = aliases(name);
+    let arches = meta.applies_to.iter().filter_map(|s| s.strip_prefix("arch:")).map(arch_aliases);
+    for group in names.map(aliases).chain(arches) {
         if !group.is_empty() && !groups.iter().any(|g| g.iter().any(|n| group.contains(n))) {
             groups.push(group);
         }
@@ -362,6 +363,17 @@ fn selector_packages(meta: &RuleMeta) -> impl Iterator<Item = &str> {
         let end = rest.find(['<', '>', '=', '!', '~', '[']).unwrap_or(rest.len());
         Some(&rest[..end])
     })
+}
+
+/// The texts any of which, found in a log, names the CPU architecture
+/// `arch` (as `arch:` selectors spell it).
+fn arch_aliases(arch: &str) -> Vec<String> {
+    let aliases: &[&str] = match arch {
+        "aarch64" => &["aarch64", "arm64", "sbsa"],
+        "x86_64" => &["x86_64", "amd64"],
+        other => return vec![other.to_lowercase()],
+    };
+    aliases.iter().map(|a| (*a).to_owned()).collect()
 }
 
 /// The texts any of which, found in a log, names `name`.
