@@ -159,6 +159,11 @@ pub struct Profile {
     /// log, names it. A rule about vLLM over NCCL is named by a log that
     /// says both, half by one that says only NCCL.
     pub stack: Vec<Vec<String>>,
+    /// The model families its title names (`gemma`), one more part of its
+    /// stack, named when the log names any of them, and only as a model's
+    /// name (`gemma-4-E4B`, `Gemma 4`), not inside a class name
+    /// (`Gemma2ForCausalLM` in a list of supported architectures).
+    pub families: Vec<String>,
 }
 
 impl Vocabulary {
@@ -168,8 +173,12 @@ impl Vocabulary {
         let mut profiles = Vec::new();
         let rules: Vec<&RuleMeta> = rules.into_iter().collect();
         let packages: Vec<Vec<String>> = rules.iter().flat_map(|m| package_names(m)).collect();
+        let families = model_families();
         for meta in &rules {
             let stack = with_titled_stack(&stack_names(meta), &meta.title, &packages);
+            let title_lower = meta.title.to_lowercase();
+            let families: Vec<String> =
+                families.iter().filter(|f| contains_word(&title_lower, f)).cloned().collect();
             let mut text = meta.id.replace('-', " ");
             for part in [&meta.title, &meta.message] {
                 text.push(' ');
@@ -199,7 +208,7 @@ impl Vocabulary {
                     title_words.push(id);
                 }
             }
-            profiles.push(Profile { words, title_words, stack });
+            profiles.push(Profile { words, title_words, stack, families });
             vocabulary.rules += 1;
         }
         vocabulary.gpus = vocabulary.gpu_words();
@@ -343,11 +352,17 @@ fn stack_names(meta: &RuleMeta) -> Vec<Vec<String>> {
     let names = meta.component.iter().map(String::as_str).chain(selector_packages(meta));
     let arches = meta.applies_to.iter().filter_map(|s| s.strip_prefix("arch:")).map(arch_aliases);
     for group in names.map(aliases).chain(arches) {
-        if !group.is_empty() && !groups.iter().any(|g| g.iter().any(|n| group.contains(n))) {
+        if !group.is_empty() && !groups.iter().any(|g| same_thing(g, &group)) {
             groups.push(group);
         }
     }
     groups
+}
+
+/// Whether two alias groups name the same thing: one's name holds the
+/// other's (`nvidia-container-toolkit` and `nvidia-container`).
+fn same_thing(a: &[String], b: &[String]) -> bool {
+    a.iter().any(|x| b.iter().any(|y| x.contains(y.as_str()) || y.contains(x.as_str())))
 }
 
 /// The packages and engines of a rule's `applies_to`, each as its aliases.
@@ -413,32 +428,87 @@ fn with_titled_stack(
     let mut stack = own.to_vec();
     for group in packages {
         let titled = group.iter().any(|n| title.contains(n));
-        if titled && !stack.iter().any(|g| g.iter().any(|n| group.contains(n))) {
+        if titled && !stack.iter().any(|g| same_thing(g, group)) {
             stack.push(group.clone());
         }
     }
     stack
 }
 
+/// The model families of the model table by their name's stem, the
+/// part before any version (`gemma-4` and `gemma-3` are `gemma`, `qwen2.5`
+/// is `qwen`, `gpt-oss` stays): the words a log or a title names a model
+/// family by. Stems shorter than three letters (`yi`) are left out: too
+/// many other words contain them.
+fn model_families() -> Vec<String> {
+    let mut stems: Vec<String> = Vec::new();
+    for model in pitfall_facts::models::table() {
+        let family = model.family.to_lowercase();
+        let mut parts = Vec::new();
+        for part in family.split('-') {
+            if part.chars().any(|c| c.is_ascii_digit()) {
+                let alpha: String = part.chars().take_while(char::is_ascii_alphabetic).collect();
+                if parts.is_empty() && !alpha.is_empty() {
+                    parts.push(alpha);
+                }
+                break;
+            }
+            parts.push(part.to_owned());
+        }
+        let stem = parts.join("-");
+        if stem.len() >= 3 && !stems.contains(&stem) {
+            stems.push(stem);
+        }
+    }
+    stems
+}
+
+/// Whether `text` names the model family `stem` as a model's name: the
+/// stem as a word, a version after it or not (`gemma 4`, `gemma-4-e4b`,
+/// `qwen2.5-7b`), and no letter right after (`gemma2forcausallm` is a
+/// class, `gemmas` another word).
+fn contains_word(text: &str, stem: &str) -> bool {
+    text.match_indices(stem).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let rest =
+            text[i + stem.len()..].trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+        !before.is_some_and(char::is_alphanumeric) && !rest.starts_with(char::is_alphanumeric)
+    })
+}
+
 /// The share of `stack`'s groups the lowercased log names, or its
 /// prefixes named; 0 for a rule that names no stack (nothing in the log
 /// can then speak for it).
-pub fn stack_named(log_lower: &str, prefixed: &[&str], stack: &[Vec<String>]) -> f64 {
-    if stack.is_empty() {
+pub fn stack_named(log_lower: &str, prefixed: &[&str], profile: &Profile) -> f64 {
+    let families = usize::from(!profile.families.is_empty());
+    let groups = profile.stack.len() + families;
+    if groups == 0 {
         return 0.0;
     }
-    let named = stack
+    let named = profile
+        .stack
         .iter()
         .filter(|g| {
             g.iter().any(|n| prefixed.contains(&n.as_str()) || log_lower.contains(n.as_str()))
         })
-        .count();
-    named as f64 / stack.len() as f64
+        .count()
+        + usize::from(profile.families.iter().any(|f| contains_word(log_lower, f)));
+    named as f64 / groups as f64
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_family_is_named_by_a_models_name_not_a_class_name() {
+        assert!(contains_word("model='google/gemma-4-e4b-it'", "gemma"));
+        assert!(contains_word("gemma 4 e2b/e4b unquantized", "gemma"));
+        assert!(contains_word("/data/qwen2.5-7b-instruct", "qwen"));
+        assert!(contains_word("gpt-oss-120b", "gpt-oss"));
+        assert!(!contains_word("['gemmaforcausallm', 'gemma2forcausallm']", "gemma"));
+        assert!(!contains_word("qwen3forcausallm", "qwen"));
+    }
 
     #[test]
     fn tokens_keep_versions_and_sm_names() {

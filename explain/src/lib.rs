@@ -249,7 +249,7 @@ impl Explainer {
             let compiled = &self.signatures[*s as usize];
             let (overlap, shared_words) =
                 self.vocabulary.overlap(profile, &words, &compiled.literal_words);
-            let named = context::stack_named(&lower, &log.components, &profile.stack);
+            let named = context::stack_named(&lower, &log.components, profile);
             let context = 0.5 * named + 0.5 * overlap;
             let floor = if context::is_symptom(&line.text[m.start..m.end]) {
                 SYMPTOM_FLOOR
@@ -389,6 +389,24 @@ mod tests {
         let log = format!("INFO vllm serve starting\n{log}");
         let x = e.explain(&log);
         assert!((x.causes[0].score - x.causes[1].score).abs() < 1e-9, "{x:?}");
+    }
+
+    #[test]
+    fn a_rule_about_one_model_family_yields_to_a_general_one_on_another_model() {
+        let oom = "torch.OutOfMemoryError: CUDA out of memory.{text}";
+        let rules = [
+            rule("family", "Gemma 4 E2B/E4B unquantized on a GPU under 24 GB", "vllm", &[oom]),
+            rule("general", "Model weights do not fit in the GPU memory", "vllm", &[oom]),
+        ];
+        let e = Explainer::new(rules.iter());
+        let score = |log: &str, id: &str| {
+            let x = e.explain_above(log, 0.0);
+            x.causes.iter().find(|c| c.rule_id == id).map(|c| c.score).unwrap_or(0.0)
+        };
+        let qwen = "INFO vllm model='/data/Qwen2-VL-72B-Instruct'\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.2 GiB.\n";
+        assert!(score(qwen, "general") > score(qwen, "family"));
+        let gemma = qwen.replace("Qwen2-VL-72B-Instruct", "google/gemma-4-E4B-it");
+        assert!(score(&gemma, "family") > score(qwen, "family"), "the log names Gemma");
     }
 
     #[test]
