@@ -172,7 +172,15 @@ impl Vocabulary {
         let mut vocabulary = Vocabulary::default();
         let mut profiles = Vec::new();
         let rules: Vec<&RuleMeta> = rules.into_iter().collect();
-        let packages: Vec<Vec<String>> = rules.iter().flat_map(|m| package_names(m)).collect();
+        // Every package some rule applies to, by each of its names: a
+        // title's words are looked up, so building stays linear in the
+        // number of rules.
+        let mut packages: HashMap<String, Vec<String>> = HashMap::new();
+        for group in rules.iter().flat_map(|m| package_names(m)) {
+            for name in &group {
+                packages.entry(name.clone()).or_insert_with(|| group.clone());
+            }
+        }
         let families = model_families();
         for meta in &rules {
             let stack = with_titled_stack(&stack_names(meta), &meta.title, &packages);
@@ -359,10 +367,18 @@ fn stack_names(meta: &RuleMeta) -> Vec<Vec<String>> {
     groups
 }
 
-/// Whether two alias groups name the same thing: one's name holds the
-/// other's (`nvidia-container-toolkit` and `nvidia-container`).
+/// Whether two alias groups name the same thing: a name of one is a name
+/// of the other, or one with a dashed part more (`nvidia-container` and
+/// `nvidia-container-toolkit`, `fabricmanager` and
+/// `nvidia-fabricmanager`; not `torch` and `torchvision`).
 fn same_thing(a: &[String], b: &[String]) -> bool {
-    a.iter().any(|x| b.iter().any(|y| x.contains(y.as_str()) || y.contains(x.as_str())))
+    fn part_of(long: &str, short: &str) -> bool {
+        let sep = |c: char| matches!(c, '-' | '_' | ' ');
+        long == short
+            || long.strip_prefix(short).is_some_and(|rest| rest.starts_with(sep))
+            || long.strip_suffix(short).is_some_and(|rest| rest.ends_with(sep))
+    }
+    a.iter().any(|x| b.iter().any(|y| part_of(x, y) || part_of(y, x)))
 }
 
 /// The packages and engines of a rule's `applies_to`, each as its aliases.
@@ -422,13 +438,13 @@ fn aliases(name: &str) -> Vec<String> {
 fn with_titled_stack(
     own: &[Vec<String>],
     title: &str,
-    packages: &[Vec<String>],
+    packages: &HashMap<String, Vec<String>>,
 ) -> Vec<Vec<String>> {
-    let title: Vec<String> = tokens(title).collect();
     let mut stack = own.to_vec();
-    for group in packages {
-        let titled = group.iter().any(|n| title.contains(n));
-        if titled && !stack.iter().any(|g| same_thing(g, group)) {
+    for word in tokens(title) {
+        if let Some(group) = packages.get(&word)
+            && !stack.iter().any(|g| same_thing(g, group))
+        {
             stack.push(group.clone());
         }
     }
@@ -508,6 +524,14 @@ mod tests {
         assert!(contains_word("gpt-oss-120b", "gpt-oss"));
         assert!(!contains_word("['gemmaforcausallm', 'gemma2forcausallm']", "gemma"));
         assert!(!contains_word("qwen3forcausallm", "qwen"));
+    }
+
+    #[test]
+    fn a_package_and_its_dashed_name_are_one_thing() {
+        let g = |n: &[&str]| n.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert!(same_thing(&g(&["nvidia-container"]), &g(&["nvidia-container-toolkit"])));
+        assert!(same_thing(&g(&["fabricmanager"]), &g(&["nvidia-fabricmanager"])));
+        assert!(!same_thing(&g(&["torch"]), &g(&["torchvision"])));
     }
 
     #[test]
