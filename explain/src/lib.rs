@@ -27,6 +27,7 @@ pub mod normalize;
 pub mod outcome;
 pub mod signature;
 pub mod traceback;
+pub mod versions;
 
 use std::collections::HashSet;
 
@@ -55,6 +56,12 @@ const SHARED_FLOOR: f64 = 0.7;
 /// registry (`context::GENERIC_SYMPTOMS`): without the log naming the
 /// rule's stack or saying what the rule says, it stays below the threshold.
 const SYMPTOM_FLOOR: f64 = 0.5;
+
+/// What a rule's score is worth when the log states only releases of a
+/// package its `applies_to` leaves out ([`versions`]): it may still be
+/// the cause (the log may quote another release than the one installed),
+/// but a rule about the stated release explains the log better.
+const OTHER_RELEASES: f64 = 0.85;
 
 /// The most causes an explanation lists.
 pub const MAX_CAUSES: usize = 10;
@@ -85,6 +92,8 @@ pub struct Explainer {
     automaton: Option<AhoCorasick>,
     vocabulary: Vocabulary,
     profiles: Vec<Profile>,
+    /// By rule: the releases of each package it is about.
+    ranges: Vec<versions::Ranges>,
     /// Signatures that did not compile (left out; the lint refuses them at
     /// publish, so only an old or foreign module has any).
     pub skipped: Vec<SignatureError>,
@@ -147,6 +156,7 @@ impl Explainer {
     /// [`Cause::rule`] is a position in it).
     pub fn new<'a>(rules: impl IntoIterator<Item = &'a RuleMeta> + Clone) -> Explainer {
         let (vocabulary, profiles) = Vocabulary::build(rules.clone());
+        let ranges = rules.clone().into_iter().map(versions::Ranges::of).collect();
         let mut rule_ids = Vec::new();
         let mut signatures = Vec::new();
         let mut skipped = Vec::new();
@@ -184,7 +194,16 @@ impl Explainer {
         let automaton = (!anchors.is_empty())
             .then(|| AhoCorasick::builder().match_kind(MatchKind::Standard).build(&anchors).ok())
             .flatten();
-        Explainer { rule_ids, signatures, by_anchor, automaton, vocabulary, profiles, skipped }
+        Explainer {
+            rule_ids,
+            signatures,
+            by_anchor,
+            automaton,
+            vocabulary,
+            profiles,
+            ranges,
+            skipped,
+        }
     }
 
     /// How many signatures it matches with.
@@ -261,7 +280,15 @@ impl Explainer {
             // A rule whose title's words the log lacks (a model family, a
             // GPU generation) explains it a little less than a general one.
             let coverage = self.vocabulary.title_coverage(profile, &words);
-            let score = (weighted * (floor + (1.0 - floor) * context) * (0.95 + 0.05 * coverage))
+            let releases = if self.ranges[*rule as usize].contradicted_by(&lower) {
+                OTHER_RELEASES
+            } else {
+                1.0
+            };
+            let score = (weighted
+                * (floor + (1.0 - floor) * context)
+                * (0.95 + 0.05 * coverage)
+                * releases)
                 .clamp(0.0, 1.0);
             explanation.causes.push(Cause {
                 rule: *rule as usize,
