@@ -16,9 +16,10 @@
 //! exception line counts more than one on a log message. A rule's score
 //! ([`Cause::score`], in [0, 1]) is its best signature match's strength
 //! (how much literal text it covered, how complete, with typed holes
-//! filled), weighed by the line's role and by what the rest of the log says
-//! about the rule ([`context`]); below [`SCORE_THRESHOLD`] nothing is
-//! returned.
+//! filled), weighed by the line's role, by what the rest of the log says
+//! about the rule ([`context`]: how much of its stack the log names, its
+//! own words) and by the releases the log states ([`versions`]); below
+//! [`SCORE_THRESHOLD`] nothing is returned.
 //!
 //! No HTTP, no SQL: the server, the CLI and the web page all call this.
 
