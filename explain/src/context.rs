@@ -1,7 +1,8 @@
 //! What the rest of a log says about a rule, beyond its signature line:
-//! whether it names the rule's component (a vLLM path, a TGI log prefix),
-//! and which of the rule's own words (its id, title and message: `aarch64`,
-//! `Blackwell`, `fp8`) it holds. Several rules share a signature ("no
+//! how much of the rule's stack it names (its component and each package
+//! it applies to: a vLLM path, a TGI log prefix, `nccl`), and which of the
+//! rule's own words (its id, title and message: `aarch64`, `Blackwell`,
+//! `fp8`) it holds. Several rules share a signature ("no
 //! kernel image is available"); this is what tells them apart, and what
 //! keeps a generic error (CUDA out of memory) from being blamed on a rule
 //! about a stack the log never mentions.
@@ -152,8 +153,17 @@ pub struct Profile {
     pub words: Vec<u32>,
     /// Those of its title: what a log of this breakage usually shows.
     pub title_words: Vec<u32>,
-    /// Texts any of which, found in a log, names its component.
-    pub component_names: Vec<String>,
+    /// The stack it is about: its component, each package, engine and CPU
+    /// architecture its `applies_to` names and any package its title
+    /// names, each as the texts any of which, found in a
+    /// log, names it. A rule about vLLM over NCCL is named by a log that
+    /// says both, half by one that says only NCCL.
+    pub stack: Vec<Vec<String>>,
+    /// The model families its title names (`gemma`), one more part of its
+    /// stack, named when the log names any of them, and only as a model's
+    /// name (`gemma-4-E4B`, `Gemma 4`), not inside a class name
+    /// (`Gemma2ForCausalLM` in a list of supported architectures).
+    pub families: Vec<String>,
 }
 
 impl Vocabulary {
@@ -161,8 +171,22 @@ impl Vocabulary {
     pub fn build<'a>(rules: impl IntoIterator<Item = &'a RuleMeta>) -> (Vocabulary, Vec<Profile>) {
         let mut vocabulary = Vocabulary::default();
         let mut profiles = Vec::new();
-        for meta in rules {
-            let component_names = component_names(meta);
+        let rules: Vec<&RuleMeta> = rules.into_iter().collect();
+        // Every package some rule applies to, by each of its names: a
+        // title's words are looked up, so building stays linear in the
+        // number of rules.
+        let mut packages: HashMap<String, Vec<String>> = HashMap::new();
+        for group in rules.iter().flat_map(|m| package_names(m)) {
+            for name in &group {
+                packages.entry(name.clone()).or_insert_with(|| group.clone());
+            }
+        }
+        let families = model_families();
+        for meta in &rules {
+            let stack = with_titled_stack(&stack_names(meta), &meta.title, &packages);
+            let title_lower = meta.title.to_lowercase();
+            let families: Vec<String> =
+                families.iter().filter(|f| contains_word(&title_lower, f)).cloned().collect();
             let mut text = meta.id.replace('-', " ");
             for part in [&meta.title, &meta.message] {
                 text.push(' ');
@@ -174,7 +198,7 @@ impl Vocabulary {
             for word in tokens(&text) {
                 if word.len() < 2
                     || STOPWORDS.contains(&word.as_str())
-                    || component_names.contains(&word)
+                    || stack.iter().flatten().any(|n| *n == word)
                 {
                     continue;
                 }
@@ -192,7 +216,7 @@ impl Vocabulary {
                     title_words.push(id);
                 }
             }
-            profiles.push(Profile { words, title_words, component_names });
+            profiles.push(Profile { words, title_words, stack, families });
             vocabulary.rules += 1;
         }
         vocabulary.gpus = vocabulary.gpu_words();
@@ -328,10 +352,64 @@ fn gpu_name_words(text: &str) -> Vec<String> {
     words.into_iter().skip(noise).filter(|w| !GPU_NOISE.contains(&w.as_str())).collect()
 }
 
-/// How a log names a rule's component and the packages it applies to.
-fn component_names(meta: &RuleMeta) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    let mut add = |name: &str| {
+/// How a log names a rule's component and each package it applies to:
+/// one group of aliases per thing named (a package that is also the
+/// component is one group).
+fn stack_names(meta: &RuleMeta) -> Vec<Vec<String>> {
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let names = meta.component.iter().map(String::as_str).chain(selector_packages(meta));
+    let arches = meta.applies_to.iter().filter_map(|s| s.strip_prefix("arch:")).map(arch_aliases);
+    for group in names.map(aliases).chain(arches) {
+        if !group.is_empty() && !groups.iter().any(|g| same_thing(g, &group)) {
+            groups.push(group);
+        }
+    }
+    groups
+}
+
+/// Whether two alias groups name the same thing: a name of one is a name
+/// of the other, or one with a dashed part more (`nvidia-container` and
+/// `nvidia-container-toolkit`, `fabricmanager` and
+/// `nvidia-fabricmanager`; not `torch` and `torchvision`).
+fn same_thing(a: &[String], b: &[String]) -> bool {
+    fn part_of(long: &str, short: &str) -> bool {
+        let sep = |c: char| matches!(c, '-' | '_' | ' ');
+        long == short
+            || long.strip_prefix(short).is_some_and(|rest| rest.starts_with(sep))
+            || long.strip_suffix(short).is_some_and(|rest| rest.ends_with(sep))
+    }
+    a.iter().any(|x| b.iter().any(|y| part_of(x, y) || part_of(y, x)))
+}
+
+/// The packages and engines of a rule's `applies_to`, each as its aliases.
+fn package_names(meta: &RuleMeta) -> Vec<Vec<String>> {
+    selector_packages(meta).map(aliases).filter(|g| !g.is_empty()).collect()
+}
+
+/// The names in `package:` and `engine:` selectors (`package:vllm<0.11.0`
+/// is `vllm`).
+fn selector_packages(meta: &RuleMeta) -> impl Iterator<Item = &str> {
+    meta.applies_to.iter().filter_map(|selector| {
+        let rest = selector.strip_prefix("package:").or(selector.strip_prefix("engine:"))?;
+        let end = rest.find(['<', '>', '=', '!', '~', '[']).unwrap_or(rest.len());
+        Some(&rest[..end])
+    })
+}
+
+/// The texts any of which, found in a log, names the CPU architecture
+/// `arch` (as `arch:` selectors spell it).
+fn arch_aliases(arch: &str) -> Vec<String> {
+    let aliases: &[&str] = match arch {
+        "aarch64" => &["aarch64", "arm64", "sbsa"],
+        "x86_64" => &["x86_64", "amd64"],
+        other => return vec![other.to_lowercase()],
+    };
+    aliases.iter().map(|a| (*a).to_owned()).collect()
+}
+
+/// The texts any of which, found in a log, names `name`.
+fn aliases(name: &str) -> Vec<String> {
+    {
         let aliases: Vec<&str> = match name {
             "tgi" | "text-generation-inference" => {
                 vec!["text-generation", "text_generation", "tgi"]
@@ -349,33 +427,112 @@ fn component_names(meta: &RuleMeta) -> Vec<String> {
             "os" | "hardware" | "health-check" | "python" => Vec::new(),
             other => vec![other],
         };
-        for a in aliases {
-            let a = a.to_lowercase();
-            if !names.contains(&a) {
-                names.push(a);
-            }
-        }
-    };
-    if let Some(c) = &meta.component {
-        add(c);
+        aliases.iter().map(|a| a.to_lowercase()).collect()
     }
-    for selector in &meta.applies_to {
-        if let Some(name) = selector.strip_prefix("package:").or(selector.strip_prefix("engine:")) {
-            add(name);
-        }
-    }
-    names
 }
 
-/// Whether the lowercased log names any of `names`, or its prefixes
-/// named one of them.
-pub fn names_component(log_lower: &str, prefixed: &[&str], names: &[String]) -> bool {
-    names.iter().any(|n| prefixed.contains(&n.as_str()) || log_lower.contains(n.as_str()))
+/// `own` and every package (one some rule applies to) its title names as
+/// a word: a rule about "vLLM on an AMD GPU" filed under `rocm` is about
+/// vLLM too. (Components are left out: "in a Docker container" says
+/// where, not what breaks.)
+fn with_titled_stack(
+    own: &[Vec<String>],
+    title: &str,
+    packages: &HashMap<String, Vec<String>>,
+) -> Vec<Vec<String>> {
+    let mut stack = own.to_vec();
+    for word in tokens(title) {
+        if let Some(group) = packages.get(&word)
+            && !stack.iter().any(|g| same_thing(g, group))
+        {
+            stack.push(group.clone());
+        }
+    }
+    stack
+}
+
+/// The model families of the model table by their name's stem, the
+/// part before any version (`gemma-4` and `gemma-3` are `gemma`, `qwen2.5`
+/// is `qwen`, `gpt-oss` stays): the words a log or a title names a model
+/// family by. Stems shorter than three letters (`yi`) are left out: too
+/// many other words contain them.
+fn model_families() -> Vec<String> {
+    let mut stems: Vec<String> = Vec::new();
+    for model in pitfall_facts::models::table() {
+        let family = model.family.to_lowercase();
+        let mut parts = Vec::new();
+        for part in family.split('-') {
+            if part.chars().any(|c| c.is_ascii_digit()) {
+                let alpha: String = part.chars().take_while(char::is_ascii_alphabetic).collect();
+                if parts.is_empty() && !alpha.is_empty() {
+                    parts.push(alpha);
+                }
+                break;
+            }
+            parts.push(part.to_owned());
+        }
+        let stem = parts.join("-");
+        if stem.len() >= 3 && !stems.contains(&stem) {
+            stems.push(stem);
+        }
+    }
+    stems
+}
+
+/// Whether `text` names the model family `stem` as a model's name: the
+/// stem as a word, a version after it or not (`gemma 4`, `gemma-4-e4b`,
+/// `qwen2.5-7b`), and no letter right after (`gemma2forcausallm` is a
+/// class, `gemmas` another word).
+fn contains_word(text: &str, stem: &str) -> bool {
+    text.match_indices(stem).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let rest =
+            text[i + stem.len()..].trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+        !before.is_some_and(char::is_alphanumeric) && !rest.starts_with(char::is_alphanumeric)
+    })
+}
+
+/// The share of `stack`'s groups the lowercased log names, or its
+/// prefixes named; 0 for a rule that names no stack (nothing in the log
+/// can then speak for it).
+pub fn stack_named(log_lower: &str, prefixed: &[&str], profile: &Profile) -> f64 {
+    let families = usize::from(!profile.families.is_empty());
+    let groups = profile.stack.len() + families;
+    if groups == 0 {
+        return 0.0;
+    }
+    let named = profile
+        .stack
+        .iter()
+        .filter(|g| {
+            g.iter().any(|n| prefixed.contains(&n.as_str()) || log_lower.contains(n.as_str()))
+        })
+        .count()
+        + usize::from(profile.families.iter().any(|f| contains_word(log_lower, f)));
+    named as f64 / groups as f64
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_family_is_named_by_a_models_name_not_a_class_name() {
+        assert!(contains_word("model='google/gemma-4-e4b-it'", "gemma"));
+        assert!(contains_word("gemma 4 e2b/e4b unquantized", "gemma"));
+        assert!(contains_word("/data/qwen2.5-7b-instruct", "qwen"));
+        assert!(contains_word("gpt-oss-120b", "gpt-oss"));
+        assert!(!contains_word("['gemmaforcausallm', 'gemma2forcausallm']", "gemma"));
+        assert!(!contains_word("qwen3forcausallm", "qwen"));
+    }
+
+    #[test]
+    fn a_package_and_its_dashed_name_are_one_thing() {
+        let g = |n: &[&str]| n.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert!(same_thing(&g(&["nvidia-container"]), &g(&["nvidia-container-toolkit"])));
+        assert!(same_thing(&g(&["fabricmanager"]), &g(&["nvidia-fabricmanager"])));
+        assert!(!same_thing(&g(&["torch"]), &g(&["torchvision"])));
+    }
 
     #[test]
     fn tokens_keep_versions_and_sm_names() {

@@ -16,9 +16,10 @@
 //! exception line counts more than one on a log message. A rule's score
 //! ([`Cause::score`], in [0, 1]) is its best signature match's strength
 //! (how much literal text it covered, how complete, with typed holes
-//! filled), weighed by the line's role and by what the rest of the log says
-//! about the rule ([`context`]); below [`SCORE_THRESHOLD`] nothing is
-//! returned.
+//! filled), weighed by the line's role, by what the rest of the log says
+//! about the rule ([`context`]: how much of its stack the log names, its
+//! own words) and by the releases the log states ([`versions`]); below
+//! [`SCORE_THRESHOLD`] nothing is returned.
 //!
 //! No HTTP, no SQL: the server, the CLI and the web page all call this.
 
@@ -27,6 +28,7 @@ pub mod normalize;
 pub mod outcome;
 pub mod signature;
 pub mod traceback;
+pub mod versions;
 
 use std::collections::HashSet;
 
@@ -55,6 +57,12 @@ const SHARED_FLOOR: f64 = 0.7;
 /// registry (`context::GENERIC_SYMPTOMS`): without the log naming the
 /// rule's stack or saying what the rule says, it stays below the threshold.
 const SYMPTOM_FLOOR: f64 = 0.5;
+
+/// What a rule's score is worth when the log states only releases of a
+/// package its `applies_to` leaves out ([`versions`]): it may still be
+/// the cause (the log may quote another release than the one installed),
+/// but a rule about the stated release explains the log better.
+const OTHER_RELEASES: f64 = 0.85;
 
 /// The most causes an explanation lists.
 pub const MAX_CAUSES: usize = 10;
@@ -85,6 +93,8 @@ pub struct Explainer {
     automaton: Option<AhoCorasick>,
     vocabulary: Vocabulary,
     profiles: Vec<Profile>,
+    /// By rule: the releases of each package it is about.
+    ranges: Vec<versions::Ranges>,
     /// Signatures that did not compile (left out; the lint refuses them at
     /// publish, so only an old or foreign module has any).
     pub skipped: Vec<SignatureError>,
@@ -123,7 +133,8 @@ pub struct Cause {
     pub lines: Vec<usize>,
     /// The matched text, normalised (no prefixes or colours).
     pub line_text: String,
-    /// Whether the log names the rule's component (`vllm`, `tgi`, ...).
+    /// Whether the log names the rule's component or a package it applies
+    /// to (`vllm`, `tgi`, `nccl`, ...).
     pub names_component: bool,
     /// The rule's own words (id, title, message) the rest of the log
     /// holds, a GPU's architecture among them when the log names the GPU.
@@ -146,6 +157,7 @@ impl Explainer {
     /// [`Cause::rule`] is a position in it).
     pub fn new<'a>(rules: impl IntoIterator<Item = &'a RuleMeta> + Clone) -> Explainer {
         let (vocabulary, profiles) = Vocabulary::build(rules.clone());
+        let ranges = rules.clone().into_iter().map(versions::Ranges::of).collect();
         let mut rule_ids = Vec::new();
         let mut signatures = Vec::new();
         let mut skipped = Vec::new();
@@ -183,7 +195,16 @@ impl Explainer {
         let automaton = (!anchors.is_empty())
             .then(|| AhoCorasick::builder().match_kind(MatchKind::Standard).build(&anchors).ok())
             .flatten();
-        Explainer { rule_ids, signatures, by_anchor, automaton, vocabulary, profiles, skipped }
+        Explainer {
+            rule_ids,
+            signatures,
+            by_anchor,
+            automaton,
+            vocabulary,
+            profiles,
+            ranges,
+            skipped,
+        }
     }
 
     /// How many signatures it matches with.
@@ -248,8 +269,8 @@ impl Explainer {
             let compiled = &self.signatures[*s as usize];
             let (overlap, shared_words) =
                 self.vocabulary.overlap(profile, &words, &compiled.literal_words);
-            let names = context::names_component(&lower, &log.components, &profile.component_names);
-            let context = 0.5 * f64::from(u8::from(names)) + 0.5 * overlap;
+            let named = context::stack_named(&lower, &log.components, profile);
+            let context = 0.5 * named + 0.5 * overlap;
             let floor = if context::is_symptom(&line.text[m.start..m.end]) {
                 SYMPTOM_FLOOR
             } else if claimants > 1 {
@@ -260,7 +281,15 @@ impl Explainer {
             // A rule whose title's words the log lacks (a model family, a
             // GPU generation) explains it a little less than a general one.
             let coverage = self.vocabulary.title_coverage(profile, &words);
-            let score = (weighted * (floor + (1.0 - floor) * context) * (0.95 + 0.05 * coverage))
+            let releases = if self.ranges[*rule as usize].contradicted_by(&lower) {
+                OTHER_RELEASES
+            } else {
+                1.0
+            };
+            let score = (weighted
+                * (floor + (1.0 - floor) * context)
+                * (0.95 + 0.05 * coverage)
+                * releases)
                 .clamp(0.0, 1.0);
             explanation.causes.push(Cause {
                 rule: *rule as usize,
@@ -277,7 +306,7 @@ impl Explainer {
                     .collect(),
                 lines: line.numbers.iter().copied().take(MAX_LINES).collect(),
                 line_text: line.text.clone(),
-                names_component: names,
+                names_component: named > 0.0,
                 shared_words,
             });
         }
@@ -372,6 +401,61 @@ mod tests {
         assert_eq!(c.holes, [("gpu", "Tesla T4".to_owned()), ("capability", "7.5".to_owned())]);
         assert!(c.names_component, "the worker prefix names vLLM");
         assert!(c.score > 0.85 && c.score <= 1.0, "{}", c.score);
+    }
+
+    #[test]
+    fn a_rule_about_a_stack_the_log_never_names_ranks_below_one_it_names() {
+        let sig = "NCCL WARN Error while creating shared memory segment {word} (size {int})";
+        let mut on_vllm = rule("on-vllm", "shm too small for tensor parallelism", "nccl", &[sig]);
+        on_vllm.applies_to = vec!["package:vllm>=0.5".to_owned()];
+        let plain = rule("plain", "shm too small for tensor parallelism", "nccl", &[sig]);
+        let e = Explainer::new([on_vllm, plain].iter());
+        let log = "include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-recv-1 (size 9637888)\n";
+        let x = e.explain(log);
+        let ranked: Vec<&str> = x.causes.iter().map(|c| c.rule_id.as_str()).collect();
+        assert_eq!(ranked, ["plain", "on-vllm"], "the log names NCCL, never vLLM");
+        let log = format!("INFO vllm serve starting\n{log}");
+        let x = e.explain(&log);
+        assert!((x.causes[0].score - x.causes[1].score).abs() < 1e-9, "{x:?}");
+    }
+
+    #[test]
+    fn a_rule_about_one_model_family_yields_to_a_general_one_on_another_model() {
+        let oom = "torch.OutOfMemoryError: CUDA out of memory.{text}";
+        let rules = [
+            rule("family", "Gemma 4 E2B/E4B unquantized on a GPU under 24 GB", "vllm", &[oom]),
+            rule("general", "Model weights do not fit in the GPU memory", "vllm", &[oom]),
+        ];
+        let e = Explainer::new(rules.iter());
+        let score = |log: &str, id: &str| {
+            let x = e.explain_above(log, 0.0);
+            x.causes.iter().find(|c| c.rule_id == id).map(|c| c.score).unwrap_or(0.0)
+        };
+        let qwen = "INFO vllm model='/data/Qwen2-VL-72B-Instruct'\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.2 GiB.\n";
+        assert!(score(qwen, "general") > score(qwen, "family"));
+        let gemma = qwen.replace("Qwen2-VL-72B-Instruct", "google/gemma-4-E4B-it");
+        assert!(score(&gemma, "family") > score(qwen, "family"), "the log names Gemma");
+    }
+
+    #[test]
+    fn a_paste_whose_backticks_markdown_ate_still_matches() {
+        let rules = [rule(
+            "too-old",
+            "transformers too old for the model type",
+            "transformers",
+            &[
+                "ValueError: The checkpoint you are trying to load has model type `{word}` but Transformers does not recognize this architecture.",
+            ],
+        )];
+        let e = Explainer::new(rules.iter());
+        for log in [
+            "ValueError: The checkpoint you are trying to load has model type `qwen3_moe` but Transformers does not recognize this architecture.",
+            "`ValueError: The checkpoint you are trying to load has model type qwen3_moe but Transformers does not recognize this architecture.`",
+        ] {
+            let x = e.explain(log);
+            assert_eq!(x.causes.len(), 1, "{log}");
+            assert_eq!(x.causes[0].holes, [("word", "qwen3_moe".to_owned())]);
+        }
     }
 
     #[test]

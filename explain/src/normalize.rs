@@ -1,5 +1,5 @@
 //! Turns a pasted log into the lines a signature can match: colours,
-//! timestamps and log prefixes removed, each distinct line kept once with
+//! backticks, timestamps and log prefixes removed, each distinct line kept once with
 //! every place it appeared (eight tensor-parallel ranks print the same
 //! error eight times).
 
@@ -11,7 +11,8 @@ use regex::Regex;
 /// One distinct line of the log, as signatures see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
-    /// The text with colours, prefixes and surrounding blanks removed.
+    /// The text with colours, backticks, prefixes and surrounding blanks
+    /// removed.
     pub text: String,
     /// Where it appeared in the user's text: 1-based line numbers, first
     /// occurrence first.
@@ -79,7 +80,10 @@ pub fn normalize(text: &str) -> Log {
         // A carriage return redraws the line: what is left is what the
         // terminal showed last.
         let raw = raw.rsplit('\r').next().unwrap_or(raw);
-        let plain = strip_ansi(raw);
+        // Backticks go: a tracker's Markdown eats the ones inside a line a
+        // reporter quoted with backticks (`` `model type `x` but` ``), so
+        // neither the log's nor the signatures' count (`signature.rs`).
+        let plain = strip_ansi(raw).replace('`', "");
         let text = strip_prefixes(plain.trim(), &mut components);
         let text = text.trim();
         if text.is_empty() {

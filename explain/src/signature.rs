@@ -11,6 +11,7 @@
 //!   a literal or a hole.
 //!
 //! Both cost score: a match counts the literal text it really covered.
+//! Backticks are left out on both sides: Markdown eats them from pastes.
 
 use pitfall_contract::template::{HoleKind, Segment, Template, TemplateError};
 
@@ -36,6 +37,9 @@ pub struct Signature {
     /// The template as the rule wrote it.
     pub template: String,
     segments: Vec<Segment>,
+    /// The template's own segments, backticks kept, when they line up
+    /// with `segments`: what a filled signature is shown with.
+    shown: Option<Vec<Segment>>,
     /// Byte offsets into the first literal where a match may start, the
     /// template's own start first.
     starts: Vec<usize>,
@@ -64,8 +68,18 @@ pub struct LineMatch {
 impl Signature {
     /// Compiles `template`.
     pub fn compile(template: &str) -> Result<Signature, TemplateError> {
-        let parsed = Template::parse(template)?;
-        let segments = parsed.segments().to_vec();
+        let own = Template::parse(template)?.segments().to_vec();
+        // Matched without backticks, as the log's lines are
+        // (`normalize.rs`), and shown with them when the two line up (a
+        // template whose holes only backticks kept apart, `{a}`{b}`, is
+        // matched as written).
+        let bare = Template::parse(&template.replace('`', "")).map(|t| t.segments().to_vec());
+        let (segments, shown) = match bare {
+            Ok(bare) if bare == own => (own, None),
+            Ok(bare) if lined_up(&bare, &own) => (bare, Some(own)),
+            Ok(bare) => (bare, None),
+            Err(_) => (own, None),
+        };
         let mut starts = vec![0];
         if let Some(Segment::Literal(first)) = segments.first() {
             let more = segments.len() > 1;
@@ -101,7 +115,7 @@ impl Signature {
             .map(|l| prefix(l.trim_end_matches(['.', ' ', ':', ',']), ANCHOR_BYTES))
             .unwrap_or_default()
             .to_owned();
-        Ok(Signature { template: template.to_owned(), segments, starts, core_len, anchor })
+        Ok(Signature { template: template.to_owned(), segments, shown, starts, core_len, anchor })
     }
 
     /// The template's literal text, holes left out.
@@ -269,9 +283,10 @@ impl Signature {
     fn fill(&self, line: &str, skip: usize, holes: &[(HoleKind, usize, usize)]) -> String {
         let mut out = String::new();
         let mut filled = holes.iter();
-        for (i, segment) in self.segments.iter().enumerate() {
+        let segments = self.shown.as_ref().unwrap_or(&self.segments);
+        for (i, segment) in segments.iter().enumerate() {
             match segment {
-                Segment::Literal(l) if i == 0 => out.push_str(&l[skip..]),
+                Segment::Literal(l) if i == 0 => out.push_str(&l[shown_offset(l, skip)..]),
                 Segment::Literal(l) => out.push_str(l),
                 Segment::Hole(kind) => match filled.next() {
                     Some((_, s, e)) if s < e => out.push_str(&line[*s..*e]),
@@ -285,6 +300,32 @@ impl Signature {
         }
         out
     }
+}
+
+/// Whether `bare` (backticks removed) has the shape of `own`: the same
+/// holes in the same places, so either can be filled from one match.
+fn lined_up(bare: &[Segment], own: &[Segment]) -> bool {
+    bare.len() == own.len()
+        && bare.iter().zip(own).all(|(b, o)| match (b, o) {
+            (Segment::Literal(b), Segment::Literal(o)) => *b == o.replace('`', ""),
+            (Segment::Hole(b), Segment::Hole(o)) => b == o,
+            _ => false,
+        })
+}
+
+/// The byte offset in `own` (backticks kept) of byte `skip` of the same
+/// text without backticks.
+fn shown_offset(own: &str, skip: usize) -> usize {
+    let mut bare = 0;
+    for (i, c) in own.char_indices() {
+        if bare >= skip {
+            return i;
+        }
+        if c != '`' {
+            bare += c.len_utf8();
+        }
+    }
+    own.len()
 }
 
 /// What a match has covered so far.
@@ -403,6 +444,16 @@ mod tests {
         let s = sig("KeyError: '{word}'");
         let m = s.match_line("KeyError: 'text'").expect("matches");
         assert!(m.strength < 0.7, "{}", m.strength);
+    }
+
+    #[test]
+    fn backticks_are_matched_without_and_shown_with() {
+        let s = sig("ValueError: model type `{word}` is unknown. Set the`dtype` flag");
+        let m =
+            s.match_line("model type qwen3_moe is unknown. Set thedtype flag").expect("matches");
+        assert_eq!(m.filled, "model type `qwen3_moe` is unknown. Set the`dtype` flag");
+        assert_eq!(shown_offset("a: `b`", 3), 3);
+        assert_eq!(shown_offset("`a`: b", 3), 5);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The evaluation set: real error excerpts from public issues
 //! (`tests/reports/*/error.txt`), each with the rule that explains it, or
 //! none. Every report of kind `breakage` whose expected rule is bundled
-//! counts for top-1 and top-3 accuracy; every `unrelated` one (and every
-//! `other-bug`, a real bug no rule is about) must get no cause above the
-//! threshold.
+//! counts for top-1 and top-3 accuracy, unless its failure prints no
+//! error at all (`"error_text": false`: a hang, wrong output); every
+//! `unrelated` one (and every `other-bug`, a real bug no rule is about)
+//! must get no cause above the threshold.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,16 @@ struct Report {
     expected_rule: Option<String>,
     #[serde(default)]
     rule_exists: bool,
+    /// False when the failure prints no error at all (a hang, wrong
+    /// output): nothing for `explain` to read, so not counted.
+    #[serde(default = "yes")]
+    error_text: bool,
+    /// Why, when `error_text` is false.
+    error_text_why: Option<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn root() -> PathBuf {
@@ -40,15 +51,16 @@ fn bundled_rules() -> Vec<RuleMeta> {
 }
 
 /// The accuracy this set reaches today, asserted so it cannot slip: top-1
-/// 86 of 105 (81.9%), top-3 91 (86.7%), no unrelated text above the
-/// threshold. (Issue 40 asks for 90% and 98%. Twelve of the misses hold no
-/// error text a signature could match: an issue title, a log cut before
-/// its error, a paste whose backticks the tracker ate; the rest are errors
-/// several rules share that the excerpt alone cannot tell apart, such as
-/// pip's "Could not find a version" for a Python, glibc or platform
-/// mismatch.)
-const TOP1_TARGET: f64 = 0.80;
-const TOP3_TARGET: f64 = 0.85;
+/// and top-3 95 of 101 (94.1%), no unrelated text or other bug above the
+/// threshold. (Issue 40 asks for 90% and 98%. The six misses match no
+/// signature of their expected rule: in three the stored copy of the
+/// reporter's log is cut before its error (bnb-1218, vllm-19542,
+/// vllm-29707), one retypes the warning with a word added (tgi-398), one
+/// shows only transformers' refusal, which the log cannot tie to the vLLM
+/// release expected (vllm-19793), and one is an assertion the expected
+/// rule has no signature for (vllm-22331); `tests/reports/README.md`.)
+const TOP1_FLOOR: f64 = 0.94;
+const TOP3_FLOOR: f64 = 0.94;
 
 #[test]
 fn the_evaluation_set_is_explained() {
@@ -62,7 +74,7 @@ fn the_evaluation_set_is_explained() {
         .collect();
     dirs.sort();
     let (mut total, mut top1, mut top3) = (0usize, 0usize, 0usize);
-    let (mut unrelated, mut other_bugs) = (0usize, 0usize);
+    let (mut unrelated, mut other_bugs, mut silent) = (0usize, 0usize, 0usize);
     let mut misses = Vec::new();
     let mut false_alarms = Vec::new();
     for dir in &dirs {
@@ -79,6 +91,14 @@ fn the_evaluation_set_is_explained() {
             "breakage" => {
                 let expected = report.expected_rule.as_deref().expect("a breakage names its rule");
                 if !report.rule_exists || !rules.iter().any(|r| r.id == expected) {
+                    continue;
+                }
+                if !report.error_text {
+                    assert!(
+                        report.error_text_why.as_deref().is_some_and(|w| !w.trim().is_empty()),
+                        "{name}: error_text false needs error_text_why"
+                    );
+                    silent += 1;
                     continue;
                 }
                 total += 1;
@@ -113,7 +133,8 @@ fn the_evaluation_set_is_explained() {
     let pct = |n: usize| 100.0 * n as f64 / total.max(1) as f64;
     eprintln!(
         "evaluation: {total} breakage reports, top-1 {top1} ({:.1}%), top-3 {top3} ({:.1}%); \
-         {unrelated} unrelated and {other_bugs} other bugs, {} above the threshold",
+         {unrelated} unrelated and {other_bugs} other bugs, {} above the threshold; \
+         {silent} breakages without error text left out",
         pct(top1),
         pct(top3),
         false_alarms.len()
@@ -127,6 +148,6 @@ fn the_evaluation_set_is_explained() {
     assert!(total >= 60, "the issue asks for at least 60 real excerpts, found {total}");
     assert!(unrelated >= 15, "the issue asks for at least 15 unrelated texts, found {unrelated}");
     assert!(false_alarms.is_empty(), "unrelated texts above the threshold: {false_alarms:?}");
-    assert!(top1 as f64 >= TOP1_TARGET * total as f64, "top-1 {top1}/{total}");
-    assert!(top3 as f64 >= TOP3_TARGET * total as f64, "top-3 {top3}/{total}");
+    assert!(top1 as f64 >= TOP1_FLOOR * total as f64, "top-1 {top1}/{total}");
+    assert!(top3 as f64 >= TOP3_FLOOR * total as f64, "top-3 {top3}/{total}");
 }

@@ -1,0 +1,118 @@
+//! Versions a log states for a package, against the releases a rule is
+//! about. A pip line (`torch==2.1.2`), a file name (`vllm-0.3.3.tar.gz`,
+//! `flash_attn-2.5.8+cu122torch2.3-cp310-...whl`) or `vllm version 0.6.3`
+//! says which release the log is about; a rule
+//! whose `applies_to` covers only other releases of that package
+//! (`package:torch>=2.6` on a log that installs torch 2.1.2) explains it
+//! less.
+
+use std::sync::LazyLock;
+
+use pitfall_contract::meta::RuleMeta;
+use pitfall_contract::selector::Selector;
+use pitfall_version::{Specifier, Version};
+use regex::Regex;
+
+/// A PEP 440 version as logs print it: a release, pre/post/dev parts, a
+/// local label (`2.7.0+cu128`).
+static VERSION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^v?(\d+(?:\.\d+)*(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?(?:\+[0-9a-z.]+)?)")
+        .expect("the version pattern")
+});
+
+/// The packages a rule is about only in some releases: each name (as a
+/// log spells it, `-` and `_` both) with the range.
+#[derive(Debug, Clone, Default)]
+pub struct Ranges(Vec<(Vec<String>, Specifier)>);
+
+impl Ranges {
+    /// The ranged `package:` selectors of `meta`.
+    pub fn of(meta: &RuleMeta) -> Ranges {
+        let mut out = Vec::new();
+        for selector in &meta.applies_to {
+            if let Ok(Selector::Package { name, versions: Some(spec) }) = Selector::parse(selector)
+            {
+                let mut names = vec![name.clone()];
+                let underscored = name.replace('-', "_");
+                if underscored != name {
+                    names.push(underscored);
+                }
+                out.push((names, spec));
+            }
+        }
+        Ranges(out)
+    }
+
+    /// Whether the lowercased log states versions of one of these
+    /// packages and none of them is in the rule's range.
+    pub fn contradicted_by(&self, log_lower: &str) -> bool {
+        self.0.iter().any(|(names, spec)| {
+            let stated: Vec<Version> = names.iter().flat_map(|n| stated(log_lower, n)).collect();
+            !stated.is_empty() && !stated.iter().any(|v| spec.contains(v))
+        })
+    }
+}
+
+/// The versions `log_lower` states for the package `name`: right after
+/// `name==`, `name-` (a file name) or `name version `, the name starting a
+/// word.
+pub fn stated(log_lower: &str, name: &str) -> Vec<Version> {
+    let mut out = Vec::new();
+    for (i, _) in log_lower.match_indices(name) {
+        let before = log_lower[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            continue;
+        }
+        let rest = &log_lower[i + name.len()..];
+        let Some(rest) = ["==", "-", " version "].iter().find_map(|sep| rest.strip_prefix(sep))
+        else {
+            continue;
+        };
+        let Some(found) = VERSION.captures(rest).and_then(|c| c.get(1)) else { continue };
+        if let Ok(v) = Version::parse(found.as_str()) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn versions(log: &str, name: &str) -> Vec<String> {
+        stated(log, name).iter().map(|v| v.as_str().to_owned()).collect()
+    }
+
+    #[test]
+    fn a_log_states_versions_in_pip_lines_file_names_and_banners() {
+        let log = "error: could not find a version that satisfies the requirement torch==2.1.2\n\
+                   downloading vllm-0.3.3.tar.gz (315 kb)\n\
+                   vllm version 0.27.1 and its cuda version 12.8\n\
+                   using cached torchvision-0.17.0-cp312-none-any.whl\n\
+                   pytorch-triton==3.0.0";
+        assert_eq!(versions(log, "torch"), ["2.1.2"]);
+        assert_eq!(versions(log, "vllm"), ["0.3.3", "0.27.1"]);
+        assert_eq!(versions(log, "cuda"), ["12.8"]);
+        assert_eq!(versions(log, "triton"), Vec::<String>::new(), "pytorch-triton is not triton");
+        assert_eq!(
+            versions("flash_attn-2.5.8+cu122torch2.3-cp310", "flash_attn"),
+            ["2.5.8+cu122torch2.3"]
+        );
+    }
+
+    #[test]
+    fn a_rule_about_other_releases_is_contradicted() {
+        let meta: RuleMeta = serde_json::from_value(serde_json::json!({
+            "id": "r", "version": "1.0.0", "title": "t", "severity": "error", "summary": "s",
+            "message": "m", "remedies": [], "references": [], "author": "a",
+            "applies_to": ["package:torch>=2.6"],
+        }))
+        .expect("a rule");
+        let ranges = Ranges::of(&meta);
+        assert!(ranges.contradicted_by("requirement torch==2.1.2 (from versions: 2.2.0)"));
+        assert!(!ranges.contradicted_by("requirement torch==2.7.0"));
+        assert!(!ranges.contradicted_by("torch 2.1 and torch==2.7.1"), "one in range is enough");
+        assert!(!ranges.contradicted_by("no version stated"));
+    }
+}
