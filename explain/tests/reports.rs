@@ -17,6 +17,9 @@ struct Report {
     url: String,
     kind: String,
     expected_rule: Option<String>,
+    /// Bundled rules that name the same cause (the corpus README says when).
+    #[serde(default)]
+    equivalent_rules: Vec<String>,
     #[serde(default)]
     rule_exists: bool,
     /// False when the failure prints no error at all (a hang, wrong
@@ -51,16 +54,16 @@ fn bundled_rules() -> Vec<RuleMeta> {
 }
 
 /// The accuracy this set reaches today, asserted so it cannot slip: top-1
-/// and top-3 95 of 101 (94.1%), no unrelated text or other bug above the
-/// threshold. (Issue 40 asks for 90% and 98%. The six misses match no
-/// signature of their expected rule: in three the stored copy of the
-/// reporter's log is cut before its error (bnb-1218, vllm-19542,
-/// vllm-29707), one retypes the warning with a word added (tgi-398), one
+/// 95 of 101 (94.1%), top-3 96 (95.0%), no unrelated text or other bug
+/// above the threshold. (Issue 40 asks for 90% and 98%. Of the misses, four
+/// match no signature of their expected rule: in three the stored copy of
+/// the reporter's log is cut before its error (bnb-1218, vllm-19542,
+/// vllm-29707), one retypes the warning with a word added (tgi-398); one
 /// shows only transformers' refusal, which the log cannot tie to the vLLM
-/// release expected (vllm-19793), and one is an assertion the expected
-/// rule has no signature for (vllm-22331); `tests/reports/README.md`.)
+/// release expected (vllm-19793); vllm-22331's assertion ties three rules;
+/// `tests/reports/README.md`.)
 const TOP1_FLOOR: f64 = 0.94;
-const TOP3_FLOOR: f64 = 0.94;
+const TOP3_FLOOR: f64 = 0.95;
 
 #[test]
 fn the_evaluation_set_is_explained() {
@@ -102,7 +105,9 @@ fn the_evaluation_set_is_explained() {
                     continue;
                 }
                 total += 1;
-                let position = ranked.iter().position(|r| *r == expected);
+                let position = ranked
+                    .iter()
+                    .position(|r| *r == expected || report.equivalent_rules.iter().any(|e| e == r));
                 top1 += usize::from(position == Some(0));
                 top3 += usize::from(position.is_some_and(|p| p < 3));
                 if position != Some(0) {
