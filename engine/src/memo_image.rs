@@ -949,7 +949,7 @@ mod tests {
             assert!(insert(&mut image, &trace, Leaf::Outcome(mask)));
         }
         let mut visits = REPLAY_VISITS;
-        assert_eq!(replay_from(&image, 0, &machine("b"), &mut visits), Some(None));
+        assert_eq!(replay_from(&image, 0, &machine("b"), true, &mut visits), Some(None));
         assert_eq!(visits, 0, "gave up at the bound, not after 2^{depth} paths");
         assert!(matches!(replay(&image, &recorded), Some(Found::Outcome(_))));
     }
