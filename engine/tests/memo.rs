@@ -179,7 +179,7 @@ fn memoized_checks_answer_as_the_sandbox_does() {
 /// memo (none of 3,999 candidates ran again; with each kind asked
 /// observed whole, 367 did).
 /// Each speed-up of `Tuning` off, one at a time (and instance reuse, a
-/// limit): every manifest checked twice (the memo learns, then replays)
+/// limit, and the contract's specifier cache): every manifest checked twice (the memo learns, then replays)
 /// answers as the default engine's sandbox does.
 #[test]
 fn an_engine_with_any_speed_up_off_answers_alike() {
@@ -214,6 +214,15 @@ fn an_engine_with_any_speed_up_off_answers_alike() {
         }
         assert!(engine.memo_stats().hits > 0, "{off} off: the memo answered nothing");
     }
+    // The contract's specifier cache, process-wide: off, every question
+    // parses its specifier (other tests running meanwhile answer alike).
+    pitfall_contract::session::set_specifier_cache(false);
+    let engine = engine(Limits::default().memo_bytes);
+    let set = RuleSet::new(rules(&engine), "r");
+    let answers: Vec<CheckResponse> =
+        cases.iter().map(|(_, m)| timeless(set.check(&engine, m.clone()))).collect();
+    pitfall_contract::session::set_specifier_cache(true);
+    assert_eq!(answers, expected, "specifier cache off");
 }
 
 #[test]
