@@ -167,10 +167,11 @@ pub fn measure(
                     time(&mut f, n, || host.evaluate(i, black_box(&prepared)));
                 }
             }
-            // Every call but the first must have reused the instance, or
-            // the column measures something else.
+            // Every call but the first must have reused the instance (unless
+            // the engine's reuse is off, as `--ablate` prices it), or the
+            // column measures something else.
             anyhow::ensure!(
-                kept.instances_reused() as usize + 1 == r.len(),
+                !engine.limits().reuse_instances || kept.instances_reused() as usize + 1 == r.len(),
                 "{}: the evaluator reused its instance {} times in {} calls",
                 spec.id(),
                 kept.instances_reused(),

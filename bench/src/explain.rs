@@ -8,9 +8,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pitfall_contract::Manifest;
+use pitfall_contract::meta::RuleMeta;
 use pitfall_engine::{Engine, Rule, RuleSet};
 use pitfall_explain::Explainer;
 
+use crate::corpus::RuleSpec;
 use crate::stats::Summary;
 
 /// The lines of the explained log.
@@ -71,7 +73,7 @@ pub fn measure(
     machines: &[Manifest],
     rounds: usize,
 ) -> ExplainPoint {
-    let set = RuleSet::new(rules, "bench-explain");
+    let set = RuleSet::tuned(rules, "bench-explain", engine.tuning());
     let start = Instant::now();
     let explainer = Explainer::new(set.rules().iter().map(|r| r.meta()));
     let build_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -109,5 +111,54 @@ pub fn measure(
         build_ms,
         explain: Summary::of(&explains),
         check: Summary::of(&checks),
+    }
+}
+
+/// The explainer alone at one registry size: no rule loaded, only metadata.
+#[derive(Debug, Clone)]
+pub struct AlonePoint {
+    /// Rules whose signatures the explainer holds.
+    pub rules: usize,
+    /// Signatures compiled.
+    pub signatures: usize,
+    /// Building the explainer, ms.
+    pub build_ms: f64,
+    /// One explain of the log.
+    pub explain: Summary,
+}
+
+/// Times `explain` of [`log`] over the synthetic corpus `specs`'
+/// signatures and `bundled`'s, built from their metadata alone (so the
+/// 100,000-rule size costs no load), `rounds` times. The log's synthetic
+/// line is the middle rule's signature.
+pub fn alone(specs: &[RuleSpec], bundled: &[RuleMeta], rounds: usize) -> AlonePoint {
+    let metas: Vec<RuleMeta> = specs
+        .iter()
+        .map(|s| {
+            serde_json::from_value(crate::corpus::meta(s)).expect("a synthetic rule's metadata")
+        })
+        .chain(bundled.iter().cloned())
+        .collect();
+    let start = Instant::now();
+    let explainer = Explainer::new(metas.iter());
+    let build_ms = start.elapsed().as_secs_f64() * 1e3;
+    let middle = metas
+        .get(specs.len() / 2)
+        .and_then(|m| m.error_signatures.first())
+        .map(|s| s.template.clone())
+        .unwrap_or_default();
+    let log = log(&middle);
+    let times: Vec<_> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(explainer.explain(black_box(&log)));
+            start.elapsed()
+        })
+        .collect();
+    AlonePoint {
+        rules: metas.len(),
+        signatures: explainer.signatures(),
+        build_ms,
+        explain: Summary::of(&times),
     }
 }

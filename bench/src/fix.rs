@@ -37,7 +37,7 @@ pub fn measure(
     rounds: usize,
 ) -> FixPoint {
     let rules_total = rules.len();
-    let set = RuleSet::new(rules, "bench");
+    let set = RuleSet::tuned(rules, "bench", engine.tuning());
     let start = Instant::now();
     let first_answer = pitfall_fix::fix(engine, &set, manifest);
     let first = start.elapsed();

@@ -13,6 +13,7 @@
 //! echo's ([`parts`]), `pitfall fix` on the G5g fixture ([`fix`]), and
 //! the plot ([`plot`]). `BENCHMARKS.md` reports them.
 
+pub mod ablation;
 pub mod compare;
 pub mod corpus;
 pub mod explain;

@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 /// measured here is the server as it ships.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use pitfall_bench::ablation::{Configuration, Mechanism};
 use pitfall_bench::scale::ScalePoint;
 use pitfall_bench::stats::{Summary, median};
 use pitfall_bench::{
@@ -75,6 +76,18 @@ struct Args {
         default_value = "floor,scale,explain,compare,publish,fix,server,plot"
     )]
     sections: Vec<String>,
+    /// Instead of the sections: price each engine mechanism (`ablation`),
+    /// one engine with all on, then one with each off in turn, then all
+    /// on again, each through floor, scale at `--sizes`, compare's engine
+    /// columns and fix at 10,000 rules.
+    #[arg(long)]
+    ablate: bool,
+    /// The mechanisms `--ablate` turns off (default: all).
+    #[arg(long, value_delimiter = ',')]
+    mechanisms: Vec<String>,
+    /// Rounds of `--ablate` (each all on, then each mechanism off).
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
 }
 
 impl Args {
@@ -186,6 +199,9 @@ fn main() -> anyhow::Result<()> {
     }
     let started = Instant::now();
     std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
+    if args.ablate {
+        return ablate(&args, started);
+    }
     let engine = Engine::new(Limits::default()).context("engine")?;
     let bundled: Vec<Arc<Rule>> = pitfall_bundled_rules::MODULES
         .iter()
@@ -256,6 +272,16 @@ fn main() -> anyhow::Result<()> {
             p.explain.p50 / p.check.p50.max(f64::MIN_POSITIVE),
             verdict(met)
         ));
+        // The explainer alone at each corpus size: its cost must not grow
+        // with the registry.
+        let bundled_meta: Vec<_> = bundled.iter().map(|r| r.meta().clone()).collect();
+        for &size in &[1_000, 10_000, 100_000] {
+            let a = explain::alone(&corpus::specs(size, SEED), &bundled_meta, 2_000);
+            report.line(format!(
+                "explain_alone rules={} signatures={} build_ms={:.1} explain_p50_us={:.1} explain_p99_us={:.1}",
+                a.rules, a.signatures, a.build_ms, a.explain.p50, a.explain.p99
+            ));
+        }
     }
 
     println!();
@@ -344,6 +370,142 @@ fn full(
         plot::check_latency(&png, &data)?;
         report.line(format!("plot={}", png.display()));
     }
+    Ok(())
+}
+
+/// The figures of one configuration of `--ablate`, by name, in report order.
+type Figures = Vec<(String, f64)>;
+
+/// Runs one configuration's measurements and prints its line.
+fn ablation_run(
+    args: &Args,
+    name: &str,
+    config: &Configuration,
+    report: &mut Report,
+) -> anyhow::Result<Figures> {
+    config.apply_process_wide();
+    let engine = Engine::tuned(config.limits.clone(), config.tuning).context("engine")?;
+    let bundled: Vec<Arc<Rule>> = pitfall_bundled_rules::MODULES
+        .iter()
+        .map(|m| engine.load(m.wasm).map(Arc::new).with_context(|| m.crate_name.to_owned()))
+        .collect::<anyhow::Result<_>>()?;
+    let g5g = fixture("g5g-gemma4-vllm0271.json")?;
+    let mut figures: Figures = Vec::new();
+    let floor_rule = engine.load(&floor::floor_module()).context("the floor module")?;
+    let ratio =
+        floor::measure(&engine, &floor_rule, &bundled, &Prepared::new(g5g.clone()), 2000, 20);
+    figures.push(("floor_ratio".into(), ratio.ratio));
+    let mut p50s = Vec::new();
+    for &size in &args.sizes {
+        let specs = corpus::specs(size, SEED);
+        let p = scale::measure(
+            &engine,
+            &bundled,
+            &specs,
+            &machines(args.fleet, size, SEED + 1)?,
+            &machines(args.fleet, size, SEED + 2)?,
+            &machines(args.fleet, size, SEED + 3)?,
+            5,
+        );
+        let k = size / 1000;
+        figures.push((format!("check{k}k_p50_us"), p.check.p50));
+        figures.push((format!("check{k}k_p99_us"), p.check.p99));
+        figures.push((format!("check{k}k_cpu_p50_us"), p.check_cpu.p50));
+        figures.push((format!("served{k}k_p50_us"), p.memo_check.p50));
+        figures.push((format!("served{k}k_cpu_p50_us"), p.memo_check_cpu.p50));
+        figures.push((format!("index{k}k_p50_us"), p.candidates.p50));
+        p50s.push((size, p.check.p50));
+    }
+    if let (Some((_, a)), Some((_, b))) =
+        (p50s.iter().find(|(n, _)| *n == 10_000), p50s.iter().find(|(n, _)| *n == 100_000))
+    {
+        figures.push(("growth_100k_over_10k".into(), b / a));
+    }
+    let rows = compare::measure(
+        &engine,
+        &compare::pick(&corpus::specs(1000, SEED)),
+        compare::Peers::default(),
+        4000,
+        20,
+    )?;
+    figures.push((
+        "engine_reused_call_us".into(),
+        median(&rows.iter().map(|r| r.engine_reused_us).collect::<Vec<_>>()),
+    ));
+    let synthetic = scale::load(&engine, &corpus::specs(SERVER_RULES, SEED));
+    let rules = bundled.iter().cloned().chain(synthetic).collect();
+    let fix = fix::measure(&engine, rules, &g5g, 20);
+    figures.push(("fix10k_p50_ms".into(), fix.steady.p50 / 1e3));
+    figures.push(("fix10k_p99_ms".into(), fix.steady.p99 / 1e3));
+    let text: Vec<String> = figures.iter().map(|(k, v)| format!("{k}={v:.2}")).collect();
+    report.line(format!("ablation config={name} {}", text.join(" ")));
+    Ok(figures)
+}
+
+/// `--ablate`: `--repeats` rounds, each all on then each mechanism off
+/// in turn, in one process; then each mechanism's median figures over the
+/// all-on runs' medians (a figure's spread over the all-on runs says what
+/// a ratio's noise is).
+fn ablate(args: &Args, started: Instant) -> anyhow::Result<()> {
+    let mechanisms: Vec<Mechanism> = if args.mechanisms.is_empty() {
+        Mechanism::ALL.to_vec()
+    } else {
+        args.mechanisms
+            .iter()
+            .map(|m| Mechanism::parse(m).with_context(|| format!("no mechanism {m}")))
+            .collect::<anyhow::Result<_>>()?
+    };
+    let mut report = Report::default();
+    let on = Configuration::without(&[]);
+    let mut on_runs: Vec<Figures> = Vec::new();
+    let mut off_runs: Vec<Vec<Figures>> = vec![Vec::new(); mechanisms.len()];
+    for _ in 0..args.repeats {
+        on_runs.push(ablation_run(args, "all_on", &on, &mut report)?);
+        for (m, runs) in mechanisms.iter().zip(&mut off_runs) {
+            let config = Configuration::without(&[*m]);
+            runs.push(ablation_run(args, &format!("{}_off", m.name()), &config, &mut report)?);
+        }
+    }
+    on.apply_process_wide();
+    // Each figure's median over a configuration's runs.
+    let medians = |runs: &[Figures]| -> Vec<(String, f64)> {
+        runs[0]
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| {
+                (k.clone(), median(&runs.iter().map(|r| r[i].1).collect::<Vec<_>>()))
+            })
+            .collect()
+    };
+    let baseline = medians(&on_runs);
+    let spread: Vec<String> = baseline
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| {
+            let values: Vec<f64> = on_runs.iter().map(|r| r[i].1).collect();
+            let (lo, hi) =
+                values.iter().fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
+            format!("{k}={v:.2}[{lo:.2}..{hi:.2}]")
+        })
+        .collect();
+    report.line(format!(
+        "ablation all_on median[min..max] runs={} {}",
+        on_runs.len(),
+        spread.join(" ")
+    ));
+    for (m, runs) in mechanisms.iter().zip(&off_runs) {
+        let ratios: Vec<String> = medians(runs)
+            .iter()
+            .zip(&baseline)
+            .map(|((k, v), (_, on))| format!("{k}={:.2}", v / on))
+            .collect();
+        report.line(format!("ablation off_over_on mechanism={} {}", m.name(), ratios.join(" ")));
+    }
+    report.line(format!("elapsed_s={:.1}", started.elapsed().as_secs_f64()));
+    let path = args.out.join("ablation.txt");
+    std::fs::write(&path, report.lines.join("\n") + "\n")
+        .with_context(|| path.display().to_string())?;
+    println!("(written to {})", path.display());
     Ok(())
 }
 

@@ -160,7 +160,7 @@ pub fn measure(
     let start = Instant::now();
     let mut rules = bundled.to_vec();
     rules.extend(load(engine, specs));
-    let set = RuleSet::new(rules, format!("bench-{}", specs.len()));
+    let set = RuleSet::tuned(rules, format!("bench-{}", specs.len()), engine.tuning());
     let load = start.elapsed();
     // Every candidate in the sandbox (the targets), or as served (the memo).
     let check = |memo: bool, m: Manifest| {

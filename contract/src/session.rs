@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::fields::{Field, FieldKind, FieldMap};
 use pitfall_version::{Specifier, Version, VersionError};
@@ -171,10 +172,21 @@ thread_local! {
     static SPECIFIERS: RefCell<Vec<CachedSpecifier>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Whether [`SPECIFIERS`] is used: on unless a benchmark pricing it
+/// turns it off ([`set_specifier_cache`]).
+static SPECIFIER_CACHE: AtomicBool = AtomicBool::new(true);
+
+/// Turns the per-thread cache of parsed specifiers on or off for the
+/// whole process (on by default); off, every `version_in` question parses
+/// its specifier. For `pitfall-bench --ablate`, which prices it.
+pub fn set_specifier_cache(on: bool) {
+    SPECIFIER_CACHE.store(on, Ordering::Relaxed);
+}
+
 /// Calls `f` with `text` parsed as a specifier, from this thread's cache
 /// when it parsed the same text before.
 fn with_specifier<R>(text: &str, f: impl FnOnce(Result<&Specifier, VersionError>) -> R) -> R {
-    if text.len() > CACHED_SPECIFIER_MAX {
+    if text.len() > CACHED_SPECIFIER_MAX || !SPECIFIER_CACHE.load(Ordering::Relaxed) {
         return f(Specifier::parse(text).as_ref().map_err(Clone::clone));
     }
     // FNV-1a: a few nanoseconds for a short text.

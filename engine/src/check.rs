@@ -24,6 +24,7 @@ use crate::error::PastDeadline;
 use crate::gate::Gates;
 use crate::index::CandidateIndex;
 use crate::rule::Rule;
+use crate::tuning::Tuning;
 
 /// Below this many candidates a check runs on the calling thread: handing
 /// work to the pool costs more than a few evaluations.
@@ -37,14 +38,22 @@ pub struct RuleSet {
     /// Each rule's selectors as numbers, by position (`crate::gate`).
     gates: Gates,
     revision: String,
+    tuning: Tuning,
 }
 
 impl RuleSet {
     /// Indexes `rules`; `revision` names this set in answers.
     pub fn new(rules: Vec<Arc<Rule>>, revision: impl Into<String>) -> RuleSet {
-        let index = CandidateIndex::new(rules.iter().map(|r| r.selectors.as_slice()));
-        let gates = Gates::new(rules.iter().map(|r| r.selectors.as_slice()));
-        RuleSet { rules, index, gates, revision: revision.into() }
+        RuleSet::tuned(rules, revision, Tuning::default())
+    }
+
+    /// [`RuleSet::new`] with `tuning`'s index, gates and prefetch (the
+    /// bench prices each; its engine's tuning should be the same).
+    pub fn tuned(rules: Vec<Arc<Rule>>, revision: impl Into<String>, tuning: Tuning) -> RuleSet {
+        let selectors = || rules.iter().map(|r| r.selectors.as_slice());
+        let index = CandidateIndex::tuned(selectors(), &tuning);
+        let gates = if tuning.gates { Gates::new(selectors()) } else { Gates::default() };
+        RuleSet { index, gates, revision: revision.into(), tuning, rules }
     }
 
     /// The rules, in set order.
@@ -69,16 +78,23 @@ impl RuleSet {
         let facts = ManifestFacts::of_keyed_packages(&prepared.manifest, packages, |key| {
             self.index.names_package(key)
         });
-        let gate_facts = self.gates.facts(&facts);
         let positions = self.index.candidates(&facts);
-        self.gates.prefetch(&positions);
+        let selectors_hold =
+            |i: u32| self.rules[i as usize].selectors.iter().all(|s| s.holds_in(&facts));
+        if !self.tuning.gates {
+            return positions
+                .into_iter()
+                .filter(|&i| selectors_hold(i))
+                .map(|i| &self.rules[i as usize])
+                .collect();
+        }
+        let gate_facts = self.gates.facts(&facts);
+        if self.tuning.prefetch {
+            self.gates.prefetch(&positions);
+        }
         positions
             .into_iter()
-            .filter(|&i| {
-                self.gates.admits(i, &gate_facts).unwrap_or_else(|| {
-                    self.rules[i as usize].selectors.iter().all(|s| s.holds_in(&facts))
-                })
-            })
+            .filter(|&i| self.gates.admits(i, &gate_facts).unwrap_or_else(|| selectors_hold(i)))
             .map(|i| &self.rules[i as usize])
             .collect()
     }

@@ -31,6 +31,7 @@ use crate::prefetch::prefetch;
 use crate::render::rendered;
 use crate::reset;
 use crate::rule::{Linked, Rule};
+use crate::tuning::Tuning;
 
 /// Runs rule modules in the sandbox.
 #[derive(Clone)]
@@ -58,6 +59,7 @@ struct Inner {
     instantiations: AtomicU64,
     /// Evaluations in the sandbox that reused an instance, reset.
     reuses: AtomicU64,
+    tuning: Tuning,
 }
 
 impl Drop for Inner {
@@ -134,7 +136,18 @@ fn wasmtime_config(limits: &Limits) -> Config {
 impl Engine {
     /// An engine with these limits and an in-memory compiled-code cache.
     pub fn new(limits: Limits) -> Result<Engine, EngineError> {
-        Engine::build(limits, None)
+        Engine::build(limits, None, Tuning::default())
+    }
+
+    /// [`Engine::new`] with some of its speed-ups off (`crate::tuning`),
+    /// for a benchmark that prices them.
+    pub fn tuned(limits: Limits, tuning: Tuning) -> Result<Engine, EngineError> {
+        Engine::build(limits, None, tuning)
+    }
+
+    /// Which speed-ups this engine has on.
+    pub fn tuning(&self) -> Tuning {
+        self.inner.tuning
     }
 
     /// An engine that also caches compiled code in `dir` (created with mode
@@ -142,10 +155,14 @@ impl Engine {
     /// one else; otherwise it runs without it and
     /// [`Engine::disk_cache_refused`] says why.
     pub fn with_cache_dir(limits: Limits, dir: PathBuf) -> Result<Engine, EngineError> {
-        Engine::build(limits, Some(dir))
+        Engine::build(limits, Some(dir), Tuning::default())
     }
 
-    fn build(limits: Limits, cache_dir: Option<PathBuf>) -> Result<Engine, EngineError> {
+    fn build(
+        limits: Limits,
+        cache_dir: Option<PathBuf>,
+        tuning: Tuning,
+    ) -> Result<Engine, EngineError> {
         let wasm = wasmtime::Engine::new(&wasmtime_config(&limits))
             .map_err(|e| EngineError(e.to_string()))?;
         let mut linker = Linker::new(&wasm);
@@ -154,7 +171,7 @@ impl Engine {
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(wasm.clone(), ticker_stop.clone())
             .map_err(|e| EngineError(e.to_string()))?;
-        let memo = Arc::new(MemoBudget::new(limits.memo_bytes));
+        let memo = Arc::new(MemoBudget::new(limits.memo_bytes, &tuning));
         Ok(Engine {
             inner: Arc::new(Inner {
                 wasm,
@@ -166,6 +183,7 @@ impl Engine {
                 memo,
                 instantiations: AtomicU64::new(0),
                 reuses: AtomicU64::new(0),
+                tuning,
             }),
         })
     }
@@ -349,7 +367,7 @@ impl Engine {
     /// thousands, touched once a check, and these loads overlap where the
     /// replays' own would come one after another. A hint only.
     pub fn prefetch_replays(&self, rules: &[&Arc<Rule>]) {
-        if self.inner.memo.enabled() {
+        if self.inner.memo.enabled() && self.inner.tuning.prefetch {
             // First each rule's first cache line (its memo's lock and
             // image pointer), so that reading them below waits for one
             // miss, not one per rule.

@@ -22,6 +22,7 @@ use pitfall_version::{Specifier, Version};
 
 use crate::interval::{IntervalTree, Range, non_empty};
 use crate::prefetch::prefetch;
+use crate::tuning::Tuning;
 
 /// Rules under one key: those without a range, and those with one.
 #[derive(Debug, Default, Clone)]
@@ -31,7 +32,7 @@ struct Ranged {
 }
 
 impl Ranged {
-    fn build(entries: Vec<(Option<Range>, u32)>) -> Ranged {
+    fn build(entries: Vec<(Option<Range>, u32)>, tuning: &Tuning) -> Ranged {
         let mut unranged = Vec::new();
         let mut ranges = Vec::new();
         for (range, i) in entries {
@@ -44,7 +45,10 @@ impl Ranged {
                 _ => unranged.push(i),
             }
         }
-        Ranged { unranged, ranged: IntervalTree::new(ranges) }
+        Ranged {
+            unranged,
+            ranged: IntervalTree::tuned(ranges, tuning.interval_tree, tuning.packed_tree),
+        }
     }
 
     /// The rules for one value of the key (`None`: cannot be decided).
@@ -88,6 +92,9 @@ pub struct CandidateIndex {
     /// a rule's second `package:` selector), so a check can leave the
     /// others out of its facts with one lookup each.
     named: HashSet<String, RandomState>,
+    /// Whether a lookup hints the CPU to load its buckets ahead
+    /// ([`Tuning::prefetch`]).
+    prefetch: bool,
 }
 
 /// The selector a rule is filed under, by selectivity: a ranged package
@@ -113,7 +120,15 @@ fn range(spec: &Specifier) -> Range {
 impl CandidateIndex {
     /// Indexes rules given by their selectors, in rule-set order.
     pub fn new<'a>(rules: impl IntoIterator<Item = &'a [Selector]>) -> CandidateIndex {
-        let mut index = CandidateIndex::default();
+        CandidateIndex::tuned(rules, &Tuning::default())
+    }
+
+    /// [`CandidateIndex::new`] with `tuning`'s interval trees and prefetch.
+    pub fn tuned<'a>(
+        rules: impl IntoIterator<Item = &'a [Selector]>,
+        tuning: &Tuning,
+    ) -> CandidateIndex {
+        let mut index = CandidateIndex { prefetch: tuning.prefetch, ..CandidateIndex::default() };
         let mut packages: HashMap<String, Vec<(Option<Range>, u32)>> = HashMap::new();
         let mut capability = Vec::new();
         for (i, selectors) in rules.into_iter().enumerate() {
@@ -139,8 +154,8 @@ impl CandidateIndex {
                 Some(Selector::Container) | None => index.always.push(i),
             }
         }
-        index.packages = packages.into_iter().map(|(k, v)| (k, Ranged::build(v))).collect();
-        index.capability = Ranged::build(capability);
+        index.packages = packages.into_iter().map(|(k, v)| (k, Ranged::build(v, tuning))).collect();
+        index.capability = Ranged::build(capability, tuning);
         index
     }
 
@@ -164,7 +179,9 @@ impl CandidateIndex {
             .packages()
             .filter_map(|(key, versions)| {
                 let bucket = self.packages.get(key)?;
-                bucket.prefetch();
+                if self.prefetch {
+                    bucket.prefetch();
+                }
                 Some((bucket, versions))
             })
             .collect();

@@ -55,6 +55,9 @@ pub(crate) struct IntervalTree {
     /// range, scanned in order: a check stabs a tree for each package it
     /// has rules about, each tree among thousands out of the caches.
     packed: Option<PackedTree>,
+    /// The ranges, scanned one by one, when built without a tree
+    /// ([`crate::Tuning::interval_tree`] off).
+    linear: Vec<(Range, u32)>,
 }
 
 /// A [`Node`] over packed keys: the tags of the ranges unbounded at an
@@ -242,17 +245,30 @@ impl PackedTree {
 impl IntervalTree {
     /// Builds the tree. Every range must have at least one finite end
     /// (the caller keeps unbounded ones elsewhere: they contain everything).
+    #[cfg(test)]
     pub(crate) fn new(ranges: Vec<(Range, u32)>) -> IntervalTree {
-        let mut tree = IntervalTree {
+        IntervalTree::tuned(ranges, true, true)
+    }
+
+    /// [`IntervalTree::new`], or without the tree (`tree` false: a stab
+    /// scans every range), or without its packed form (`packed` false).
+    pub(crate) fn tuned(ranges: Vec<(Range, u32)>, tree: bool, packed: bool) -> IntervalTree {
+        let mut built = IntervalTree {
             all: ranges.iter().map(|(_, t)| *t).collect(),
             ..IntervalTree::default()
         };
-        tree.root = tree.build(ranges);
+        if !tree {
+            built.linear = ranges;
+            return built;
+        }
+        built.root = built.build(ranges);
         // The node lists keep their order (unbounded ends first, then by
         // end), so the packed lists are the same lists.
-        debug_assert!(tree.root.is_none_or(|root| root == 0), "the root is the first node pushed");
-        tree.packed = PackedTree::of(&tree.nodes);
-        tree
+        debug_assert!(built.root.is_none_or(|root| root == 0), "the root is the first node pushed");
+        if packed {
+            built.packed = PackedTree::of(&built.nodes);
+        }
+        built
     }
 
     fn build(&mut self, ranges: Vec<(Range, u32)>) -> Option<usize> {
@@ -298,6 +314,10 @@ impl IntervalTree {
     /// Appends the tags of the ranges that contain `v`, a version without
     /// a local label (ranges bound public versions).
     pub(crate) fn stab(&self, v: &Version, out: &mut Vec<u32>) {
+        if !self.linear.is_empty() {
+            let holds = |r: &Range| r.above_lower(v) && r.below_upper(v);
+            return out.extend(self.linear.iter().filter(|(r, _)| holds(r)).map(|(_, t)| *t));
+        }
         if let (Some(packed), Some(key)) = (&self.packed, packed_end(v)) {
             return packed.stab(key, out);
         }
@@ -398,6 +418,11 @@ mod tests {
         wide.push((range(Some("0.70000"), None), 500));
         let wide = IntervalTree::new(wide);
         assert!(wide.packed.is_none());
+        // Built without a tree, or without its packed form, as a tuned
+        // engine builds it: the same answers.
+        let linear = IntervalTree::tuned(ranges.clone(), false, true);
+        let unpacked = IntervalTree::tuned(ranges.clone(), true, false);
+        assert!(linear.root.is_none() && unpacked.packed.is_none());
         for q in 0..55 {
             for probe in [
                 format!("0.{q}"),
@@ -421,6 +446,8 @@ mod tests {
                 };
                 assert_eq!(stabbed(&tree, true), want, "at {probe}");
                 assert_eq!(stabbed(&tree, false), want, "at {probe}, unpacked");
+                assert_eq!(stabbed(&linear, true), want, "at {probe}, scanned");
+                assert_eq!(stabbed(&unpacked, true), want, "at {probe}, built unpacked");
                 let mut wide_want = want.clone();
                 if probe >= v("0.70000") {
                     wide_want.push(500);

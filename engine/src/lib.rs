@@ -31,6 +31,7 @@ mod prefetch;
 mod render;
 mod reset;
 pub mod rule;
+mod tuning;
 
 pub use check::RuleSet;
 pub use engine::{CheckGuard, Engine, Evaluator, InstanceStats, Sandboxed};
@@ -39,3 +40,4 @@ pub use inspect::ModuleInfo;
 pub use limits::Limits;
 pub use memo::MemoStats;
 pub use rule::Rule;
+pub use tuning::Tuning;

@@ -53,6 +53,7 @@ use crate::observe::Read;
 use crate::memo_image::{self, Found, Leaf};
 use crate::prefetch::prefetch;
 use crate::render::rendered;
+use crate::tuning::Tuning;
 
 /// Outcomes one rule keeps before its tree is dropped and regrown.
 ///
@@ -97,6 +98,10 @@ pub(crate) struct MemoBudget {
     renderings: AtomicUsize,
     hits: AtomicU64,
     misses: AtomicU64,
+    /// [`Tuning::memo_fingerprints`].
+    fingerprints: bool,
+    /// [`Tuning::memo_compaction`].
+    compaction: bool,
 }
 
 /// How the memo did so far (for metrics).
@@ -111,8 +116,10 @@ pub struct MemoStats {
 }
 
 impl MemoBudget {
-    pub(crate) fn new(limit: usize) -> MemoBudget {
+    pub(crate) fn new(limit: usize, tuning: &Tuning) -> MemoBudget {
         MemoBudget {
+            fingerprints: tuning.memo_fingerprints,
+            compaction: tuning.memo_compaction,
             limit,
             used: AtomicUsize::new(0),
             renderings: AtomicUsize::new(0),
@@ -447,7 +454,8 @@ impl Memo {
     /// rule would read what one recorded run read.
     pub(crate) fn replay(&self, meta: &RuleMeta, fields: &FieldMap) -> Option<Evaluation> {
         let tree = self.tree.read().unwrap_or_else(|p| p.into_inner());
-        match memo_image::replay(&tree.image, fields)? {
+        let fingerprints = self.budget.get().is_none_or(|b| b.fingerprints);
+        match memo_image::replay_tuned(&tree.image, fields, fingerprints)? {
             Found::Clear => Some(Evaluation::Clear),
             Found::Outcome(i) => Some(tree.outcomes.get(i as usize)?.evaluation(meta, fields)),
             Found::Matched { index, evidence_holds } => {
@@ -544,7 +552,7 @@ impl Memo {
         }
         tree.leaves += 1;
         tree.bytes += bytes;
-        if tree.appended >= COMPACT_AFTER.max(tree.leaves / 4) {
+        if budget.compaction && tree.appended >= COMPACT_AFTER.max(tree.leaves / 4) {
             tree.appended = 0;
             if let Some(compacted) = memo_image::compact(&tree.image) {
                 // Fewer block headers: never longer.

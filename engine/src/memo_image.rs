@@ -302,27 +302,35 @@ fn put_u32(image: &mut [u8], at: usize, value: u32) {
 /// The leaf a rule that reads `fields` would reach, if every read sees
 /// what one recorded run saw there (`None` otherwise, or on an image this
 /// module did not write).
+#[cfg(test)]
 pub(crate) fn replay(image: &[u8], fields: &FieldMap) -> Option<Found> {
+    replay_tuned(image, fields, true)
+}
+
+/// [`replay`], or (`fingerprints` false, [`crate::Tuning::memo_fingerprints`]
+/// off) comparing every key of a node rather than those whose fingerprint
+/// is the field's.
+pub(crate) fn replay_tuned(image: &[u8], fields: &FieldMap, fingerprints: bool) -> Option<Found> {
     // First the walk that takes each node's first matching key: the one
     // that leads to the leaf whenever a node holds one key `fields` match,
     // as nearly every node does. Only where it ends without a leaf is the
     // search that tries a node's other matching key worth its cost (the
     // rule would run in the sandbox otherwise).
-    if let Some(found) = walk(image, fields)? {
+    if let Some(found) = walk(image, fields, fingerprints)? {
         return Some(found);
     }
     let mut visits = REPLAY_VISITS;
-    replay_from(image, 0, fields, &mut visits)?
+    replay_from(image, 0, fields, fingerprints, &mut visits)?
 }
 
 /// [`replay`] along each node's first matching key: `Some(None)` where a
 /// node has none.
-fn walk(image: &[u8], fields: &FieldMap) -> Option<Option<Found>> {
+fn walk(image: &[u8], fields: &FieldMap, fingerprints: bool) -> Option<Option<Found>> {
     let mut at = 0;
     loop {
         match *image.get(at)? {
             READ => {
-                let (field, mut keys) = read_node(image, at, fields)?;
+                let (field, mut keys) = read_node(image, at, fields, fingerprints)?;
                 let Some(child) =
                     keys.next(|key, text| key_matches(image, key, text, field.as_ref()))?
                 else {
@@ -342,6 +350,7 @@ fn read_node<'a, 'f>(
     image: &'a [u8],
     at: usize,
     fields: &'f FieldMap,
+    fingerprints: bool,
 ) -> Option<(Option<Field<'f>>, Matches<'a>)> {
     let path_len = u32_at(image, at + 1)? as usize;
     let path = image.get(at + READ_HEADER..at + READ_HEADER + path_len)?;
@@ -350,6 +359,7 @@ fn read_node<'a, 'f>(
         fingerprint_of_field(field.as_ref()),
         fingerprint_of_kind(field.as_ref().map_or(FieldKind::Missing, |f| f.kind) as u8),
     ];
+    let wanted = fingerprints.then_some(wanted);
     Some((field, Matches::new(image, at + READ_HEADER + path_len, wanted)))
 }
 
@@ -374,20 +384,21 @@ fn replay_from(
     image: &[u8],
     at: usize,
     fields: &FieldMap,
+    fingerprints: bool,
     visits: &mut u32,
 ) -> Option<Option<Found>> {
     match *image.get(at)? {
         READ => {
             let Some(left) = visits.checked_sub(1) else { return Some(None) };
             *visits = left;
-            let (field, mut keys) = read_node(image, at, fields)?;
+            let (field, mut keys) = read_node(image, at, fields, fingerprints)?;
             // Usually one key matches and its subtree has the leaf; the
             // next is tried only when it has not.
             while let Some(child) =
                 keys.next(|key, text| key_matches(image, key, text, field.as_ref()))?
             {
                 let child = Some(child).filter(|&c| c > at)?;
-                if let Some(found) = replay_from(image, child, fields, visits)? {
+                if let Some(found) = replay_from(image, child, fields, fingerprints, visits)? {
                     return Some(Some(found));
                 }
             }
@@ -398,16 +409,16 @@ fn replay_from(
 }
 
 /// The keys of a node, from its first block, whose fingerprint is one of
-/// `wanted` and which a test accepts, in scan order: a replay takes the
+/// `wanted` (any, without) and which a test accepts, in scan order: a replay takes the
 /// first and resumes after it only if its subtree had no leaf.
 struct Matches<'a> {
     chain: BlockChain<'a>,
     table: &'a [u8],
-    wanted: [u32; 2],
+    wanted: Option<[u32; 2]>,
 }
 
 impl<'a> Matches<'a> {
-    fn new(image: &'a [u8], block: usize, wanted: [u32; 2]) -> Matches<'a> {
+    fn new(image: &'a [u8], block: usize, wanted: Option<[u32; 2]>) -> Matches<'a> {
         Matches { chain: BlockChain { image, next: Some(block) }, table: &[], wanted }
     }
 
@@ -422,7 +433,10 @@ impl<'a> Matches<'a> {
             while let Some((entry, rest)) = self.table.split_first_chunk::<ENTRY>() {
                 self.table = rest;
                 let fingerprint = u32_at(entry, 0)?;
-                if fingerprint != self.wanted[0] && fingerprint != self.wanted[1] {
+                if let Some(wanted) = self.wanted
+                    && fingerprint != wanted[0]
+                    && fingerprint != wanted[1]
+                {
                     continue;
                 }
                 let key = u32_at(entry, 4)? as usize;
@@ -449,7 +463,7 @@ fn find(
     wanted: u32,
     accepts: impl FnMut(usize, &[u8]) -> Option<bool>,
 ) -> Option<Option<usize>> {
-    Matches::new(image, block, [wanted; 2]).next(accepts)
+    Matches::new(image, block, Some([wanted; 2])).next(accepts)
 }
 
 /// A node's blocks, from its first: each block's offset and its table of
@@ -777,6 +791,7 @@ mod tests {
                     Leaf::Matched { .. } => unreachable!("no finding here"),
                 });
             assert_eq!(replay(&image, m), expected);
+            assert_eq!(replay_tuned(&image, m, false), expected, "without fingerprints");
             hits += usize::from(expected.is_some());
         }
         assert_eq!(
@@ -791,6 +806,7 @@ mod tests {
         assert_eq!(compact(&compacted).as_deref(), Some(compacted.as_slice()));
         for m in seen_machines.iter().chain(&unseen) {
             assert_eq!(replay(&compacted, m), replay(&image, m));
+            assert_eq!(replay_tuned(&compacted, m, false), replay(&image, m), "no fingerprints");
         }
         // It grows on as before: a new trace appended, the rest unchanged.
         let mut grown = compacted.clone();
@@ -933,7 +949,7 @@ mod tests {
             assert!(insert(&mut image, &trace, Leaf::Outcome(mask)));
         }
         let mut visits = REPLAY_VISITS;
-        assert_eq!(replay_from(&image, 0, &machine("b"), &mut visits), Some(None));
+        assert_eq!(replay_from(&image, 0, &machine("b"), true, &mut visits), Some(None));
         assert_eq!(visits, 0, "gave up at the bound, not after 2^{depth} paths");
         assert!(matches!(replay(&image, &recorded), Some(Found::Outcome(_))));
     }

@@ -12,7 +12,7 @@ mod corpus;
 
 use pitfall_contract::report::{CheckResponse, EvidenceSource};
 use pitfall_contract::{Manifest, manifest_from_value, parse_manifest};
-use pitfall_engine::{Engine, Limits, Rule, RuleSet};
+use pitfall_engine::{Engine, Limits, Rule, RuleSet, Tuning};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("engine/ has a parent").to_path_buf()
@@ -178,6 +178,53 @@ fn memoized_checks_answer_as_the_sandbox_does() {
 /// host are answered as the sandbox answers them, nearly all from the
 /// memo (none of 3,999 candidates ran again; with each kind asked
 /// observed whole, 367 did).
+/// Each speed-up of `Tuning` off, one at a time (and instance reuse, a
+/// limit, and the contract's specifier cache): every manifest checked twice (the memo learns, then replays)
+/// answers as the default engine's sandbox does.
+#[test]
+fn an_engine_with_any_speed_up_off_answers_alike() {
+    let sandbox = engine(0);
+    let sandbox_set = RuleSet::new(rules(&sandbox), "r");
+    let cases = manifests(sandbox_set.rules());
+    let expected: Vec<CheckResponse> =
+        cases.iter().map(|(_, m)| timeless(sandbox_set.check(&sandbox, m.clone()))).collect();
+    let on = Tuning::default();
+    let offs = [
+        ("memo_fingerprints", Tuning { memo_fingerprints: false, ..on }),
+        ("memo_compaction", Tuning { memo_compaction: false, ..on }),
+        ("gates", Tuning { gates: false, ..on }),
+        ("prefetch", Tuning { prefetch: false, ..on }),
+        ("interval_tree", Tuning { interval_tree: false, ..on }),
+        ("packed_tree", Tuning { packed_tree: false, ..on }),
+    ];
+    let no_reuse = Limits { reuse_instances: false, ..Limits::default() };
+    for (off, limits, tuning) in offs
+        .into_iter()
+        .map(|(off, t)| (off, Limits::default(), t))
+        .chain([("reuse_instances", no_reuse, on)])
+    {
+        let engine = Engine::tuned(limits, tuning).expect("engine starts");
+        assert_eq!(engine.tuning(), tuning);
+        let set = RuleSet::tuned(rules(&engine), "r", tuning);
+        for pass in ["first", "second"] {
+            for ((name, m), want) in cases.iter().zip(&expected) {
+                let answer = timeless(set.check(&engine, m.clone()));
+                assert_eq!(&answer, want, "{name}, {off} off ({pass} pass)");
+            }
+        }
+        assert!(engine.memo_stats().hits > 0, "{off} off: the memo answered nothing");
+    }
+    // The contract's specifier cache, process-wide: off, every question
+    // parses its specifier (other tests running meanwhile answer alike).
+    pitfall_contract::session::set_specifier_cache(false);
+    let engine = engine(Limits::default().memo_bytes);
+    let set = RuleSet::new(rules(&engine), "r");
+    let answers: Vec<CheckResponse> =
+        cases.iter().map(|(_, m)| timeless(set.check(&engine, m.clone()))).collect();
+    pitfall_contract::session::set_specifier_cache(true);
+    assert_eq!(answers, expected, "specifier cache off");
+}
+
 #[test]
 fn a_field_asked_only_its_kind_is_replayed_whatever_else_it_holds() {
     let (memo, sandbox) = (engine(Limits::default().memo_bytes), engine(0));
