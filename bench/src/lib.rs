@@ -16,6 +16,7 @@
 pub mod ablation;
 pub mod compare;
 pub mod corpus;
+pub mod enrichment;
 pub mod explain;
 #[cfg(feature = "extism")]
 pub mod extism;

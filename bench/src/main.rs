@@ -73,7 +73,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "floor,scale,explain,compare,publish,fix,server,plot"
+        default_value = "floor,scale,explain,compare,publish,fix,enrich,server,plot"
     )]
     sections: Vec<String>,
     /// Instead of the sections: price each engine mechanism (`ablation`),
@@ -356,6 +356,9 @@ fn full(
     }
     if args.runs("fix") {
         fix_cost(engine, bundled, report)?;
+    }
+    if args.runs("enrich") {
+        enrich_cost(report)?;
     }
     if args.runs("server") {
         server(args, bundled.len(), report)?;
@@ -791,6 +794,24 @@ impl HttpBodies {
             repeated: fleet_bodies(300, args.concurrency),
         }
     }
+}
+
+/// Enrichment alone, on the fixtures (GPUs, releases and models the tables
+/// know) and on a fleet of synthetic machines.
+fn enrich_cost(report: &mut Report) -> anyhow::Result<()> {
+    let mut manifests = Vec::new();
+    for name in
+        ["g5g-gemma4-vllm0271.json", "h100x8-llama70b-healthy.json", "a6000-llama70b-single.json"]
+    {
+        manifests.push(fixture(name)?);
+    }
+    manifests.extend(machines(1000, SERVER_RULES, SEED + 7)?);
+    let c = pitfall_bench::enrichment::measure(&manifests);
+    report.line(format!(
+        "enrich manifests={} filled={} enrich_p50_us={:.2} enrich_p99_us={:.2} normalize_p50_us={:.2} normalize_p99_us={:.2} (one thread's CPU per call)",
+        c.manifests, c.filled, c.enrich.p50, c.enrich.p99, c.normalize.p50, c.normalize.p99,
+    ));
+    Ok(())
 }
 
 /// The request's parts around the check, next to the echo's work, on the
