@@ -758,7 +758,12 @@ fn kernel_from_platform(platform: &str) -> Option<String> {
 fn prompt_identifiers(line: &str, found: &mut Vec<String>) {
     let Some(at) = line.find('@') else { return };
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.';
-    let user_start = line[..at].rfind(|c: char| !is_word(c)).map_or(0, |p| p + 1);
+    // The character before the user may be wider than a byte (`\u{80}@`).
+    let user_start = line[..at]
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !is_word(*c))
+        .map_or(0, |(p, c)| p + c.len_utf8());
     let host_end = line[at + 1..].find(|c: char| !is_word(c)).map_or(line.len(), |p| at + 1 + p);
     let (user, host) = (&line[user_start..at], &line[at + 1..host_end]);
     let prompt_follows = line[host_end..].trim_start().starts_with([':', '~', '$', '#']);
@@ -774,6 +779,19 @@ fn prompt_identifiers(line: &str, found: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wide_character_before_an_at_sign_is_no_boundary_problem() {
+        // Found by schemathesis through POST /v1/manifest/from-text.
+        for text in ["\u{80}@", "é@host:~$ nvidia-smi", "✓@x", "a\u{80}@b:~$"] {
+            let mut found = Vec::new();
+            prompt_identifiers(text, &mut found);
+            let _ = parse(text);
+        }
+        let mut found = Vec::new();
+        prompt_identifiers("é alice@box:~$ ls", &mut found);
+        assert_eq!(found, ["alice", "box"]);
+    }
 
     #[test]
     fn torch_collect_env_of_the_h200_capture() {

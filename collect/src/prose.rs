@@ -456,6 +456,28 @@ mod tests {
     }
 
     #[test]
+    fn wide_characters_anywhere_are_read_without_a_boundary_problem() {
+        let texts = [
+            "Initializing an LLM engine (vé) with config: model='é, dtype=✓",
+            "Initializing an LLM engine (v0.6.4) with config: model=\"",
+            "Initializing an LLM engine (v0.6.4) with config: a=(é, b='✓'",
+            "vLLM API server version é",
+            "torch version ✓2.0 python é3.11",
+            "Ubuntu é Red Hat Enterprise Linux ✓ release",
+            "2× RTX 5090 ✓ A100é",
+            "\u{80}@ \u{80}= =\u{80} '\u{80}",
+        ];
+        for text in texts {
+            let _ = read(text);
+            for cut in 0..text.len() {
+                if text.is_char_boundary(cut) {
+                    let _ = read(&text[..cut]);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn one_gpu_named_in_a_sentence_is_taken() {
         let prose = read("First of all, the machine I am using is \"NVIDIA H100\"");
         assert_eq!(prose.gpus().0, Some(("NVIDIA H100".to_owned(), 1)));
