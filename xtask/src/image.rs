@@ -176,10 +176,14 @@ fn slim(rootfs: &Path) -> anyhow::Result<()> {
 /// `pitfall-server` built by cargo; its path.
 fn server_binary(root: &Path, profile: Profile) -> anyhow::Result<std::path::PathBuf> {
     let mut cargo = crate::cargo();
-    // The workspace's feature set, as the tests build it: no second build.
-    cargo.current_dir(root).args(["build", "--workspace", "--bin", "pitfall-server"]);
+    cargo.current_dir(root);
     if profile == Profile::Release {
-        cargo.arg("--release");
+        cargo.args(["build", "--release", "--workspace", "--bin", "pitfall-server"]);
+    } else {
+        // The dev binary the tests built, with their feature set (their
+        // dev-dependencies turn features on): a plain `cargo build` would
+        // resolve other features and build the workspace a second time.
+        cargo.args(["test", "--workspace", "--all-targets", "--no-run"]);
     }
     run(&mut cargo).context("building pitfall-server")?;
     let dir = if profile == Profile::Release { "release" } else { "debug" };
