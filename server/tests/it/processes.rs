@@ -138,9 +138,23 @@ fn two_replicas_on_one_postgres_are_one_registry() {
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("replica B served the approved rule {:?} after the approval", approved_at.elapsed());
+    // B may have loaded the set between the publish's and the approval's
+    // revisions: it is then labelled older than its contents (registry.rs,
+    // `refresh_locked`) until its next poll, which must come within 5 s.
     let (_, health_a) = a.call("GET", "/healthz", None, b"");
-    let (_, health_b) = b.call("GET", "/healthz", None, b"");
-    assert_eq!(health_a["ruleset_revision"], health_b["ruleset_revision"]);
+    loop {
+        let (_, health_b) = b.call("GET", "/healthz", None, b"");
+        if health_a["ruleset_revision"] == health_b["ruleset_revision"] {
+            break;
+        }
+        assert!(
+            approved_at.elapsed() < Duration::from_secs(5),
+            "replica B still at revision {} after 5 s, A at {}",
+            health_b["ruleset_revision"],
+            health_a["ruleset_revision"]
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 
     // Both serve the same bundle, which verifies with the one key that
     // `admin bundle-key` prints.
