@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use pitfall_client::api::types::{ExplainResponse, ExplainedCause, ExplainedHole};
+use pitfall_client::api::types::{ExplainResponse, ExplainedCause};
 use pitfall_contract::parse_manifest;
-use pitfall_explain::outcome::{Outcome, general_finding};
+use pitfall_explain::outcome::explained_causes;
 use pitfall_explain::{Explainer, SCORE_THRESHOLD};
 
 use crate::Format;
@@ -68,44 +68,12 @@ pub(crate) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         Some(m) if !explanation.causes.is_empty() => Some(set.check(&engine, m)),
         _ => None,
     };
-    let mut printed: Vec<(u8, ExplainedCause)> = explanation
-        .causes
-        .iter()
-        .map(|cause| {
-            let meta = set.rules()[cause.rule].meta();
-            let outcome = check.as_ref().map(|c| Outcome::of(c, &cause.rule_id));
-            let (finding, missing) = match &outcome {
-                Some(Outcome::Matched(f)) => (f.clone(), Vec::new()),
-                Some(Outcome::Undetermined(m)) => (general_finding(meta), m.clone()),
-                _ => (general_finding(meta), Vec::new()),
-            };
-            let printed = ExplainedCause {
-                rule_id: cause.rule_id.clone(),
-                score: (cause.score * 10_000.0).round() / 10_000.0,
-                signature: cause.signature.clone(),
-                matched: cause.filled.clone(),
-                holes: cause
-                    .holes
-                    .iter()
-                    .map(|(kind, value)| ExplainedHole {
-                        kind: (*kind).to_owned(),
-                        value: value.clone(),
-                    })
-                    .collect(),
-                lines: cause.lines.clone(),
-                line: cause.line_text.clone(),
-                outcome: outcome.as_ref().map(|o| o.name().to_owned()),
-                missing,
-                finding,
-            };
-            (outcome.as_ref().map_or(0, Outcome::rank), printed)
-        })
-        .collect();
-    printed.sort_by_key(|(rank, _)| *rank);
+    let causes =
+        explained_causes(&explanation.causes, |rule| set.rules()[rule].meta(), check.as_ref());
     // The answer `POST /v1/explain` gives, less the text search's leads
     // (a registry's search; offline there is none).
     let answer = ExplainResponse {
-        causes: printed.into_iter().map(|(_, p)| p).collect(),
+        causes,
         threshold: SCORE_THRESHOLD,
         lines_total: explanation.lines_total,
         related: Vec::new(),

@@ -7,14 +7,12 @@ use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
 use pitfall_contract::report::CheckResponse;
-use pitfall_explain::outcome::{Outcome, general_finding};
+use pitfall_explain::outcome::explained_causes;
 use pitfall_explain::{Explanation, SCORE_THRESHOLD};
 use serde_json::Value;
 
 use crate::admission::read_body;
-use crate::api::types::{
-    ExplainRequest, ExplainResponse, ExplainedCause, ExplainedHole, RuleSummary,
-};
+use crate::api::types::{ExplainRequest, ExplainResponse, RuleSummary};
 use crate::error::AppError;
 use crate::state::{AppState, RequestDeadline};
 use crate::store::RuleQuery;
@@ -113,45 +111,11 @@ pub async fn explain_log(
         _ => None,
     };
     let manifest_checked = check.is_some();
-    let mut causes: Vec<(u8, ExplainedCause)> = explanation
-        .causes
-        .iter()
-        .map(|cause| {
-            let meta = rules.rules()[cause.rule].meta();
-            let outcome = check.as_ref().map(|c| Outcome::of(c, &cause.rule_id));
-            let rank = outcome.as_ref().map_or(0, Outcome::rank);
-            let (finding, missing) = match &outcome {
-                Some(Outcome::Matched(f)) => (f.clone(), Vec::new()),
-                Some(Outcome::Undetermined(missing)) => (general_finding(meta), missing.clone()),
-                _ => (general_finding(meta), Vec::new()),
-            };
-            let explained = ExplainedCause {
-                rule_id: cause.rule_id.clone(),
-                score: round(cause.score),
-                signature: cause.signature.clone(),
-                matched: cause.filled.clone(),
-                holes: cause
-                    .holes
-                    .iter()
-                    .map(|(kind, value)| ExplainedHole {
-                        kind: (*kind).to_owned(),
-                        value: value.clone(),
-                    })
-                    .collect(),
-                lines: cause.lines.clone(),
-                line: cause.line_text.clone(),
-                outcome: outcome.as_ref().map(|o| o.name().to_owned()),
-                missing,
-                finding,
-            };
-            (rank, explained)
-        })
-        .collect();
-    // Stable: the explainer's order within each outcome.
-    causes.sort_by_key(|(rank, _)| *rank);
+    let causes =
+        explained_causes(&explanation.causes, |rule| rules.rules()[rule].meta(), check.as_ref());
     let related = if causes.is_empty() { related(state, log).await? } else { Vec::new() };
     Ok(ExplainResponse {
-        causes: causes.into_iter().map(|(_, c)| c).collect(),
+        causes,
         threshold: SCORE_THRESHOLD,
         lines_total: explanation.lines_total,
         related,
@@ -178,9 +142,4 @@ async fn related(state: &AppState, log: &str) -> Result<Vec<RuleSummary>, AppErr
         })
         .await?;
     Ok(page.items.into_iter().map(|r| crate::api::rules::summary(r, &words)).collect())
-}
-
-/// A score with four decimals: enough to rank, short on the wire.
-fn round(score: f64) -> f64 {
-    (score * 10_000.0).round() / 10_000.0
 }
