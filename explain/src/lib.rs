@@ -7,8 +7,10 @@
 //! `error_signatures`: one Aho-Corasick automaton over each template's
 //! literal anchor, so [`Explainer::explain`] scans the log once and then
 //! checks the holes of the few signatures whose anchor it found, on the
-//! lines it found them on. Its cost grows with the log's length and the
-//! anchors found, not with the number of rules.
+//! lines it found them on. A line that retypes a message by hand (a word
+//! added, its ends missing) is matched word by word ([`retyped`]). Its
+//! cost grows with the log's length and the anchors and word pairs found,
+//! not with the number of rules.
 //!
 //! Before matching, the log is normalised ([`normalize`]: colours,
 //! timestamps, log and rank prefixes, repeated lines) and its Python
@@ -26,6 +28,7 @@
 pub mod context;
 pub mod normalize;
 pub mod outcome;
+pub mod retyped;
 pub mod signature;
 pub mod traceback;
 pub mod versions;
@@ -95,6 +98,8 @@ pub struct Explainer {
     profiles: Vec<Profile>,
     /// By rule: the releases of each package it is about.
     ranges: Vec<versions::Ranges>,
+    /// Every signature's message as words, for lines that retype one.
+    retyped: retyped::Index,
     /// Signatures that did not compile (left out; the lint refuses them at
     /// publish, so only an old or foreign module has any).
     pub skipped: Vec<SignatureError>,
@@ -164,6 +169,7 @@ impl Explainer {
         let mut anchors: Vec<String> = Vec::new();
         let mut anchor_ids: std::collections::HashMap<String, u32> = Default::default();
         let mut by_anchor: Vec<Vec<u32>> = Vec::new();
+        let mut retyped = retyped::Index::default();
         for (r, meta) in rules.into_iter().enumerate() {
             rule_ids.push(meta.id.clone());
             for (i, sig) in meta.error_signatures.iter().enumerate() {
@@ -183,6 +189,7 @@ impl Explainer {
                 }
                 by_anchor[id as usize].push(signatures.len() as u32);
                 let literal_words = vocabulary.words_in([signature.literal_text().as_str()]);
+                retyped.add(&signature);
                 signatures.push(Compiled {
                     rule: r as u32,
                     index: i as u32,
@@ -191,6 +198,7 @@ impl Explainer {
                 });
             }
         }
+        retyped.finish();
         // Standard semantics: every anchor found, overlapping ones too.
         let automaton = (!anchors.is_empty())
             .then(|| AhoCorasick::builder().match_kind(MatchKind::Standard).build(&anchors).ok())
@@ -203,6 +211,7 @@ impl Explainer {
             vocabulary,
             profiles,
             ranges,
+            retyped,
             skipped,
         }
     }
@@ -234,8 +243,22 @@ impl Explainer {
         // Each rule's best match: (rule, line, match, weighted strength).
         let mut best: Vec<(u32, usize, u32, signature::LineMatch, f64)> = Vec::new();
         let mut tried: HashSet<u32> = HashSet::new();
+        let mut matched: HashSet<u32> = HashSet::new();
+        let mut cells = retyped::MAX_CELLS;
         for (l, line) in log.lines.iter().enumerate() {
             tried.clear();
+            matched.clear();
+            // Where no line is an exception, no line is less of one.
+            let role = if has_exceptions { roles[l] } else { Role::RootCause };
+            let mut keep = |s: u32, m: signature::LineMatch| {
+                let rule = self.signatures[s as usize].rule;
+                let weighted = m.strength * role.weight();
+                match best.iter_mut().find(|b| b.0 == rule) {
+                    Some(b) if b.4 >= weighted => {}
+                    Some(b) => *b = (rule, l, s, m, weighted),
+                    None => best.push((rule, l, s, m, weighted)),
+                }
+            };
             for hit in automaton.find_overlapping_iter(line.text.as_str()) {
                 for &s in &self.by_anchor[hit.pattern().as_usize()] {
                     if !tried.insert(s) {
@@ -243,14 +266,22 @@ impl Explainer {
                     }
                     let compiled = &self.signatures[s as usize];
                     let Some(m) = compiled.signature.match_line(&line.text) else { continue };
-                    // Where no line is an exception, no line is less of one.
-                    let role = if has_exceptions { roles[l] } else { Role::RootCause };
-                    let weighted = m.strength * role.weight();
-                    match best.iter_mut().find(|b| b.0 == compiled.rule) {
-                        Some(b) if b.4 >= weighted => {}
-                        Some(b) => *b = (compiled.rule, l, s, m, weighted),
-                        None => best.push((compiled.rule, l, s, m, weighted)),
-                    }
+                    matched.insert(s);
+                    keep(s, m);
+                }
+            }
+            // A message typed again by hand: word by word, for signatures
+            // the line did not match as written.
+            let words = self.retyped.words(&line.text);
+            for s in self.retyped.candidates(&words) {
+                if matched.contains(&s) {
+                    continue;
+                }
+                let compiled = &self.signatures[s as usize];
+                if let Some(m) =
+                    self.retyped.match_line(s, &compiled.signature, &line.text, &words, &mut cells)
+                {
+                    keep(s, m);
                 }
             }
         }

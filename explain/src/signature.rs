@@ -130,6 +130,17 @@ impl Signature {
         out
     }
 
+    /// The template's segments as matched (backticks left out).
+    pub(crate) fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    /// Where the message starts in the first literal: after its last
+    /// qualifier (`RuntimeError: CUDA error: `), 0 without one.
+    pub(crate) fn core_start(&self) -> usize {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
     /// The literal text every match contains.
     pub fn anchor(&self) -> &str {
         &self.anchor
@@ -280,7 +291,12 @@ impl Signature {
     }
 
     /// The template with the holes a match filled replaced by their text.
-    fn fill(&self, line: &str, skip: usize, holes: &[(HoleKind, usize, usize)]) -> String {
+    pub(crate) fn fill(
+        &self,
+        line: &str,
+        skip: usize,
+        holes: &[(HoleKind, usize, usize)],
+    ) -> String {
         let mut out = String::new();
         let mut filled = holes.iter();
         let segments = self.shown.as_ref().unwrap_or(&self.segments);

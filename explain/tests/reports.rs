@@ -54,16 +54,14 @@ fn bundled_rules() -> Vec<RuleMeta> {
 }
 
 /// The accuracy this set reaches today, asserted so it cannot slip: top-1
-/// 95 of 101 (94.1%), top-3 96 (95.0%), no unrelated text or other bug
-/// above the threshold. (Issue 40 asks for 90% and 98%. Of the misses, four
-/// match no signature of their expected rule: in three the stored copy of
-/// the reporter's log is cut before its error (bnb-1218, vllm-19542,
-/// vllm-29707), one retypes the warning with a word added (tgi-398); one
-/// shows only transformers' refusal, which the log cannot tie to the vLLM
-/// release expected (vllm-19793); vllm-22331's assertion ties three rules;
-/// `tests/reports/README.md`.)
-const TOP1_FLOOR: f64 = 0.94;
-const TOP3_FLOOR: f64 = 0.95;
+/// 97 of 101 (96.0%), top-3 98 (97.0%), no unrelated text or other bug
+/// above the threshold. (Issue 40 asks for 90% and 98%. Of the misses,
+/// three match no signature of their expected rule: in two the stored copy
+/// of the reporter's log is cut before its error (bnb-1218, vllm-29707),
+/// one is the issue's title paraphrasing the error (vllm-19542);
+/// vllm-22331's assertion ties three rules; `tests/reports/README.md`.)
+const TOP1_FLOOR: f64 = 0.96;
+const TOP3_FLOOR: f64 = 0.97;
 
 #[test]
 fn the_evaluation_set_is_explained() {
