@@ -632,8 +632,18 @@ pub(crate) fn read_log(text: &str) -> Paste {
 impl Paste {
     /// Fills what this paste lacks from `other` (a log read after it).
     pub(crate) fn fill_from(&mut self, other: Paste) {
+        let named = other.gpus.first().and_then(|g| g.name.clone());
         if self.gpus.is_empty() {
             self.gpus = other.gpus;
+        } else if let Some(full) = named
+            && let Some(cut) = cut_name_completed_by(&self.gpus, &full)
+        {
+            self.notes.push(format!(
+                "the paste's GPU name `{cut}` is cut off; the log names `{full}`, which it begins: taken"
+            ));
+            for gpu in &mut self.gpus {
+                gpu.name = Some(full.clone());
+            }
         }
         for (slot, value) in [
             (&mut self.python_version, other.python_version),
@@ -660,6 +670,31 @@ impl Paste {
             self.saw(format);
         }
     }
+}
+
+/// The paste's GPU name, when it is cut off (`NVIDIA GeForce GTX`: the
+/// hardware table resolves no model from it) and `full`, a name the table
+/// resolves, begins with its words after the brand (`GTX 1080 Ti`). Every
+/// device must carry that one name: a log's single GPU cannot say which of
+/// several differently named devices it completes.
+fn cut_name_completed_by(gpus: &[Gpu], full: &str) -> Option<String> {
+    use pitfall_facts::gpus::{Resolution, resolve};
+    let cut = gpus.first()?.name.clone()?;
+    if gpus.iter().any(|g| g.name.as_deref() != Some(cut.as_str())) {
+        return None;
+    }
+    if matches!(resolve(&cut, None), Resolution::Found(_))
+        || !matches!(resolve(full, None), Resolution::Found(_))
+    {
+        return None;
+    }
+    let words = |name: &str| -> Vec<String> {
+        let all: Vec<String> = name.split_whitespace().map(str::to_ascii_lowercase).collect();
+        let brand = all.iter().take_while(|w| matches!(w.as_str(), "nvidia" | "geforce")).count();
+        all[brand..].to_vec()
+    };
+    let (head, whole) = (words(&cut), words(full));
+    (!head.is_empty() && head.len() < whole.len() && whole.starts_with(&head)).then_some(cut)
 }
 
 /// Sets `slot` when it is empty; whether `value` was something.
@@ -897,5 +932,47 @@ NCCL_CUMEM_ENABLE=0\nVLLM_WORKER_MULTIPROC_METHOD=spawn\n";
     fn other_text_is_refused() {
         assert!(parse("Traceback (most recent call last):\n  File x\n").is_err());
         assert!(parse("just some text\n").is_err());
+    }
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::*;
+
+    fn gpus(names: &[&str]) -> Paste {
+        Paste {
+            gpus: names
+                .iter()
+                .map(|n| Gpu { name: Some((*n).to_owned()), ..Gpu::default() })
+                .collect(),
+            ..Paste::default()
+        }
+    }
+
+    fn names(paste: &Paste) -> Vec<String> {
+        paste.gpus.iter().filter_map(|g| g.name.clone()).collect()
+    }
+
+    #[test]
+    fn a_gpu_name_cut_in_the_paste_is_completed_by_the_log() {
+        // vllm-project/vllm#19542: collect_env cut at `GPU 0: NVIDIA GeForce GTX`.
+        let mut paste = gpus(&["NVIDIA GeForce GTX"]);
+        paste.fill_from(read_log("CUDA kernel image not available for GTX 1080 Ti (Compute 6.1)"));
+        assert_eq!(names(&paste), ["GTX 1080 Ti"]);
+        assert!(paste.notes.iter().any(|n| n.contains("is cut off")), "{:?}", paste.notes);
+    }
+
+    #[test]
+    fn a_whole_or_other_gpu_name_in_the_paste_wins_over_the_log() {
+        for (paste_names, log) in [
+            (&["NVIDIA GeForce RTX 3090"][..], "my GTX 1080 Ti fails"),
+            (&["NVIDIA GeForce RTX"][..], "my GTX 1080 Ti fails"),
+            (&["NVIDIA GeForce GTX", "NVIDIA GeForce RTX"][..], "my GTX 1080 Ti fails"),
+            (&["NVIDIA"][..], "my GTX 1080 Ti fails"),
+        ] {
+            let mut paste = gpus(paste_names);
+            paste.fill_from(read_log(log));
+            assert_eq!(names(&paste), paste_names, "{paste_names:?}");
+        }
     }
 }
