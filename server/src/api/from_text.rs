@@ -27,7 +27,7 @@ pub async fn from_text(
         code: "invalid_json",
         message: format!("the body must be {{\"env\": \"...\", \"serve_command\": \"...\"}}: {e}"),
     })?;
-    let (mut scan, problems) = build(&request);
+    let (mut scan, problems) = build(&state, &request).await?;
     scan.notes.extend(problems.into_iter().map(|p| p.message));
     Ok(Json(response(scan)))
 }
@@ -41,8 +41,20 @@ pub(crate) struct Problem {
 }
 
 /// The manifest the request's texts describe, from what could be read of
-/// them, and the texts that could not be read.
-pub(crate) fn build(request: &FromTextRequest) -> (Scan, Vec<Problem>) {
+/// them, and the texts that could not be read. Reading a long paste and
+/// log is CPU work: it waits for an evaluation slot, as a check does, so a
+/// flood of pastes cannot hold every worker.
+pub(crate) async fn build(
+    state: &AppState,
+    request: &FromTextRequest,
+) -> Result<(Scan, Vec<Problem>), AppError> {
+    let _slot = state.check_slot().await?;
+    crate::runtime::requeue().await;
+    Ok(read(request))
+}
+
+/// [`build`]'s reading, on this thread.
+fn read(request: &FromTextRequest) -> (Scan, Vec<Problem>) {
     let mut problems = Vec::new();
     let serve =
         request.serve_command.as_deref().filter(|c| !c.trim().is_empty()).and_then(|command| {

@@ -354,7 +354,7 @@ pub(crate) async fn page_handler(
             // A log carried from /explain states facts of the same machine.
             log: form.log.clone(),
         };
-        let (scan, problems) = api::from_text::build(&request);
+        let (scan, problems) = api::from_text::build(&state, &request).await?;
         // On the page, a text that could not be read is the user's to fix.
         for problem in problems {
             let field = if problem.field == "serve_command" { "serve" } else { "env" };
