@@ -112,9 +112,9 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// Error texts with many causes outside any registry: a process running
-/// out of GPU memory, killed, or crashing. A rule whose signature is one
-/// of these explains a log only together with what the rest of the log
-/// says about the rule (its stack named, its own words).
+/// out of GPU memory, killed, or crashing; a model path without a config.
+/// A rule whose signature is one of these explains a log only in a log
+/// that names the rule's stack.
 pub const GENERIC_SYMPTOMS: &[&str] = &[
     "out of memory",
     "OutOfMemoryError",
@@ -122,6 +122,9 @@ pub const GENERIC_SYMPTOMS: &[&str] = &[
     "illegal memory access",
     "unhandled system error",
     "unspecified launch failure",
+    // Hugging Face's loader on any path or repository without a config:
+    // a typo, a directory of GGUF files, a private repo, a GGUF-only repo.
+    "does not appear to have a file named config.json",
 ];
 
 /// Whether `text` is one of the [`GENERIC_SYMPTOMS`].
@@ -143,6 +146,8 @@ pub struct Vocabulary {
     /// what the GPU is (its architecture, `sm_120`, `12.0`), from the
     /// hardware table: a log that says "RTX 5090" says "Blackwell".
     gpus: HashMap<String, Vec<u32>>,
+    /// A GPU name's words joined by spaces → its compute capability.
+    capabilities: HashMap<String, String>,
 }
 
 /// One rule's profile.
@@ -220,7 +225,32 @@ impl Vocabulary {
             vocabulary.rules += 1;
         }
         vocabulary.gpus = vocabulary.gpu_words();
+        vocabulary.capabilities = gpu_capabilities();
         (vocabulary, profiles)
+    }
+
+    /// The compute capabilities of the GPUs `lines` name (as the hardware
+    /// table spells them), each once.
+    pub fn capabilities_in<'l>(&self, lines: impl IntoIterator<Item = &'l str>) -> Vec<String> {
+        let mut found: Vec<String> = Vec::new();
+        for line in lines {
+            let words = gpu_name_words(line);
+            for start in 0..words.len() {
+                let mut name = String::new();
+                for word in words.iter().skip(start).take(GPU_NAME_WORDS) {
+                    if !name.is_empty() {
+                        name.push(' ');
+                    }
+                    name.push_str(word);
+                    if let Some(cc) = self.capabilities.get(&name)
+                        && !found.contains(cc)
+                    {
+                        found.push(cc.clone());
+                    }
+                }
+            }
+        }
+        found
     }
 
     /// Every GPU name of the hardware table, with the vocabulary's words
@@ -321,6 +351,25 @@ impl Vocabulary {
         }
         profile.title_words.iter().filter(|w| log.contains(w)).map(weight).sum::<f64>() / total
     }
+}
+
+/// Every NVIDIA GPU name of the hardware table (model, aliases, variants)
+/// as [`gpu_name_words`] reads it → its compute capability.
+fn gpu_capabilities() -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for gpu in pitfall_facts::gpus::table() {
+        let Some(cc) = &gpu.compute_capability else { continue };
+        let names = std::iter::once(&gpu.model)
+            .chain(&gpu.aliases)
+            .chain(gpu.variants.iter().flat_map(|v| std::iter::once(&v.name).chain(&v.aliases)));
+        for name in names {
+            let words = gpu_name_words(name);
+            if !words.is_empty() && words.len() <= GPU_NAME_WORDS {
+                out.insert(words.join(" "), cc.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Lowercased alphanumeric runs, `_` and `.` inside kept (`sm_120`,

@@ -58,14 +58,39 @@ const UNIQUE_FLOOR: f64 = 0.8;
 const SHARED_FLOOR: f64 = 0.7;
 /// ...and when the line is a symptom with many causes outside any
 /// registry (`context::GENERIC_SYMPTOMS`): without the log naming the
-/// rule's stack or saying what the rule says, it stays below the threshold.
+/// rule's stack it stays below the threshold, whatever of the rule's own
+/// words the log holds.
 const SYMPTOM_FLOOR: f64 = 0.5;
 
+/// The share of a match's corroboration that is the log naming the rule's
+/// stack; the rest is the rule's own words in the log. Naming the stack
+/// weighs more: a GPU's generation (`Pascal`) is said by many rules about
+/// many stacks, while a log about torch.compile that never says vLLM is
+/// not vLLM's.
+const NAMED_SHARE: f64 = 0.6;
+
+/// What a rule's score is worth when another rule's signature matched the
+/// same line and covered it: the same text, and this much more literal
+/// text (flashinfer's `CUDA Error: no kernel image ... (209) {path}: line
+/// {int} at function` over the bare CUDA message). The more exact match
+/// says which component failed.
+const SUBSUMED: f64 = 0.85;
+
+/// The literal bytes a covering match must add to subsume another.
+const SUBSUME_MARGIN: usize = 12;
+
+/// How much of what is left to certainty a second signature of the same
+/// rule, matched on another line, adds (`... is not compatible with the
+/// current PyTorch installation` followed by `The current PyTorch install
+/// supports CUDA capabilities ...`).
+const CORROBORATION: f64 = 0.25;
+
 /// What a rule's score is worth when the log states only releases of a
-/// package its `applies_to` leaves out ([`versions`]): it may still be
-/// the cause (the log may quote another release than the one installed),
-/// but a rule about the stated release explains the log better.
-const OTHER_RELEASES: f64 = 0.85;
+/// package its `applies_to` leaves out, or names only GPUs outside its
+/// capability range ([`versions`]): it may still be the cause (the log may
+/// quote another release than the one installed, or another machine's
+/// GPU), but a rule about what the log states explains it better.
+const CONTRADICTED: f64 = 0.85;
 
 /// The most causes an explanation lists.
 pub const MAX_CAUSES: usize = 10;
@@ -242,6 +267,8 @@ impl Explainer {
 
         // Each rule's best match: (rule, line, match, weighted strength).
         let mut best: Vec<(u32, usize, u32, signature::LineMatch, f64)> = Vec::new();
+        // Every (rule, signature, line) matched, for corroboration.
+        let mut seen: Vec<(u32, u32, usize)> = Vec::new();
         let mut tried: HashSet<u32> = HashSet::new();
         let mut matched: HashSet<u32> = HashSet::new();
         let mut cells = retyped::MAX_CELLS;
@@ -252,6 +279,10 @@ impl Explainer {
             let role = if has_exceptions { roles[l] } else { Role::RootCause };
             let mut keep = |s: u32, m: signature::LineMatch| {
                 let rule = self.signatures[s as usize].rule;
+                let index = self.signatures[s as usize].index;
+                if !seen.iter().any(|&(r, i, _)| r == rule && i == index) {
+                    seen.push((rule, index, l));
+                }
                 let weighted = m.strength * role.weight();
                 match best.iter_mut().find(|b| b.0 == rule) {
                     Some(b) if b.4 >= weighted => {}
@@ -291,18 +322,43 @@ impl Explainer {
 
         let lower = log.lines.iter().map(|l| l.text.to_lowercase()).collect::<Vec<_>>().join("\n");
         let words = self.vocabulary.words_in(log.lines.iter().map(|l| l.text.as_str()));
+        let capabilities =
+            self.vocabulary.capabilities_in(log.lines.iter().map(|l| l.text.as_str()));
         for (rule, l, s, m, weighted) in &best {
             let line = &log.lines[*l];
+            // A match another rule's match on the same line covers, with
+            // more of its own text, says less of what failed.
+            let covers = |o: &(u32, usize, u32, signature::LineMatch, f64),
+                          m: &signature::LineMatch| {
+                o.1 == *l
+                    && o.3.start <= m.start
+                    && o.3.end >= m.end
+                    && o.3.literal >= m.literal + SUBSUME_MARGIN
+            };
+            let subsumed = best.iter().any(|o| o.0 != *rule && covers(o, m));
             // How many rules this line is explained by: a line several
-            // rules claim needs the rest of the log to pick one.
-            let claimants = best.iter().filter(|b| b.1 == *l).count();
+            // rules claim needs the rest of the log to pick one. A claim
+            // another match covers does not count.
+            let claimants = best
+                .iter()
+                .filter(|b| b.1 == *l && !best.iter().any(|o| o.0 != b.0 && covers(o, &b.3)))
+                .count()
+                .max(1);
             let profile = &self.profiles[*rule as usize];
             let compiled = &self.signatures[*s as usize];
             let (overlap, shared_words) =
                 self.vocabulary.overlap(profile, &words, &compiled.literal_words);
             let named = context::stack_named(&lower, &log.components, profile);
-            let context = 0.5 * named + 0.5 * overlap;
-            let floor = if context::is_symptom(&line.text[m.start..m.end]) {
+            let symptom = context::is_symptom(&line.text[m.start..m.end]);
+            // A symptom with many causes is this rule's only in a log of
+            // its stack: its words alone (`gguf` in another engine's log)
+            // do not say whose.
+            let context = if symptom && named == 0.0 {
+                0.0
+            } else {
+                NAMED_SHARE * named + (1.0 - NAMED_SHARE) * overlap
+            };
+            let floor = if symptom {
                 SYMPTOM_FLOOR
             } else if claimants > 1 {
                 SHARED_FLOOR
@@ -312,16 +368,24 @@ impl Explainer {
             // A rule whose title's words the log lacks (a model family, a
             // GPU generation) explains it a little less than a general one.
             let coverage = self.vocabulary.title_coverage(profile, &words);
-            let releases = if self.ranges[*rule as usize].contradicted_by(&lower) {
-                OTHER_RELEASES
+            let ranges = &self.ranges[*rule as usize];
+            let contradicted = if ranges.contradicted_by(&lower)
+                || ranges.capability_contradicted_by(&capabilities)
+            {
+                CONTRADICTED
             } else {
                 1.0
             };
-            let score = (weighted
+            let mut score = weighted
                 * (floor + (1.0 - floor) * context)
                 * (0.95 + 0.05 * coverage)
-                * releases)
-                .clamp(0.0, 1.0);
+                * contradicted
+                * if subsumed { SUBSUMED } else { 1.0 };
+            let index = compiled.index;
+            if seen.iter().any(|&(r, i, at)| r == *rule && i != index && at != *l) {
+                score += (1.0 - score) * CORROBORATION;
+            }
+            let score = score.clamp(0.0, 1.0);
             explanation.causes.push(Cause {
                 rule: *rule as usize,
                 rule_id: self.rule_ids[*rule as usize].clone(),
@@ -487,6 +551,83 @@ mod tests {
             assert_eq!(x.causes.len(), 1, "{log}");
             assert_eq!(x.causes[0].holes, [("word", "qwen3_moe".to_owned())]);
         }
+    }
+
+    #[test]
+    fn the_more_exact_match_on_a_line_names_the_component() {
+        let rules = [
+            rule(
+                "bare",
+                "kernel image missing",
+                "torch",
+                &["CUDA error: no kernel image is available for execution on the device"],
+            ),
+            rule(
+                "flashinfer",
+                "flashinfer wheel lacks the GPU",
+                "flashinfer",
+                &[
+                    "CUDA Error: no kernel image is available for execution on the device (209) {path}: line {int} at function {text}",
+                ],
+            ),
+        ];
+        let e = Explainer::new(rules.iter());
+        let log = "CUDA Error: no kernel image is available for execution on the device (209) /tmp/b/include/flashinfer/attention/handler.cuh: line 169 at function cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel)\n";
+        let x = e.explain_above(log, 0.0);
+        let ranked: Vec<&str> = x.causes.iter().map(|c| c.rule_id.as_str()).collect();
+        assert_eq!(ranked, ["flashinfer", "bare"], "{x:?}");
+    }
+
+    #[test]
+    fn a_second_signature_of_a_rule_on_another_line_corroborates_it() {
+        let incompatible = "{gpu} with CUDA capability sm_{int} is not compatible with the current PyTorch installation.";
+        let rules = [
+            rule("one-line", "PyTorch build lacks the GPU", "torch", &[incompatible]),
+            rule(
+                "two-lines",
+                "PyTorch build lacks the GPU",
+                "torch",
+                &[incompatible, "The current PyTorch install supports CUDA capabilities {text}."],
+            ),
+        ];
+        let e = Explainer::new(rules.iter());
+        let log = "GeForce GTX 1070 Ti with CUDA capability sm_61 is not compatible with the current PyTorch installation.\nThe current PyTorch install supports CUDA capabilities sm_50 sm_70 sm_80 sm_86.\n";
+        let x = e.explain_above(log, 0.0);
+        assert_eq!(x.causes[0].rule_id, "two-lines", "{x:?}");
+        assert!(x.causes[0].score > x.causes[1].score);
+    }
+
+    #[test]
+    fn a_rule_about_other_gpus_than_the_log_names_ranks_lower() {
+        let sig = "CUDA error: no kernel image is available for execution on the device";
+        let mut old = rule("old-gpus", "kernel image missing", "torch", &[sig]);
+        old.applies_to = vec!["capability:<7.5".to_owned()];
+        let mut new = rule("new-gpus", "kernel image missing", "torch", &[sig]);
+        new.applies_to = vec!["capability:>=8.0".to_owned()];
+        let e = Explainer::new([old, new].iter());
+        let score = |log: &str, id: &str| {
+            let x = e.explain_above(log, 0.0);
+            x.causes.iter().find(|c| c.rule_id == id).map(|c| c.score).unwrap_or(0.0)
+        };
+        let a800 = "same error on A800\nCUDA error: no kernel image is available for execution on the device\n";
+        assert!(score(a800, "new-gpus") > score(a800, "old-gpus"));
+        let unnamed = "CUDA error: no kernel image is available for execution on the device\n";
+        assert!((score(unnamed, "new-gpus") - score(unnamed, "old-gpus")).abs() < 1e-9);
+    }
+
+    #[test]
+    fn naming_the_stack_weighs_more_than_a_rules_words() {
+        let triton = "RuntimeError: Found {gpu} which is too old to be supported by the triton GPU compiler, which is used as the backend. Triton only supports devices of CUDA Capability >= 7.0";
+        let mut vllm =
+            rule("vllm-sm70", "vLLM does not run on Pascal and older GPUs", "vllm", &[triton]);
+        vllm.applies_to = vec!["package:vllm".to_owned()];
+        let mut compile =
+            rule("compile-sm70", "torch.compile fails below 7.0", "triton", &[triton]);
+        compile.applies_to = vec!["package:torch".to_owned()];
+        let e = Explainer::new([vllm, compile].iter());
+        let log = "  File \"/x/torch/_inductor/scheduler.py\", line 2, in f\nRuntimeError: Found NVIDIA GeForce GTX 1080 which is too old to be supported by the triton GPU compiler, which is used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA capability 6.1\n";
+        let x = e.explain_above(log, 0.0);
+        assert_eq!(x.causes[0].rule_id, "compile-sm70", "{x:?}");
     }
 
     #[test]

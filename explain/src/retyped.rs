@@ -206,6 +206,7 @@ impl Index {
             end: alignment.end,
             holes: alignment.holes,
             strength,
+            literal: alignment.matched_bytes,
             filled,
         })
     }

@@ -60,6 +60,9 @@ pub struct LineMatch {
     pub holes: Vec<(HoleKind, usize, usize)>,
     /// How much the match says: in [0, 1].
     pub strength: f64,
+    /// The template's literal bytes the match covered: of two matches on
+    /// one line, the one covering more says more exactly what failed.
+    pub literal: usize,
     /// The template with its holes filled from the line (holes past a cut
     /// stay as written).
     pub filled: String,
@@ -178,7 +181,8 @@ impl Signature {
             let qualified = if last == 0 { 1.0 } else { qualifiers as f64 / last as f64 };
             let strength = information * completeness.sqrt() * (0.9 + 0.1 * qualified);
             let filled = self.fill(line, skip, &state.holes);
-            return Some(LineMatch { start, end, holes: state.holes, strength, filled });
+            let literal = state.literal;
+            return Some(LineMatch { start, end, holes: state.holes, strength, literal, filled });
         }
         None
     }

@@ -4,7 +4,8 @@
 //! says which release the log is about; a rule
 //! whose `applies_to` covers only other releases of that package
 //! (`package:torch>=2.6` on a log that installs torch 2.1.2) explains it
-//! less.
+//! less. So does a rule about GPUs of other compute capabilities than
+//! those the log names (`capability:<7.5` on a log about an A800).
 
 use std::sync::LazyLock;
 
@@ -23,30 +24,46 @@ static VERSION: LazyLock<Regex> = LazyLock::new(|| {
 /// The packages a rule is about only in some releases: each name (as a
 /// log spells it, `-` and `_` both) with the range.
 #[derive(Debug, Clone, Default)]
-pub struct Ranges(Vec<(Vec<String>, Specifier)>);
+pub struct Ranges {
+    packages: Vec<(Vec<String>, Specifier)>,
+    /// The `capability:` selectors' ranges.
+    capabilities: Vec<Specifier>,
+}
 
 impl Ranges {
     /// The ranged `package:` selectors of `meta`.
     pub fn of(meta: &RuleMeta) -> Ranges {
-        let mut out = Vec::new();
+        let mut out = Ranges::default();
         for selector in &meta.applies_to {
-            if let Ok(Selector::Package { name, versions: Some(spec) }) = Selector::parse(selector)
-            {
-                let mut names = vec![name.clone()];
-                let underscored = name.replace('-', "_");
-                if underscored != name {
-                    names.push(underscored);
+            match Selector::parse(selector) {
+                Ok(Selector::Package { name, versions: Some(spec) }) => {
+                    let mut names = vec![name.clone()];
+                    let underscored = name.replace('-', "_");
+                    if underscored != name {
+                        names.push(underscored);
+                    }
+                    out.packages.push((names, spec));
                 }
-                out.push((names, spec));
+                Ok(Selector::Capability(spec)) => out.capabilities.push(spec),
+                _ => {}
             }
         }
-        Ranges(out)
+        out
+    }
+
+    /// Whether the log names GPUs (their compute `capabilities`, from the
+    /// hardware table) and none is in one of the rule's capability ranges.
+    pub fn capability_contradicted_by(&self, capabilities: &[String]) -> bool {
+        let named: Vec<Version> =
+            capabilities.iter().filter_map(|cc| Version::parse(cc).ok()).collect();
+        !named.is_empty()
+            && self.capabilities.iter().any(|spec| !named.iter().any(|v| spec.contains(v)))
     }
 
     /// Whether the lowercased log states versions of one of these
     /// packages and none of them is in the rule's range.
     pub fn contradicted_by(&self, log_lower: &str) -> bool {
-        self.0.iter().any(|(names, spec)| {
+        self.packages.iter().any(|(names, spec)| {
             let stated: Vec<Version> = names.iter().flat_map(|n| stated(log_lower, n)).collect();
             !stated.is_empty() && !stated.iter().any(|v| spec.contains(v))
         })

@@ -54,14 +54,13 @@ fn bundled_rules() -> Vec<RuleMeta> {
 }
 
 /// The accuracy this set reaches today, asserted so it cannot slip: top-1
-/// 97 of 101 (96.0%), top-3 98 (97.0%), no unrelated text or other bug
-/// above the threshold. (Issue 40 asks for 90% and 98%. Of the misses,
-/// three match no signature of their expected rule: in two the stored copy
-/// of the reporter's log is cut before its error (bnb-1218, vllm-29707),
-/// one is the issue's title paraphrasing the error (vllm-19542);
-/// vllm-22331's assertion ties three rules; `tests/reports/README.md`.)
-const TOP1_FLOOR: f64 = 0.96;
-const TOP3_FLOOR: f64 = 0.97;
+/// 139 of 150 (92.7%), top-3 141 (94.0%), no unrelated text or other bug
+/// above the threshold. (Issue 40 asks for 90% and 98%. Of the nine top-3
+/// misses, four stored texts are cut before the error, two are titles
+/// paraphrasing it, two differ in wording from every signature, one is a
+/// generic NCCL error naming no stack; `tests/reports/README.md`.)
+const TOP1_FLOOR: f64 = 0.92;
+const TOP3_FLOOR: f64 = 0.94;
 
 #[test]
 fn the_evaluation_set_is_explained() {
