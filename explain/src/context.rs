@@ -142,12 +142,27 @@ pub struct Vocabulary {
     /// By word id: the word.
     spelled: Vec<String>,
     rules: usize,
-    /// A GPU name's words joined by spaces → the vocabulary's words for
-    /// what the GPU is (its architecture, `sm_120`, `12.0`), from the
+    /// A GPU name's words joined by spaces → what the GPU is, from the
     /// hardware table: a log that says "RTX 5090" says "Blackwell".
-    gpus: HashMap<String, Vec<u32>>,
-    /// A GPU name's words joined by spaces → its compute capability.
-    capabilities: HashMap<String, String>,
+    gpus: HashMap<String, GpuFacts>,
+}
+
+/// What a GPU name the log holds says.
+#[derive(Debug, Clone, Default)]
+struct GpuFacts {
+    /// The vocabulary's words for it (its architecture, `sm_120`, `12.0`).
+    words: Vec<u32>,
+    /// Its compute capability (NVIDIA).
+    capability: Option<String>,
+}
+
+/// What a log's lines say in the vocabulary's terms.
+#[derive(Debug, Clone, Default)]
+pub struct Read {
+    /// The ids of the vocabulary's words found.
+    pub words: HashSet<u32>,
+    /// The compute capabilities of the GPUs named, each once.
+    pub capabilities: Vec<String>,
 }
 
 /// One rule's profile.
@@ -224,38 +239,12 @@ impl Vocabulary {
             profiles.push(Profile { words, title_words, stack, families });
             vocabulary.rules += 1;
         }
-        vocabulary.gpus = vocabulary.gpu_words();
-        vocabulary.capabilities = gpu_capabilities();
+        vocabulary.gpus = vocabulary.gpu_facts();
         (vocabulary, profiles)
     }
 
-    /// The compute capabilities of the GPUs `lines` name (as the hardware
-    /// table spells them), each once.
-    pub fn capabilities_in<'l>(&self, lines: impl IntoIterator<Item = &'l str>) -> Vec<String> {
-        let mut found: Vec<String> = Vec::new();
-        for line in lines {
-            let words = gpu_name_words(line);
-            for start in 0..words.len() {
-                let mut name = String::new();
-                for word in words.iter().skip(start).take(GPU_NAME_WORDS) {
-                    if !name.is_empty() {
-                        name.push(' ');
-                    }
-                    name.push_str(word);
-                    if let Some(cc) = self.capabilities.get(&name)
-                        && !found.contains(cc)
-                    {
-                        found.push(cc.clone());
-                    }
-                }
-            }
-        }
-        found
-    }
-
-    /// Every GPU name of the hardware table, with the vocabulary's words
-    /// for what it is.
-    fn gpu_words(&self) -> HashMap<String, Vec<u32>> {
+    /// Every GPU name of the hardware table, with what it says.
+    fn gpu_facts(&self) -> HashMap<String, GpuFacts> {
         let mut out = HashMap::new();
         for gpu in pitfall_facts::gpus::table() {
             let mut facts = vec![gpu.architecture.to_lowercase()];
@@ -266,17 +255,15 @@ impl Vocabulary {
             if let Some(gfx) = &gpu.gfx_target {
                 facts.push(gfx.to_lowercase());
             }
-            let ids: Vec<u32> = facts.iter().filter_map(|f| self.words.get(f).copied()).collect();
-            if ids.is_empty() {
-                continue;
-            }
+            let words: Vec<u32> = facts.iter().filter_map(|f| self.words.get(f).copied()).collect();
+            let found = GpuFacts { words, capability: gpu.compute_capability.clone() };
             let names = std::iter::once(&gpu.model).chain(&gpu.aliases).chain(
                 gpu.variants.iter().flat_map(|v| std::iter::once(&v.name).chain(&v.aliases)),
             );
             for name in names {
                 let words = gpu_name_words(name);
                 if !words.is_empty() && words.len() <= GPU_NAME_WORDS {
-                    out.insert(words.join(" "), ids.clone());
+                    out.insert(words.join(" "), found.clone());
                 }
             }
         }
@@ -285,11 +272,17 @@ impl Vocabulary {
 
     /// The ids of the vocabulary's words found in `lines`.
     pub fn words_in<'l>(&self, lines: impl IntoIterator<Item = &'l str>) -> HashSet<u32> {
-        let mut found = HashSet::new();
+        self.read(lines).words
+    }
+
+    /// The vocabulary's words found in `lines`, and the compute
+    /// capabilities of the GPUs they name: one pass over each line.
+    pub fn read<'l>(&self, lines: impl IntoIterator<Item = &'l str>) -> Read {
+        let mut read = Read::default();
         for line in lines {
             for word in tokens(line) {
                 if let Some(id) = self.words.get(&word) {
-                    found.insert(*id);
+                    read.words.insert(*id);
                 }
             }
             if self.gpus.is_empty() {
@@ -303,13 +296,18 @@ impl Vocabulary {
                         name.push(' ');
                     }
                     name.push_str(word);
-                    if let Some(ids) = self.gpus.get(&name) {
-                        found.extend(ids.iter().copied());
+                    if let Some(facts) = self.gpus.get(&name) {
+                        read.words.extend(facts.words.iter().copied());
+                        if let Some(cc) = &facts.capability
+                            && !read.capabilities.contains(cc)
+                        {
+                            read.capabilities.push(cc.clone());
+                        }
                     }
                 }
             }
         }
-        found
+        read
     }
 
     /// How much a word tells rules apart: rarer is more.
@@ -351,25 +349,6 @@ impl Vocabulary {
         }
         profile.title_words.iter().filter(|w| log.contains(w)).map(weight).sum::<f64>() / total
     }
-}
-
-/// Every NVIDIA GPU name of the hardware table (model, aliases, variants)
-/// as [`gpu_name_words`] reads it → its compute capability.
-fn gpu_capabilities() -> HashMap<String, String> {
-    let mut out = HashMap::new();
-    for gpu in pitfall_facts::gpus::table() {
-        let Some(cc) = &gpu.compute_capability else { continue };
-        let names = std::iter::once(&gpu.model)
-            .chain(&gpu.aliases)
-            .chain(gpu.variants.iter().flat_map(|v| std::iter::once(&v.name).chain(&v.aliases)));
-        for name in names {
-            let words = gpu_name_words(name);
-            if !words.is_empty() && words.len() <= GPU_NAME_WORDS {
-                out.insert(words.join(" "), cc.clone());
-            }
-        }
-    }
-    out
 }
 
 /// Lowercased alphanumeric runs, `_` and `.` inside kept (`sm_120`,

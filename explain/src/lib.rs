@@ -321,9 +321,8 @@ impl Explainer {
         }
 
         let lower = log.lines.iter().map(|l| l.text.to_lowercase()).collect::<Vec<_>>().join("\n");
-        let words = self.vocabulary.words_in(log.lines.iter().map(|l| l.text.as_str()));
-        let capabilities =
-            self.vocabulary.capabilities_in(log.lines.iter().map(|l| l.text.as_str()));
+        let context::Read { words, capabilities } =
+            self.vocabulary.read(log.lines.iter().map(|l| l.text.as_str()));
         for (rule, l, s, m, weighted) in &best {
             let line = &log.lines[*l];
             // A match another rule's match on the same line covers, with

@@ -137,7 +137,13 @@ impl Index {
         let mut lower = String::new();
         for (a, b) in word_spans(line).take(MAX_LINE_WORDS) {
             lower.clear();
-            lower.extend(line[a..b].chars().flat_map(char::to_lowercase));
+            let word = &line[a..b];
+            if word.is_ascii() {
+                lower.push_str(word);
+                lower.make_ascii_lowercase();
+            } else {
+                lower.extend(word.chars().flat_map(char::to_lowercase));
+            }
             out.spans.push((a, b));
             out.ids.push(self.words.get(lower.as_str()).copied().unwrap_or(UNKNOWN));
         }
@@ -147,22 +153,31 @@ impl Index {
     /// The signatures `words` holds two word pairs of, most pairs first.
     pub fn candidates(&self, words: &Words) -> Vec<u32> {
         // Distinct pairs: a line repeating one pair is one hit.
-        let pairs: std::collections::HashSet<(u32, u32)> = words
+        let mut pairs: Vec<(u32, u32)> = words
             .ids
             .windows(2)
             .filter(|p| p[0] != UNKNOWN && p[1] != UNKNOWN)
             .map(|p| (p[0], p[1]))
             .collect();
-        let mut hits: HashMap<u32, usize> = HashMap::new();
+        if pairs.len() < 2 {
+            return Vec::new();
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut hits: Vec<u32> = Vec::new();
         for pair in &pairs {
-            for &s in self.pairs.get(pair).map(Vec::as_slice).unwrap_or_default() {
-                *hits.entry(s).or_default() += 1;
+            if let Some(signatures) = self.pairs.get(pair) {
+                hits.extend_from_slice(signatures);
             }
         }
-        let mut found: Vec<(u32, usize)> = hits
-            .into_iter()
-            .filter(|&(s, n)| n >= self.needed.get(s as usize).copied().unwrap_or(2))
-            .collect();
+        hits.sort_unstable();
+        let mut found: Vec<(u32, usize)> = Vec::new();
+        for group in hits.chunk_by(|a, b| a == b) {
+            let s = group[0];
+            if group.len() >= self.needed.get(s as usize).copied().unwrap_or(2) {
+                found.push((s, group.len()));
+            }
+        }
         found.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         found.into_iter().take(MAX_CANDIDATES).map(|(s, _)| s).collect()
     }
