@@ -169,7 +169,8 @@ pub async fn batch(
 }
 
 fn json_response(body: String, revision: &str) -> Response {
-    ([(CONTENT_TYPE.as_str(), "application/json"), (REVISION_HEADER, revision)], body).into_response()
+    ([(CONTENT_TYPE.as_str(), "application/json"), (REVISION_HEADER, revision)], body)
+        .into_response()
 }
 
 /// Looks up each manifest's text in the cache, reads the rest, and

@@ -817,7 +817,8 @@ on_both_backends! {
         }
 
         let history = store.revisions(None, 100).await.expect("history");
-        let changes: Vec<(i64, Vec<(String, &str, Option<String>, Option<String>)>)> = history
+        type Change<'a> = (String, &'a str, Option<String>, Option<String>);
+        let changes: Vec<(i64, Vec<Change<'_>>)> = history
             .iter()
             .map(|r| {
                 (r.revision, r.changes.iter().map(|c| (c.rule_id.clone(), c.kind.as_str(), c.from.clone(), c.to.clone())).collect())
