@@ -10,9 +10,10 @@
 //! [`record`] runs inside the transaction that bumps the revision (see
 //! `bump_revision`), after the write's own statements: it compares what
 //! the versions table now serves with the open spans, in two set-based
-//! statements that cost a scan of the served set and need no list of the
-//! rules the write touched. So the history can never disagree with what
-//! was committed, on either backend, whichever replica wrote.
+//! statements, for the one rule a publish or a review touched (a few
+//! milliseconds) or, after a seed, for all (a scan of the served set: 0.3
+//! s for 10,000 rules). So the history can never disagree with what was
+//! committed, on either backend, whichever replica wrote.
 
 use std::collections::BTreeMap;
 
@@ -22,37 +23,63 @@ use super::{
     ChangeKind, Result, RevisionChange, RevisionRecord, ServedEntry, ServedVersion, Store, now,
 };
 
-/// Records `revision`, just bumped in this transaction, and what it serves.
-pub(super) async fn record(conn: &mut AnyConnection, revision: i64) -> Result<()> {
+/// Which rules a write may have changed the served version of: what
+/// [`record`] compares.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Touched<'a> {
+    /// One rule: a publish or a review changes only its own rule.
+    Rule(&'a str),
+    /// Any: a seed of many rules.
+    All,
+}
+
+/// Records `revision`, just bumped in this transaction, and what it
+/// serves: the spans of `touched` rules closed or opened where the
+/// versions table now serves otherwise.
+pub(super) async fn record(
+    conn: &mut AnyConnection,
+    revision: i64,
+    touched: Touched<'_>,
+) -> Result<()> {
     sqlx::query("INSERT INTO ruleset_revisions (revision, recorded_at) VALUES ($1, $2)")
         .bind(revision)
         .bind(now())
         .execute(&mut *conn)
         .await?;
+    let (span_rule, version_rule, rule_id) = match touched {
+        Touched::Rule(id) => (" AND served_spans.rule_id = $2", " AND v.rule_id = $2", Some(id)),
+        Touched::All => ("", "", None),
+    };
     // Close the spans of versions no longer served (a yank, or a higher
-    // version approved), keeping the state each left in.
-    sqlx::query(
+    // version approved), keeping the state each left in. A scalar
+    // subquery, not NOT EXISTS: it is always one primary-key probe per
+    // open span, where PostgreSQL, without statistics on fresh tables
+    // (right after a seed), planned NOT EXISTS as a nested loop over
+    // every pair: 10 s instead of 45 ms with 10,000 served rules.
+    let close = format!(
         "UPDATE served_spans SET to_revision = $1, \
          ended_state = (SELECT v.state FROM versions v \
                         WHERE v.rule_id = served_spans.rule_id AND v.version = served_spans.version) \
-         WHERE to_revision IS NULL AND NOT EXISTS (SELECT 1 FROM versions v \
-               WHERE v.rule_id = served_spans.rule_id AND v.version = served_spans.version \
-               AND v.state = 'approved' AND v.is_latest_in_state = 1)",
-    )
-    .bind(revision)
-    .execute(&mut *conn)
-    .await?;
+         WHERE to_revision IS NULL{span_rule} AND COALESCE((SELECT \
+               CASE WHEN v.state = 'approved' AND v.is_latest_in_state = 1 THEN 1 ELSE 0 END \
+               FROM versions v \
+               WHERE v.rule_id = served_spans.rule_id AND v.version = served_spans.version), 0) = 0"
+    );
     // Open a span for each served version that has none.
-    sqlx::query(
+    let open = format!(
         "INSERT INTO served_spans (rule_id, version, sha256, from_revision) \
          SELECT v.rule_id, v.version, v.sha256, $1 FROM versions v \
-         WHERE v.state = 'approved' AND v.is_latest_in_state = 1 AND NOT EXISTS \
+         WHERE v.state = 'approved' AND v.is_latest_in_state = 1{version_rule} AND NOT EXISTS \
                (SELECT 1 FROM served_spans s WHERE s.rule_id = v.rule_id AND s.version = v.version \
-                AND s.to_revision IS NULL)",
-    )
-    .bind(revision)
-    .execute(&mut *conn)
-    .await?;
+                AND s.to_revision IS NULL)"
+    );
+    for statement in [close, open] {
+        let mut query = sqlx::query(&statement).bind(revision);
+        if let Some(id) = rule_id {
+            query = query.bind(id);
+        }
+        query.execute(&mut *conn).await?;
+    }
     Ok(())
 }
 

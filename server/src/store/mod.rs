@@ -199,15 +199,16 @@ fn now() -> UnixMillis {
 
 /// Bumps the revision and records what the new revision serves
 /// (`history.rs`), inside a transaction from `Store::begin_write`, after
-/// the write's own statements.
-async fn bump_revision(conn: &mut AnyConnection) -> Result<i64> {
+/// the write's own statements, which changed the served version of the
+/// `touched` rules at most.
+async fn bump_revision(conn: &mut AnyConnection, touched: history::Touched<'_>) -> Result<i64> {
     let row = sqlx::query(
         "UPDATE registry_state SET revision = revision + 1 WHERE id = 1 RETURNING revision",
     )
     .fetch_one(&mut *conn)
     .await?;
     let revision = row.try_get("revision")?;
-    history::record(conn, revision).await?;
+    history::record(conn, revision, touched).await?;
     Ok(revision)
 }
 
