@@ -65,7 +65,7 @@ pub enum BatchItem {
 pub struct CheckQuery {
     /// Answer as the registry did at this ruleset revision (a recorded one,
     /// `GET /v1/revisions`), with the rules it served then, yanked ones
-    /// included. An answer at an older revision than the one served says
+    /// included. An answer at a revision other than the one served says
     /// `"as_of": true`. Absent: the revision served now.
     pub revision: Option<u64>,
 }

@@ -712,8 +712,10 @@ pub struct CheckResponse {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unresolved: Vec<crate::enrich::Unresolved>,
     /// True when the check was asked as of a revision (`?revision=N`)
-    /// older than the one served: `ruleset_revision` is that revision, and
-    /// the answer is the one the registry gave then. Left out when false.
+    /// other than the one the server serves (an older one, or one this
+    /// replica has not loaded yet): `ruleset_revision` is that revision,
+    /// and the answer is the one the registry gave at it. Left out when
+    /// false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub as_of: bool,
 }
