@@ -155,6 +155,28 @@ fn ask(server: &Server, query: &str, revision: &str, as_of: bool) -> Answers {
     Answers { single, batch }
 }
 
+/// The `x-pitfall-ruleset-revision` header of a check's answer.
+fn revision_header(server: &Server, query: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let body = fixture("g5g-gemma4-vllm0271.json");
+    let mut stream = std::net::TcpStream::connect(server.addr).expect("connect");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(60))).expect("timeout");
+    let head = format!(
+        "POST /v1/check{query} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        server.addr,
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&body)).expect("write");
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).expect("read");
+    let text = String::from_utf8_lossy(&response);
+    let head = text.split("\r\n\r\n").next().unwrap_or_default();
+    head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("x-pitfall-ruleset-revision").then(|| value.trim().to_owned())
+    })
+}
+
 /// The served revision, as `/healthz` says.
 fn served(server: &Server) -> String {
     let (_, health) = server.call("GET", "/healthz", None, b"");
@@ -305,6 +327,9 @@ fn run(data_dir: &Path, database_url: Option<&str>) {
         }
     };
     check_all(&server, "the live process");
+    // The header names the revision that answered, past or served.
+    assert_eq!(revision_header(&server, "").as_ref(), Some(&current));
+    assert_eq!(revision_header(&server, "?revision=2").as_deref(), Some("2"));
     // Asked again in reverse: the past sets kept are reused or rebuilt.
     for (revision, expected) in live.iter().rev() {
         let again = ask(&server, &format!("?revision={revision}"), revision, *revision != current);
