@@ -60,6 +60,92 @@ pub enum BatchItem {
     },
 }
 
+/// `POST /v1/check` and `POST /v1/check/batch` query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CheckQuery {
+    /// Answer as the registry did at this ruleset revision (a recorded one,
+    /// `GET /v1/revisions`), with the rules it served then, yanked ones
+    /// included. An answer at a revision other than the one served says
+    /// `"as_of": true`. Absent: the revision served now.
+    pub revision: Option<u64>,
+}
+
+/// `GET /v1/revisions` query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct RevisionsQuery {
+    /// Only revisions below this one (the previous page's `next_before`).
+    pub before: Option<u64>,
+    /// Page size (default 50, at most 200).
+    pub limit: Option<u32>,
+}
+
+/// `GET /v1/revisions` answer: recorded revisions, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RevisionsResponse {
+    /// The revision served now by this server.
+    pub served_revision: String,
+    /// This page.
+    pub revisions: Vec<RevisionView>,
+    /// Pass as `before` for the next page; absent on the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_before: Option<u64>,
+}
+
+/// One recorded ruleset revision and what it changed in the served rules.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RevisionView {
+    /// The revision (`?revision=` takes it).
+    pub revision: u64,
+    /// When it was committed (RFC 3339).
+    pub recorded_at: String,
+    /// The served rules it changed against the revision before, by rule
+    /// id. Empty for a write that changed nothing served (a publish that
+    /// awaits review) and for the first recorded revision.
+    pub changes: Vec<RevisionChangeView>,
+}
+
+/// A rule whose served version a revision changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RevisionChangeView {
+    /// The rule.
+    pub rule_id: String,
+    /// `added` (served for the first time), `version_changed` (a higher
+    /// version approved), `yanked` (the served version was yanked; `to` is
+    /// an older approved version served instead, if any) or `removed`.
+    #[schemars(extend("enum" = ["added", "version_changed", "yanked", "removed"]))]
+    pub change: String,
+    /// The version served before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The version served after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+}
+
+/// `GET /v1/revisions/{revision}` answer: the rules a revision served.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RevisionDetail {
+    /// The revision.
+    pub revision: u64,
+    /// When it was committed (RFC 3339).
+    pub recorded_at: String,
+    /// Every rule version it served, by rule id.
+    pub rules: Vec<ServedRuleView>,
+}
+
+/// A rule version a revision served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ServedRuleView {
+    /// The rule.
+    pub rule_id: String,
+    /// The version served.
+    pub version: String,
+    /// The module's sha256 (hex); `GET /v1/rules/{id}/versions/{version}/module` has its bytes.
+    pub sha256: String,
+    /// Its state now: `approved`, or `yanked` since.
+    pub state: String,
+}
+
 /// `GET /v1/rules` query.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SearchQuery {

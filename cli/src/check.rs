@@ -46,9 +46,16 @@ impl Source {
             if let Some(token) = &config.token {
                 builder = builder.token(token);
             }
-            let client = builder.build()?;
+            let client = builder.build()?.at_revision(args.revision);
             crate::config::warn_about_token(&client, crate::config::TokenSource::Settings);
             return Ok(Source::Online(client));
+        }
+        if let Some(revision) = args.revision {
+            // Local rules have no history: answering with them would pass
+            // today's rules off as revision N's.
+            anyhow::bail!(
+                "--revision {revision} asks a registry how it answered then; offline rules have no history (name one with --server or PITFALL_SERVER)"
+            );
         }
         let engine = rules::engine()?;
         let set = offline_rules(&engine, args.rules.as_deref(), config, args.require_fresh)?;

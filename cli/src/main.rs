@@ -160,6 +160,10 @@ struct CheckArgs {
     /// (otherwise a warning on stderr).
     #[arg(long)]
     require_fresh: bool,
+    /// Online only: answer as the registry did at this ruleset revision
+    /// (`GET /v1/revisions` lists them), with the rules it served then.
+    #[arg(long, value_name = "N", conflicts_with = "rules")]
+    revision: Option<u64>,
 }
 
 fn main() -> ExitCode {

@@ -11,13 +11,14 @@ pub(crate) fn render(name: &str, answer: &CheckResponse) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{name}: {} error(s), {} warning(s), {} info ({} of {} rules evaluated, rule set {}, {} µs)",
+        "{name}: {} error(s), {} warning(s), {} info ({} of {} rules evaluated, rule set {}{}, {} µs)",
         count(Severity::Error),
         count(Severity::Warning),
         count(Severity::Info),
         answer.stats.rules_evaluated,
         answer.stats.rules_total,
         answer.ruleset_revision,
+        if answer.as_of { " (a past revision)" } else { "" },
         answer.stats.elapsed_us
     );
     for severity in [Severity::Error, Severity::Warning, Severity::Info] {

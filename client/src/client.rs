@@ -41,6 +41,8 @@ pub struct Client {
     token: Option<String>,
     retry: RetryPolicy,
     limits: std::sync::Arc<OnceLock<LimitsView>>,
+    /// The ruleset revision checks are asked at (none: the served one).
+    revision: Option<u64>,
 }
 
 /// Builds a [`Client`].
@@ -118,6 +120,7 @@ impl ClientBuilder {
             token: self.token,
             retry: self.retry,
             limits: Default::default(),
+            revision: None,
         })
     }
 }
@@ -289,10 +292,26 @@ impl Client {
     pub fn check_json(&self, manifest_json: &[u8]) -> Result<CheckResponse, Error> {
         self.json(&self.call(
             "POST",
-            "/v1/check",
+            &self.check_path("/v1/check"),
             Some((JSON, manifest_json)),
             Idempotence::Idempotent,
         ))
+    }
+
+    /// This client with its checks (one, batch, all) asked as of a
+    /// ruleset revision: the answers the registry gave at that revision,
+    /// labelled `as_of` when it is not the one served. `None`: the served
+    /// revision.
+    pub fn at_revision(&self, revision: Option<u64>) -> Client {
+        Client { revision, ..self.clone() }
+    }
+
+    /// A check operation's path, with the revision asked, if any.
+    fn check_path(&self, path: &str) -> String {
+        match self.revision {
+            Some(revision) => format!("{path}?revision={revision}"),
+            None => path.to_owned(),
+        }
     }
 
     /// `POST /v1/check/batch`: these manifests in one request (at most the
@@ -309,7 +328,7 @@ impl Client {
         let body = batch_body(texts);
         let call = self.call(
             "POST",
-            "/v1/check/batch",
+            &self.check_path("/v1/check/batch"),
             Some((JSON, body.as_bytes())),
             Idempotence::Idempotent,
         );

@@ -711,6 +711,13 @@ pub struct CheckResponse {
     /// rules saw nothing filled from them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unresolved: Vec<crate::enrich::Unresolved>,
+    /// True when the check was asked as of a revision (`?revision=N`)
+    /// other than the one the server serves (an older one, or one this
+    /// replica has not loaded yet): `ruleset_revision` is that revision,
+    /// and the answer is the one the registry gave at it. Left out when
+    /// false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub as_of: bool,
 }
 
 /// A value a table filled in: the field and its value, and where it came from.

@@ -195,6 +195,7 @@ impl RuleSet {
             },
             enriched: Enriched::all(&prepared.fields, &prepared.enrichment),
             unresolved: prepared.enrichment.unresolved.clone(),
+            as_of: false,
         };
         for (rule, evaluation) in results {
             let rule_id = || rule.id().to_owned();

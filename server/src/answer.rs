@@ -30,6 +30,8 @@ struct Rest<'a> {
     enriched: &'a [Enriched],
     #[serde(skip_serializing_if = "<[Unresolved]>::is_empty")]
     unresolved: &'a [Unresolved],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    as_of: bool,
 }
 
 impl SerializedAnswer {
@@ -41,6 +43,7 @@ impl SerializedAnswer {
             ruleset_revision: &answer.ruleset_revision,
             enriched: &answer.enriched,
             unresolved: &answer.unresolved,
+            as_of: answer.as_of,
         };
         // Serialising plain data into a String cannot fail.
         let rest = serde_json::to_string(&rest).unwrap_or_else(|_| "{}".to_owned());
@@ -145,6 +148,7 @@ mod tests {
                 table: "models".into(),
                 reason: "not in the model table".into(),
             }],
+            as_of: true,
         }
     }
 
@@ -169,10 +173,12 @@ mod tests {
         empty.rule_errors.clear();
         empty.enriched.clear();
         empty.unresolved.clear();
+        empty.as_of = false;
         let text = SerializedAnswer::new(&empty).json(1);
         let back: serde_json::Value =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(back["stats"]["elapsed_us"], 1);
         assert!(back.get("enriched").is_none(), "empty enrichment is left out, as before");
+        assert!(back.get("as_of").is_none(), "a live answer carries no as_of");
     }
 }

@@ -44,6 +44,8 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/tokens", get(api::accounts::list_tokens).post(api::accounts::issue_token))
         .route("/v1/tokens/{id}", axum::routing::delete(api::accounts::revoke_token))
         .route("/v1/audit", get(api::accounts::audit))
+        .route("/v1/revisions", get(api::revisions::list))
+        .route("/v1/revisions/{revision}", get(api::revisions::detail))
         .merge(crate::web::routes())
         .fallback(crate::web::fallback)
         .method_not_allowed_fallback(crate::error::method_not_allowed)

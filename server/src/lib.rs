@@ -11,6 +11,7 @@ pub mod allocator;
 pub mod answer;
 pub mod api;
 mod app;
+pub mod as_of;
 pub mod auth;
 pub mod bundle;
 pub mod config;

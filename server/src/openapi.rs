@@ -99,10 +99,10 @@ pub fn operations() -> Vec<Operation> {
             request: None, query: None, response: 200 JSON => schema::<LimitsView>),
         op!("GET" "/v1/bundle", Anonymous, "The served rules as one ed25519-signed file (format: api/BUNDLE.md; its index schema is BundleIndex). ETag from the revision and content; If-None-Match answers 304.",
             request: None, query: None, response: 200 BUNDLE => bundle_schema),
-        op!("POST" "/v1/check", Anonymous, "Check one manifest (v1) against the served rules.",
-            request: Some((JSON, schema::<Manifest>)), query: None, response: 200 JSON => schema::<CheckResponse>),
-        op!("POST" "/v1/check/batch", Anonymous, "Check many manifests; answers in order, each its full answer or its own error.",
-            request: Some((JSON, schema::<BatchRequest>)), query: None, response: 200 JSON => schema::<BatchResponse>),
+        op!("POST" "/v1/check", Anonymous, "Check one manifest (v1) against the served rules, or with `revision` as the registry did at that recorded revision (its rules then, yanked ones included; the answer says `as_of: true` when that is not the served revision; an unrecorded revision is 404). The x-pitfall-ruleset-revision header names the revision that answered.",
+            request: Some((JSON, schema::<Manifest>)), query: Some(schema::<CheckQuery>), response: 200 JSON => schema::<CheckResponse>),
+        op!("POST" "/v1/check/batch", Anonymous, "Check many manifests; answers in order, each its full answer or its own error. `revision` as for /v1/check.",
+            request: Some((JSON, schema::<BatchRequest>)), query: Some(schema::<CheckQuery>), response: 200 JSON => schema::<BatchResponse>),
         op!("POST" "/v1/manifest/from-text", Anonymous, "Build a manifest from an environment paste (collect_env, sglang.check_env, TGI --env, nvidia-smi) and a serve command; names what they did not say. Identifiers are redacted; nothing is stored.",
             request: Some((JSON, schema::<FromTextRequest>)), query: None, response: 200 JSON => schema::<FromTextResponse>),
         op!("POST" "/v1/fix", Anonymous, "The nearest configuration that passes: the cheapest remedies that clear every error finding of one manifest (v1), with the patched manifest, the ordered steps, what they leave, their cost and the commands; at most 256 checks, within the request's time bound.",
@@ -145,6 +145,10 @@ pub fn operations() -> Vec<Operation> {
             request: None, query: None, response: 200 JSON => schema::<TokenView>),
         op!("GET" "/v1/audit", Admin, "The audit log, newest first.",
             request: None, query: None, response: 200 JSON => schema::<Vec<AuditView>>),
+        op!("GET" "/v1/revisions", Anonymous, "The recorded ruleset revisions, newest first, each with when it was committed and the served rules it changed (added, version_changed, yanked, removed); paged with `before`.",
+            request: None, query: Some(schema::<RevisionsQuery>), response: 200 JSON => schema::<RevisionsResponse>),
+        op!("GET" "/v1/revisions/{revision}", Anonymous, "The rule versions a recorded revision served, each with its state now.",
+            request: None, query: None, response: 200 JSON => schema::<RevisionDetail>),
     ]
 }
 
@@ -257,6 +261,8 @@ const OPTIONAL_BODY: &[&str] = &[
 fn path_param_schema(path: &str, name: &str) -> Value {
     if path.starts_with("/v1/tokens/") && name == "id" {
         json!({ "type": "integer", "format": "int64" })
+    } else if name == "revision" {
+        json!({ "type": "integer", "format": "uint64", "minimum": 0, "maximum": i64::MAX })
     } else if path.starts_with(pitfall_api::schemas::PATH_PREFIX) {
         let names: Vec<&str> =
             pitfall_api::schemas::Output::ALL.iter().map(|o| o.file_name()).collect();

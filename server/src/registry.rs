@@ -19,6 +19,7 @@ use anyhow::Context;
 use pitfall_bundled_rules::BundledModule;
 use pitfall_engine::{Engine, Rule, RuleSet};
 
+use crate::as_of::{PastError, PastSet, PastSets};
 use crate::publish;
 use crate::store::{NewVersion, Store};
 
@@ -39,6 +40,8 @@ pub struct Registry {
     /// The error-signature matcher of the served set, built on first use
     /// for each revision.
     explainer: Mutex<Option<(String, Arc<pitfall_explain::Explainer>)>>,
+    /// Rule sets of past revisions, for checks asked as of one.
+    past: PastSets,
 }
 
 impl Registry {
@@ -53,6 +56,7 @@ impl Registry {
             store_ok: AtomicBool::new(false),
             warming: Arc::new(AtomicUsize::new(0)),
             explainer: Mutex::new(None),
+            past: PastSets::default(),
         };
         registry.refresh().await.context("loading the approved rules")?;
         Ok(registry)
@@ -71,6 +75,19 @@ impl Registry {
     /// The rule set checks run against now.
     pub fn rules(&self) -> Arc<RuleSet> {
         self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The rules revision `revision` served (yanked ones included if they
+    /// were served then), from the store's history; the few asked last are
+    /// kept (`as_of.rs`).
+    pub async fn rules_at(&self, revision: i64) -> Result<Arc<PastSet>, PastError> {
+        let live = || self.loaded.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        self.past.get(revision, &self.store, &self.engine, live).await
+    }
+
+    /// The past revisions whose rules are kept, most recently asked first.
+    pub fn kept_past_revisions(&self) -> Vec<String> {
+        self.past.kept_revisions()
     }
 
     /// The served rules and their signatures compiled for explaining logs
@@ -118,33 +135,8 @@ impl Registry {
             return Ok(false);
         }
         let served = self.store.served_versions().await.context("reading the approved versions")?;
-        let engine = self.engine.clone();
         let known = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        // Reading each new module's sections runs on every core (a start
-        // with 10,000 rules is mostly this); the set keeps the store's order.
-        let rules = tokio::task::spawn_blocking(move || {
-            use rayon::prelude::*;
-            served
-                .into_par_iter()
-                .filter_map(|version| {
-                    if let Some(rule) = known.get(&version.sha256) {
-                        return Some(rule.clone());
-                    }
-                    match engine.load_deferred(version.module.into()) {
-                        Ok(rule) => Some(Arc::new(rule)),
-                        // An approved module this engine no longer accepts (an
-                        // engine upgrade tightened a limit): skip it, loudly,
-                        // rather than stop serving every other rule.
-                        Err(e) => {
-                            tracing::error!(rule = %version.rule_id, version = %version.version, error = %e, "approved module does not load; not served");
-                            None
-                        }
-                    }
-                })
-                .collect::<Vec<_>>()
-        })
-        .await
-        .context("loading modules")?;
+        let rules = load_rules(&self.engine, known, served).await?;
         {
             let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
             loaded.clear();
@@ -206,6 +198,40 @@ impl Registry {
             }
         })
     }
+}
+
+/// Loads `served` (the store's order kept) deferred, taking each module
+/// `known` holds by sha256 as it is. Reading each new module's sections
+/// runs on every core (a start with 10,000 rules is mostly this).
+pub(crate) async fn load_rules(
+    engine: &Engine,
+    known: HashMap<String, Arc<Rule>>,
+    served: Vec<crate::store::ServedVersion>,
+) -> anyhow::Result<Vec<Arc<Rule>>> {
+    let engine = engine.clone();
+    tokio::task::spawn_blocking(move || {
+        use rayon::prelude::*;
+        served
+            .into_par_iter()
+            .filter_map(|version| {
+                if let Some(rule) = known.get(&version.sha256) {
+                    return Some(rule.clone());
+                }
+                match engine.load_deferred(version.module.into()) {
+                    Ok(rule) => Some(Arc::new(rule)),
+                    // An approved module this engine no longer accepts (an
+                    // engine upgrade tightened a limit): skip it, loudly,
+                    // rather than stop serving every other rule.
+                    Err(e) => {
+                        tracing::error!(rule = %version.rule_id, version = %version.version, error = %e, "approved module does not load; not served");
+                        None
+                    }
+                }
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .context("loading modules")
 }
 
 /// Stores these modules (the bundled rules, or a subset in tests) as

@@ -140,6 +140,7 @@ mod tests {
             stats: CheckStats { rules_total: 0, rules_evaluated: 0, elapsed_us: 0 },
             enriched: vec![],
             unresolved: vec![],
+            as_of: false,
         }))
     }
 

@@ -467,3 +467,87 @@ fn two_pinned_keys_accept_either_during_a_rotation() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("at most two"), "{}", text(&out.stderr));
 }
+
+/// `check --revision N` asks the registry how it answered at revision N:
+/// the served revision answers as a plain check does; revision 0, before
+/// the seed, served nothing and says so (`as_of`); offline, or at a
+/// revision never recorded, it is exit 2 with a message.
+#[test]
+fn a_check_at_a_past_revision_answers_as_the_registry_did_then() {
+    let registry = registry();
+    let home = Home::new(&registry.key);
+    let g5g = fixture("g5g-gemma4-vllm0271.json");
+    let h100 = fixture("h100x8-llama70b-healthy.json");
+    let online = |extra: &[&str]| {
+        let mut args = vec!["check", g5g.as_str(), "--server", registry.url.as_str()];
+        args.extend_from_slice(extra);
+        home.run(&args)
+    };
+    let now = online(&["--format", "json"]);
+    assert_eq!(now.status.code(), Some(1), "{}", text(&now.stderr));
+    let now = timeless(json(&now));
+    let revision = now["ruleset_revision"].as_str().expect("revision").to_owned();
+    assert_ne!(revision, "0", "the seed is a revision");
+
+    let same = online(&["--format", "json", "--revision", &revision]);
+    assert_eq!(same.status.code(), Some(1), "{}", text(&same.stderr));
+    assert_eq!(timeless(json(&same)), now, "the served revision asked by number");
+
+    let before = online(&["--format", "json", "--revision", "0"]);
+    assert_eq!(before.status.code(), Some(0), "no rule was served: {}", text(&before.stderr));
+    let before = json(&before);
+    assert_eq!(
+        (&before["ruleset_revision"], &before["as_of"]),
+        (&Value::from("0"), &Value::from(true))
+    );
+    assert_eq!(before["findings"], Value::Array(vec![]));
+    let said = online(&["--revision", "0"]);
+    assert!(text(&said.stdout).contains("rule set 0 (a past revision)"), "{}", text(&said.stdout));
+
+    let fleet = home.run(&[
+        "check",
+        "--batch",
+        &g5g,
+        &h100,
+        "--server",
+        &registry.url,
+        "--revision",
+        "0",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(fleet.status.code(), Some(0), "{}", text(&fleet.stderr));
+    let results = json(&fleet)["results"].as_array().cloned().expect("results");
+    assert_eq!(results.len(), 2);
+    assert!(
+        results.iter().all(|r| r["as_of"] == true && r["ruleset_revision"] == "0"),
+        "{results:?}"
+    );
+
+    for (args, says) in [
+        (vec!["check", g5g.as_str(), "--revision", "0"], "offline rules have no history"),
+        (
+            vec!["check", g5g.as_str(), "--revision", "0", "--rules", g5g.as_str()],
+            "cannot be used with",
+        ),
+        (
+            vec!["check", g5g.as_str(), "--server", registry.url.as_str(), "--revision", "999999"],
+            "not recorded",
+        ),
+        (
+            vec!["check", g5g.as_str(), "--server", registry.url.as_str(), "--revision", "x"],
+            "invalid value",
+        ),
+    ] {
+        let out = home.run(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        assert!(text(&out.stderr).contains(says), "{args:?}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
+    }
+}

@@ -1,4 +1,6 @@
-//! `POST /v1/check` and `POST /v1/check/batch`: manifests in, findings out.
+//! `POST /v1/check` and `POST /v1/check/batch`: manifests in, findings out,
+//! with the rules served now or, asked `?revision=N`, with those revision N
+//! served (`crate::as_of`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,32 +10,84 @@ use axum::extract::{Extension, Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use pitfall_contract::manifest::MANIFEST_VERSION;
+use pitfall_contract::report::CheckResponse;
 use pitfall_contract::{Manifest, manifest_from_slice, manifest_from_value};
+use pitfall_engine::RuleSet;
 use serde_json::Value;
 
 use crate::admission::{charge_batch, read_body};
 use crate::answer::SerializedAnswer;
-use crate::api::types::{BatchItem, ErrorBody};
+use crate::api::bundle::REVISION_HEADER;
+use crate::api::types::{BatchItem, CheckQuery, ErrorBody};
+use crate::as_of::{PastError, PastSet};
 use crate::error::AppError;
-use crate::extract::json_object;
-use crate::result_cache::{ManifestDigest, text_digest};
+use crate::extract::{ApiQuery, json_object};
+use crate::result_cache::{ManifestDigest, ResultCache, text_digest};
 use crate::state::{AppState, RequestDeadline};
+
+/// The rules a check runs against and where its answers are cached.
+enum Answering {
+    /// The served set and the shared result cache.
+    Served(Arc<RuleSet>),
+    /// A past revision's set and its own cache.
+    Past(Arc<PastSet>),
+}
+
+impl Answering {
+    /// The served rules, or those of `query.revision` when it names
+    /// another revision.
+    async fn pick(state: &AppState, query: &CheckQuery) -> Result<Answering, AppError> {
+        let served = state.registry().rules();
+        let Some(asked) = query.revision else { return Ok(Answering::Served(served)) };
+        if served.revision() == asked.to_string() {
+            return Ok(Answering::Served(served));
+        }
+        // Past any i64, past the history: not recorded, like any future one.
+        let asked = i64::try_from(asked).unwrap_or(i64::MAX);
+        match state.registry().rules_at(asked).await {
+            Ok(set) => Ok(Answering::Past(set)),
+            Err(e @ PastError::NotRecorded { .. }) => Err(AppError::NotFound(e.to_string())),
+            Err(PastError::Failed(e)) => Err(AppError::Internal(e)),
+        }
+    }
+
+    fn rules(&self) -> &Arc<RuleSet> {
+        match self {
+            Answering::Served(rules) => rules,
+            Answering::Past(set) => &set.rules,
+        }
+    }
+
+    fn cache<'a>(&'a self, state: &'a AppState) -> &'a ResultCache {
+        match self {
+            Answering::Served(_) => state.cache(),
+            Answering::Past(set) => &set.answers,
+        }
+    }
+
+    /// Whether answers are labelled `as_of`: a past revision's.
+    fn as_of(&self) -> bool {
+        matches!(self, Answering::Past(_))
+    }
+}
 
 /// `POST /v1/check`: one manifest.
 pub async fn check(
     State(state): State<AppState>,
     Extension(deadline): Extension<RequestDeadline>,
+    ApiQuery(query): ApiQuery<CheckQuery>,
     body: Body,
 ) -> Result<Response, AppError> {
     let limit = state.limits().max_manifest_bytes.min(state.limits().max_body_bytes);
     let body = read_body(body, limit).await?;
     let start = Instant::now();
-    let answers = check_manifests(&state, vec![Ok(&body[..])], deadline).await?;
+    let answering = Answering::pick(&state, &query).await?;
+    let answers = check_manifests(&state, &answering, vec![Ok(&body[..])], deadline).await?;
     let answer = answers
         .into_iter()
         .next()
         .ok_or_else(|| AppError::Internal(anyhow::anyhow!("no answer")))??;
-    Ok(json_response(answer.json(micros(start))))
+    Ok(json_response(answer.json(micros(start)), answering.rules().revision()))
 }
 
 /// The batch body as received (`api::types::BatchRequest` documents it).
@@ -49,6 +103,7 @@ struct RawBatch<'a> {
 pub async fn batch(
     State(state): State<AppState>,
     Extension(deadline): Extension<RequestDeadline>,
+    ApiQuery(query): ApiQuery<CheckQuery>,
     request: Request,
 ) -> Result<Response, AppError> {
     let (parts, body) = request.into_parts();
@@ -91,7 +146,8 @@ pub async fn batch(
             Ok(raw.get().as_bytes())
         })
         .collect();
-    let answers = check_manifests(&state, manifests, deadline).await?;
+    let answering = Answering::pick(&state, &query).await?;
+    let answers = check_manifests(&state, &answering, manifests, deadline).await?;
     let elapsed_us = micros(start);
     let mut out = String::from("{\"results\":[");
     for (i, answer) in answers.iter().enumerate() {
@@ -109,11 +165,12 @@ pub async fn batch(
         }
     }
     out.push_str("]}");
-    Ok(json_response(out))
+    Ok(json_response(out, answering.rules().revision()))
 }
 
-fn json_response(body: String) -> Response {
-    ([(CONTENT_TYPE, "application/json")], body).into_response()
+fn json_response(body: String, revision: &str) -> Response {
+    ([(CONTENT_TYPE.as_str(), "application/json"), (REVISION_HEADER, revision)], body)
+        .into_response()
 }
 
 /// Looks up each manifest's text in the cache, reads the rest, and
@@ -124,10 +181,12 @@ fn json_response(body: String) -> Response {
 /// never read: the key is its digest (`result_cache::text_digest`).
 async fn check_manifests(
     state: &AppState,
+    answering: &Answering,
     texts: Vec<Result<&[u8], AppError>>,
     deadline: RequestDeadline,
 ) -> Result<Vec<Result<Arc<SerializedAnswer>, AppError>>, AppError> {
-    let rules = state.registry().rules();
+    let rules = answering.rules();
+    let cache = answering.cache(state);
     let revision = rules.revision().to_owned();
     let mut answers: Vec<Option<Result<Arc<SerializedAnswer>, AppError>>> =
         Vec::with_capacity(texts.len());
@@ -141,7 +200,7 @@ async fn check_manifests(
             }
         };
         let digest = text_digest(text);
-        if let Some(hit) = state.cache().get(&digest, &revision) {
+        if let Some(hit) = cache.get(&digest, &revision) {
             state.metrics().check_cache_hits.inc();
             answers.push(Some(Ok(hit)));
             continue;
@@ -179,7 +238,7 @@ async fn check_manifests(
                     i,
                     digest,
                     answer.rule_errors.len(),
-                    Arc::new(SerializedAnswer::new(&answer)),
+                    Arc::new(SerializedAnswer::new(&labelled(answer, answering.as_of()))),
                 )),
                 Err(past) => {
                     past_deadline = Some(past);
@@ -191,7 +250,7 @@ async fn check_manifests(
     for ((elapsed, rules_evaluated, replays), i, digest, rule_errors, answer) in evaluated {
         state.metrics().record_check(elapsed, rules_evaluated, replays);
         state.metrics().rule_errors.inc_by(rule_errors as u64);
-        state.cache().put(digest, &revision, answer.clone());
+        cache.put(digest, &revision, answer.clone());
         answers[i] = Some(Ok(answer));
     }
     if let Some(past) = past_deadline {
@@ -207,6 +266,12 @@ async fn check_manifests(
             })
         })
         .collect())
+}
+
+/// An answer with its `as_of` label.
+fn labelled(mut answer: CheckResponse, as_of: bool) -> CheckResponse {
+    answer.as_of = as_of;
+    answer
 }
 
 fn micros(start: Instant) -> u64 {

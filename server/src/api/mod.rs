@@ -8,6 +8,7 @@ pub mod fix;
 pub mod from_text;
 pub mod ops;
 pub mod review;
+pub mod revisions;
 pub mod rules;
 pub mod schemas;
 pub mod types;

@@ -20,9 +20,13 @@
 //! change, a seed that stored something. Each bumps it by exactly one.
 //! Account and token changes do not bump it: they change nothing that is
 //! served, and the server reloads its rule set when the revision moves.
+//! Each bump records the new revision and what it serves in the same
+//! transaction (`history.rs`), so every replica and every restart reads
+//! the same history.
 
 mod accounts;
 mod error;
+mod history;
 mod rules;
 mod search;
 mod sessions;
@@ -193,14 +197,19 @@ fn now() -> UnixMillis {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Bumps the revision, inside a transaction from `Store::begin_write`.
-async fn bump_revision(conn: &mut AnyConnection) -> Result<i64> {
+/// Bumps the revision and records what the new revision serves
+/// (`history.rs`), inside a transaction from `Store::begin_write`, after
+/// the write's own statements, which changed the served version of the
+/// `touched` rules at most.
+async fn bump_revision(conn: &mut AnyConnection, touched: history::Touched<'_>) -> Result<i64> {
     let row = sqlx::query(
         "UPDATE registry_state SET revision = revision + 1 WHERE id = 1 RETURNING revision",
     )
-    .fetch_one(conn)
+    .fetch_one(&mut *conn)
     .await?;
-    Ok(row.try_get("revision")?)
+    let revision = row.try_get("revision")?;
+    history::record(conn, revision, touched).await?;
+    Ok(revision)
 }
 
 /// What an audit entry is about, besides its action.

@@ -18,6 +18,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use super::accounts::hex;
+use super::history::Touched;
 use super::{
     AccountRef, Actor, NewVersion, Result, RuleDetail, ServedVersion, Store, StoreError, Subject,
     VersionRecord, VersionState, account_ref, audit, bump_revision, json_column, now, record,
@@ -47,7 +48,7 @@ impl Store {
         let mut tx = self.begin_write().await?;
         let (key, inserted) = insert_in(&mut tx, &new, actor, initial_state).await?;
         if inserted {
-            bump_revision(&mut tx).await?;
+            bump_revision(&mut tx, Touched::Rule(&key.0)).await?;
         }
         let stored = version_in(&mut tx, &key.0, &key.1).await?;
         tx.commit().await?;
@@ -68,7 +69,7 @@ impl Store {
             }
         }
         if inserted > 0 {
-            bump_revision(&mut tx).await?;
+            bump_revision(&mut tx, Touched::All).await?;
         }
         tx.commit().await?;
         Ok(inserted)
@@ -123,7 +124,7 @@ impl Store {
             json!({ "from": from, "to": to, "reason": reason }),
         )
         .await?;
-        bump_revision(&mut tx).await?;
+        bump_revision(&mut tx, Touched::Rule(rule_id)).await?;
         let stored = version_in(&mut tx, rule_id, version).await?;
         tx.commit().await?;
         stored

@@ -337,6 +337,66 @@ pub struct ServedVersion {
     pub module: Vec<u8>,
 }
 
+/// One version a revision served, with its state now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedEntry {
+    /// The rule.
+    pub rule_id: String,
+    /// The version served.
+    pub version: String,
+    /// The module's sha256 (hex).
+    pub sha256: String,
+    /// The version's state now: approved, or yanked since.
+    pub state: VersionState,
+}
+
+/// A recorded ruleset revision and what it changed in the served set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevisionRecord {
+    /// The revision.
+    pub revision: i64,
+    /// When the write that made it was committed.
+    pub recorded_at: UnixMillis,
+    /// What it changed against the revision before, by rule id; empty for
+    /// a write that served nothing new (a publish awaiting review) and for
+    /// the first recorded revision.
+    pub changes: Vec<RevisionChange>,
+}
+
+/// A rule whose served version a revision changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevisionChange {
+    /// The rule.
+    pub rule_id: String,
+    /// How it changed.
+    pub kind: ChangeKind,
+    /// The version served before (none: the rule was not served).
+    pub from: Option<String>,
+    /// The version served after (none: the rule is no longer served).
+    pub to: Option<String>,
+}
+
+/// How a revision changed a rule's served version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// A rule served for the first time.
+    Added,
+    /// Another version of the rule served (a higher one approved).
+    VersionChanged,
+    /// The served version was yanked (`to` is the version served instead,
+    /// if an older approved one is left).
+    Yanked,
+    /// The served version stopped being served for another reason.
+    Removed,
+}
+
+spelled!(ChangeKind, "change",
+    Added => "added",
+    VersionChanged => "version_changed",
+    Yanked => "yanked",
+    Removed => "removed",
+);
+
 /// A rule with its owners and every version, highest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuleDetail {

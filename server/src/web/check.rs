@@ -26,8 +26,9 @@ use serde_json::json;
 use super::rules::{action_words, bad_query, is_blank};
 use super::{PageError, page, query_string, render};
 use crate::api;
-use crate::api::types::FromTextRequest;
+use crate::api::types::{CheckQuery, FromTextRequest};
 use crate::error::AppError;
+use crate::extract::ApiQuery;
 use crate::state::{AppState, RequestDeadline};
 
 /// CPU architectures the form offers (the manifest's normalised names).
@@ -221,8 +222,13 @@ pub(crate) async fn run_check(
     deadline: RequestDeadline,
     json: String,
 ) -> Result<CheckResponse, AppError> {
-    let response =
-        api::check::check(State(state.clone()), Extension(deadline), Body::from(json)).await?;
+    let response = api::check::check(
+        State(state.clone()),
+        Extension(deadline),
+        ApiQuery(CheckQuery::default()),
+        Body::from(json),
+    )
+    .await?;
     // The API writes its answer as text once; the page reads it back.
     let text = axum::body::to_bytes(response.into_body(), usize::MAX)
         .await

@@ -718,3 +718,73 @@ fn now_millis() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).expect("millis"))
 }
+
+/// The history and answers as of a past revision are reads open to
+/// anyone (a served version is public, and stays public once yanked):
+/// every kind of caller, a bad or revoked token included, gets the same
+/// answer, and none of their calls changes the store.
+#[test]
+fn the_history_and_past_answers_are_the_same_for_every_caller_and_write_nothing() {
+    fn timeless(mut answer: Value) -> Value {
+        for one in answer["results"].as_array_mut().into_iter().flatten() {
+            one["stats"]["elapsed_us"] = json!(0);
+        }
+        if answer["stats"].is_object() {
+            answer["stats"]["elapsed_us"] = json!(0);
+        }
+        answer
+    }
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let (callers, _) = matrix();
+    runtime.block_on(async {
+        for db in databases().await {
+            let backend = db.backend().as_str();
+            let h = Harness::new(&db, ServerLimits::default()).await;
+            h.alice_version("authz-history", "1.0.0").await;
+            h.store
+                .set_state("authz-history", "1.0.0", VersionState::Approved, &Actor::System, None)
+                .await
+                .expect("approve");
+            h.state.registry().refresh().await.expect("refresh");
+            let manifest = br#"{"manifest_version": 1, "host": {"arch": "aarch64"}}"#.to_vec();
+            let batch = br#"{"manifests": [{"manifest_version": 1}]}"#.to_vec();
+            let reads: [(&str, &str, Vec<u8>); 6] = [
+                ("GET", "/v1/revisions", vec![]),
+                ("GET", "/v1/revisions/1", vec![]),
+                ("POST", "/v1/check?revision=1", manifest.clone()),
+                ("POST", "/v1/check?revision=2", manifest.clone()),
+                ("POST", "/v1/check/batch?revision=0", batch.clone()),
+                ("POST", "/v1/check?revision=99", manifest.clone()),
+            ];
+            for (method, path, body) in reads {
+                let mut first: Option<(u16, Value)> = None;
+                for caller in &callers {
+                    let token = h.tokens.get(caller.as_str()).cloned();
+                    let before = snapshot(&h.store, None).await;
+                    let (status, answer) = h
+                        .call(method, path, token.as_deref(), "application/json", body.clone())
+                        .await;
+                    assert_eq!(
+                        before,
+                        snapshot(&h.store, None).await,
+                        "{backend}: {path} as {caller} wrote"
+                    );
+                    let answer = timeless(answer);
+                    match &first {
+                        None => {
+                            let expected = if path.ends_with("=99") { 404 } else { 200 };
+                            assert_eq!(status, expected, "{backend}: {path} as {caller}: {answer}");
+                            first = Some((status, answer));
+                        }
+                        Some(first) => assert_eq!(
+                            (status, &answer),
+                            (first.0, &first.1),
+                            "{backend}: {path} as {caller} differs"
+                        ),
+                    }
+                }
+            }
+            h.store.close().await;
+        }
+    });
+}

@@ -1,6 +1,7 @@
 //! The server's one integration-test binary.
 
 mod api;
+mod as_of;
 mod authz;
 mod browser;
 mod bundle;

@@ -114,6 +114,17 @@ async fn served(store: &Store) -> Vec<(String, String)> {
         .collect()
 }
 
+/// What the history says revision `revision` served.
+async fn served_at(store: &Store, revision: i64) -> Vec<(String, String)> {
+    store
+        .served_at(revision)
+        .await
+        .expect("served at")
+        .into_iter()
+        .map(|s| (s.rule_id, s.version))
+        .collect()
+}
+
 async fn ids(store: &Store, query: RuleQuery) -> Vec<String> {
     store.search(&query).await.expect("search").items.into_iter().map(|s| s.id).collect()
 }
@@ -663,6 +674,11 @@ on_both_backends! {
         let served = served(&stores[1]).await;
         assert_eq!(served.len(), 1 + TASKS / 2);
         assert!(served.contains(&("shared-rule".to_owned(), format!("1.{}.{}", TASKS - 2, PER_TASK - 1))));
+        // Each write recorded its revision and what it served, whichever
+        // pool made it: the last one serves what the versions table does.
+        assert_eq!(stores[0].recorded_revisions().await.expect("recorded"), (0, start + writes));
+        assert_eq!(stores[0].revisions(None, 1000).await.expect("history").len() as i64, start + writes + 1);
+        assert_eq!(served_at(&stores[1], start + writes).await, served);
     }
 }
 
@@ -767,5 +783,116 @@ on_both_backends! {
         assert_eq!(store.session(&live).await.expect("read"), None);
         assert_eq!(store.session_count().await.expect("count"), 0);
         store.close().await;
+    }
+}
+
+on_both_backends! {
+    /// Every write records its revision and what it served, so the set of
+    /// any recorded revision can be read back; the changes it lists are
+    /// the differences between neighbours.
+    #[tokio::test]
+    async fn the_history_keeps_what_each_revision_served(db) {
+        let store = connect(db).await;
+        let maintainer = account(&store, "maria", Role::Maintainer).await;
+        let (a, b) = (rule("vllm-needs-sm70"), rule("flash-attn2-needs-sm80"));
+        let higher = variant(&a, None, "9.0.0");
+        let id = |v: &NewVersion| (v.meta.id.clone(), v.meta.version.clone());
+        let mut expected: Vec<Vec<(String, String)>> = vec![vec![]];
+        store.seed(vec![a.clone(), b.clone()]).await.expect("seed");
+        expected.push(vec![id(&a), id(&b)]);
+        store.insert_version(higher.clone(), &Actor::System, VersionState::Pending).await.expect("publish");
+        expected.push(vec![id(&a), id(&b)]);
+        store.set_state(&a.meta.id, "9.0.0", VersionState::Approved, &maintainer, None).await.expect("approve");
+        expected.push(vec![id(&higher), id(&b)]);
+        store.set_state(&a.meta.id, "9.0.0", VersionState::Yanked, &maintainer, None).await.expect("yank");
+        expected.push(vec![id(&a), id(&b)]);
+        store.set_state(&b.meta.id, &b.meta.version, VersionState::Yanked, &maintainer, None).await.expect("yank");
+        expected.push(vec![id(&a)]);
+        let last = store.revision().await.expect("revision");
+        assert_eq!(store.recorded_revisions().await.expect("recorded"), (0, last));
+        assert_eq!(served_at(&store, last).await, served(&store).await, "the last revision is what is served");
+        for (revision, set) in expected.iter_mut().enumerate() {
+            set.sort();
+            assert_eq!(&served_at(&store, revision as i64).await, set, "revision {revision}");
+        }
+
+        let history = store.revisions(None, 100).await.expect("history");
+        type Change<'a> = (String, &'a str, Option<String>, Option<String>);
+        let changes: Vec<(i64, Vec<Change<'_>>)> = history
+            .iter()
+            .map(|r| {
+                (r.revision, r.changes.iter().map(|c| (c.rule_id.clone(), c.kind.as_str(), c.from.clone(), c.to.clone())).collect())
+            })
+            .collect();
+        let (a_id, a_v, b_id, b_v) = (a.meta.id.clone(), a.meta.version.clone(), b.meta.id.clone(), b.meta.version.clone());
+        let mut seeded = vec![
+            (a_id.clone(), "added", None, Some(a_v.clone())),
+            (b_id.clone(), "added", None, Some(b_v.clone())),
+        ];
+        seeded.sort();
+        assert_eq!(
+            changes,
+            vec![
+                (5, vec![(b_id, "yanked", Some(b_v), None)]),
+                (4, vec![(a_id.clone(), "yanked", Some("9.0.0".to_owned()), Some(a_v.clone()))]),
+                (3, vec![(a_id, "version_changed", Some(a_v), Some("9.0.0".to_owned()))]),
+                (2, vec![]),
+                (1, seeded),
+                (0, vec![]),
+            ]
+        );
+        // Pages: below a revision, at most so many.
+        let page: Vec<i64> = store.revisions(Some(4), 2).await.expect("page").iter().map(|r| r.revision).collect();
+        assert_eq!(page, vec![3, 2]);
+        assert!(history.windows(2).all(|w| w[0].recorded_at >= w[1].recorded_at), "newest first");
+
+        // A revision's list says each version's state now.
+        let listed = store.served_list_at(3).await.expect("list");
+        let states: Vec<(&str, &str)> = listed.iter().map(|e| (e.version.as_str(), e.state.as_str())).collect();
+        let mut expected_states = vec![("9.0.0", "yanked"), (b.meta.version.as_str(), "yanked")];
+        if listed[0].rule_id != a.meta.id {
+            expected_states.reverse();
+        }
+        assert_eq!(states, expected_states);
+    }
+}
+
+on_both_backends! {
+    /// A database that predates the history (migration 0006 undone)
+    /// starts its history at the revision it is at, with what it serves;
+    /// the revisions before are not recorded, and every write after is.
+    #[tokio::test]
+    async fn an_existing_database_starts_its_history_where_it_is(db) {
+        let store = connect(db).await;
+        let maintainer = account(&store, "maria", Role::Maintainer).await;
+        let (a, b) = (rule("vllm-needs-sm70"), rule("flash-attn2-needs-sm80"));
+        store.seed(vec![a.clone(), b.clone()]).await.expect("seed");
+        store.set_state(&b.meta.id, &b.meta.version, VersionState::Yanked, &maintainer, None).await.expect("yank");
+        let served_before = served(&store).await;
+        store.close().await;
+        let migrator = match db.backend() {
+            pitfall_server::store::Backend::Sqlite => sqlx::migrate!("../migrations/sqlite"),
+            pitfall_server::store::Backend::Postgres => sqlx::migrate!("../migrations/postgres"),
+        };
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(db.url()).await.expect("pool");
+        migrator.undo(&pool, 5).await.expect("0006 down");
+        assert!(sqlx::query("SELECT 1 FROM served_spans").fetch_all(&pool).await.is_err(), "0006 is undone");
+        pool.close().await;
+
+        let store = connect(db).await;
+        assert_eq!(store.revision().await.expect("revision"), 2);
+        assert_eq!(store.recorded_revisions().await.expect("recorded"), (2, 2));
+        assert_eq!(served_at(&store, 2).await, served_before);
+        assert!(served_at(&store, 1).await.is_empty(), "revision 1 was never recorded");
+        let history = store.revisions(None, 10).await.expect("history");
+        assert_eq!(history.len(), 1);
+        assert!(history[0].changes.is_empty(), "where history starts is no change");
+        store.set_state(&a.meta.id, &a.meta.version, VersionState::Yanked, &maintainer, None).await.expect("yank");
+        assert_eq!(store.recorded_revisions().await.expect("recorded"), (2, 3));
+        assert!(served_at(&store, 3).await.is_empty());
+        assert_eq!(served_at(&store, 2).await, served_before);
+        let last = &store.revisions(None, 1).await.expect("history")[0];
+        assert_eq!((last.revision, last.changes.len(), last.changes[0].kind.as_str()), (3, 1, "yanked"));
     }
 }

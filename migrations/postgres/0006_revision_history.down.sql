@@ -1,0 +1,2 @@
+DROP TABLE served_spans;
+DROP TABLE ruleset_revisions;
