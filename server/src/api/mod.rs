@@ -11,3 +11,4 @@ pub mod review;
 pub mod rules;
 pub mod schemas;
 pub mod types;
+pub mod watches;

@@ -22,4 +22,5 @@ mod slots;
 mod soak;
 mod startup;
 mod store;
+mod watches;
 mod web;
