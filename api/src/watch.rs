@@ -6,26 +6,28 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A manifest of a watch, with the user's label for it.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct WatchManifest {
-    /// A host name, a pool, whatever names it: 1 to 200 characters,
-    /// unique within the watch.
-    #[schemars(length(min = 1, max = 200))]
-    pub label: String,
-    /// The manifest (v1).
-    pub manifest: Value,
-}
+/// A watch's name: no control character, not blank.
+pub const WATCH_TEXT_PATTERN: &str = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$";
 
-/// `POST /v1/watches` body: one manifest (`manifest`, labelled
-/// `default`) or a fleet (`manifests`).
+/// A webhook URL as the schema states it: `https` to a DNS name (the
+/// server refuses names that resolve to private addresses when it calls
+/// them, and with `--watch-allow-private-urls` takes `http` and
+/// addresses too).
+pub const WEBHOOK_URL_PATTERN: &str = r"^https://([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~%/+=-]*)?(\?[A-Za-z0-9._~%&=+/-]*)?$";
+
+/// The manifests of a watch, by label (a host name, a pool: any text,
+/// kept as given), each a manifest v1.
+pub type LabelledManifests = std::collections::BTreeMap<String, Value>;
+
+/// `POST /v1/watches` body.
 #[derive(Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWatchRequest {
     /// Unique among the account's watches: 1 to 100 characters.
-    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
+    #[schemars(length(min = 1, max = 100), regex(pattern = WATCH_TEXT_PATTERN))]
     pub name: String,
     /// Where notifications are POSTed: `https` to a public address.
+    #[schemars(length(max = 2048), regex(pattern = WEBHOOK_URL_PATTERN))]
     pub webhook_url: String,
     /// The HMAC-SHA256 key of the `Pitfall-Signature` header, 16 to 256
     /// characters; left out, the server makes one and shows it once.
@@ -34,14 +36,13 @@ pub struct CreateWatchRequest {
     pub secret: Option<String>,
     /// The least severity notified (default `warning`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = ["info", "warning", "error"]))]
+    #[schemars(extend("enum" = ["info", "warning", "error", null]))]
     pub min_severity: Option<String>,
-    /// One manifest.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub manifest: Option<Value>,
-    /// A fleet: up to the server's bound (10,000 by default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub manifests: Option<Vec<WatchManifest>>,
+    /// One manifest or a fleet, by label: up to the server's bound
+    /// (10,000 by default).
+    #[schemars(with = "std::collections::BTreeMap<String, pitfall_contract::Manifest>")]
+    #[schemars(extend("minProperties" = 1, "maxProperties" = 10000))]
+    pub manifests: LabelledManifests,
 }
 
 impl std::fmt::Debug for CreateWatchRequest {
@@ -62,17 +63,17 @@ impl std::fmt::Debug for CreateWatchRequest {
 pub struct ChangeWatchRequest {
     /// A new webhook URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048), regex(pattern = WEBHOOK_URL_PATTERN))]
     pub webhook_url: Option<String>,
     /// A new least severity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = ["info", "warning", "error"]))]
+    #[schemars(extend("enum" = ["info", "warning", "error", null]))]
     pub min_severity: Option<String>,
-    /// One manifest, replacing all.
+    /// New manifests by label, replacing all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub manifest: Option<Value>,
-    /// A fleet, replacing all.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub manifests: Option<Vec<WatchManifest>>,
+    #[schemars(with = "Option<std::collections::BTreeMap<String, pitfall_contract::Manifest>>")]
+    #[schemars(extend("minProperties" = 1, "maxProperties" = 10000))]
+    pub manifests: Option<LabelledManifests>,
 }
 
 /// A watch.

@@ -13,11 +13,10 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
 use pitfall_api::watch::{
-    ChangeWatchRequest, CreateWatchRequest, DeliveryView, PingQueued, TryView, WatchDetail,
-    WatchFinding, WatchLabel, WatchManifest, WatchView,
+    ChangeWatchRequest, CreateWatchRequest, DeliveryView, LabelledManifests, PingQueued, TryView,
+    WatchDetail, WatchFinding, WatchLabel, WatchView,
 };
 use pitfall_engine::RuleSet;
-use serde_json::Value;
 
 use crate::admission::read_body;
 use crate::auth::Caller;
@@ -57,8 +56,7 @@ pub async fn create(
         }
         None => (new_secret()?, true),
     };
-    let manifests = manifests(&state, request.manifest, request.manifests)?
-        .ok_or_else(|| bad("no_manifests", "give `manifest` or `manifests`"))?;
+    let manifests = manifests(&state, request.manifests)?;
     let (manifests, revision) = evaluate(&state, manifests).await?;
     let store = state.registry().store();
     let id = store
@@ -120,8 +118,8 @@ pub async fn change(
     };
     let mut change =
         WatchChange { webhook_url: request.webhook_url, min_severity, ..WatchChange::default() };
-    if let Some(manifests) = manifests(&state, request.manifest, request.manifests)? {
-        let (manifests, revision) = evaluate(&state, manifests).await?;
+    if let Some(manifests) = request.manifests {
+        let (manifests, revision) = evaluate(&state, self::manifests(&state, manifests)?).await?;
         change.manifests = Some(manifests);
         change.evaluated_revision = revision;
     }
@@ -296,55 +294,33 @@ fn severity(text: Option<&str>) -> Result<String, AppError> {
 }
 
 /// The manifests of a request, each read and validated as a check reads
-/// it: (label, JSON text). `None` when it gives neither field.
-fn manifests(
-    state: &AppState,
-    one: Option<Value>,
-    fleet: Option<Vec<WatchManifest>>,
-) -> Result<Option<Vec<(String, String)>>, AppError> {
-    let list = match (one, fleet) {
-        (None, None) => return Ok(None),
-        (Some(_), Some(_)) => {
-            return Err(bad("invalid_manifests", "give `manifest` or `manifests`, not both"));
-        }
-        (Some(m), None) => vec![WatchManifest { label: "default".into(), manifest: m }],
-        (None, Some(list)) => list,
-    };
+/// it: (label, JSON text), by label.
+fn manifests(state: &AppState, list: LabelledManifests) -> Result<Vec<(String, String)>, AppError> {
     let bound = state.limits().watch.max_watch_manifests;
     if list.is_empty() || list.len() > bound {
         return Err(bad("invalid_manifests", &format!("a watch holds 1 to {bound} manifests")));
     }
-    let mut seen = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(list.len());
-    for (i, item) in list.into_iter().enumerate() {
-        let label = item.label.trim().to_owned();
-        if label.is_empty() || label.chars().count() > 200 || label.chars().any(char::is_control) {
-            return Err(bad(
-                "invalid_label",
-                &format!("manifests[{i}].label is 1 to 200 characters, no control characters"),
-            ));
-        }
-        if !seen.insert(label.clone()) {
-            return Err(bad("invalid_label", &format!("the label {label:?} is given twice")));
-        }
-        let text = item.manifest.to_string();
+    for (label, manifest) in list {
+        // A label is the user's own text, kept as given (escaped where
+        // shown); the body bound bounds it.
+        let text = manifest.to_string();
         if text.len() > state.limits().max_manifest_bytes {
             return Err(AppError::TooLarge { limit: state.limits().max_manifest_bytes });
         }
         crate::api::check::read_manifest(text.as_bytes()).map_err(|e| match e {
-            AppError::BadRequest { code, message } => AppError::BadRequest {
-                code,
-                message: format!("manifests[{i}] ({label}): {message}"),
-            },
+            AppError::BadRequest { code, message } => {
+                AppError::BadRequest { code, message: format!("manifests[{label:?}]: {message}") }
+            }
             AppError::Unprocessable { code, message } => AppError::Unprocessable {
                 code,
-                message: format!("manifests[{i}] ({label}): {message}"),
+                message: format!("manifests[{label:?}]: {message}"),
             },
             other => other,
         })?;
         out.push((label, text));
     }
-    Ok(Some(out))
+    Ok(out)
 }
 
 /// Evaluates manifests against the served set (refreshed first, so a

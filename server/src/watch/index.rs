@@ -173,6 +173,41 @@ impl FactIndex {
         self.slots.is_empty()
     }
 
+    /// Its heap bytes, counted from its tables' capacities (hash tables at
+    /// their bucket count with one control byte each).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let map = |buckets: usize, entry: usize| buckets * (entry + 1);
+        let buckets = |m: &HashMap<Id, Vec<u32>>| {
+            map(m.capacity(), size_of::<(Id, Vec<u32>)>())
+                + m.values().map(|v| v.capacity() * size_of::<u32>()).sum::<usize>()
+        };
+        let interner = |i: &Interner| {
+            map(i.ids.capacity(), size_of::<(Box<str>, Id)>())
+                + i.ids.keys().map(|k| k.len()).sum::<usize>()
+                + i.versions.capacity() * size_of::<Option<Version>>()
+                + i.versions.iter().flatten().map(|v| v.as_str().len() * 3).sum::<usize>()
+        };
+        let entries = self.entries.capacity() * size_of::<Entry>()
+            + self
+                .entries
+                .iter()
+                .map(|e| {
+                    e.packages.len() * size_of::<(Id, Id)>()
+                        + (e.vendors.len() + e.capabilities.len()) * size_of::<Id>()
+                })
+                .sum::<usize>();
+        interner(&self.names)
+            + interner(&self.versions)
+            + entries
+            + map(self.slots.capacity(), size_of::<(i64, u32)>())
+            + buckets(&self.packages)
+            + buckets(&self.vendors)
+            + buckets(&self.arches)
+            + buckets(&self.engines)
+            + (self.with_accelerators.capacity() + self.containers.capacity()) * size_of::<u32>()
+    }
+
     /// Whether forgotten slots outnumber the live ones (then build afresh).
     pub fn wants_rebuild(&self) -> bool {
         self.dead > 1024 && self.dead > self.slots.len()

@@ -28,10 +28,14 @@ pub struct UrlPolicy {
 }
 
 /// Checks a webhook URL's form (its addresses are checked when it is
-/// called); the reason it is refused.
+/// called); the reason it is refused. Without the flag, exactly the URLs
+/// `pitfall_api::watch::WEBHOOK_URL_PATTERN` describes pass.
 pub fn validate(url: &str, policy: UrlPolicy) -> Result<(), String> {
     if url.len() > 2048 {
         return Err("the URL is longer than 2048 bytes".into());
+    }
+    if !policy.allow_private {
+        public_form(url)?;
     }
     let uri: ureq::http::Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
     match uri.scheme_str() {
@@ -41,6 +45,15 @@ pub fn validate(url: &str, policy: UrlPolicy) -> Result<(), String> {
         _ => return Err("the URL must be https://HOST/...".into()),
     }
     let authority = uri.authority().ok_or("the URL has no host")?;
+    let text = authority.as_str();
+    if let Some((_, port)) = text.rsplit_once(':')
+        && !text.ends_with(']')
+        && (port.is_empty()
+            || !port.bytes().all(|b| b.is_ascii_digit())
+            || authority.port_u16().is_none())
+    {
+        return Err("the port is not a number up to 65535".into());
+    }
     if authority.as_str().contains('@') {
         return Err("the URL must not carry credentials".into());
     }
@@ -54,8 +67,57 @@ pub fn validate(url: &str, policy: UrlPolicy) -> Result<(), String> {
     {
         return Err(format!("{ip} is not a public address"));
     }
-    if !policy.allow_private && (host == "localhost" || host.ends_with(".localhost")) {
+    // Other names are judged by the addresses they resolve to, at
+    // delivery (`GuardedResolver`).
+    if !policy.allow_private && host.eq_ignore_ascii_case("localhost") {
         return Err("localhost is not a public address".into());
+    }
+    Ok(())
+}
+
+/// `https://NAME[:PORT][/PATH][?QUERY]` with a DNS name whose last label
+/// is letters (so no IP literal), a port of 1 to 4 digits, and path and
+/// query characters from a small safe set: the schema's pattern, by hand.
+fn public_form(url: &str) -> Result<(), String> {
+    let rest = url.strip_prefix("https://").ok_or("the URL must be https://NAME/...")?;
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let (host, port) = match authority.split_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (authority, None),
+    };
+    let labels: Vec<&str> = host.split('.').collect();
+    let label_ok = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let last = labels.last().copied().unwrap_or("");
+    if labels.len() < 2
+        || !labels.iter().all(|l| label_ok(l))
+        || !(2..=63).contains(&last.len())
+        || !last.bytes().all(|b| b.is_ascii_alphabetic())
+    {
+        return Err("the host must be a DNS name such as hooks.example.com".into());
+    }
+    if let Some(port) = port
+        && (port.is_empty()
+            || port.len() > 4
+            || port.starts_with('0')
+            || !port.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err("the port must be 1 to 9999".into());
+    }
+    let (path, query) = match tail.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (tail, None),
+    };
+    let safe = |b: u8, extra: &[u8]| {
+        b.is_ascii_alphanumeric() || b"._~%/+=-".contains(&b) || extra.contains(&b)
+    };
+    if !path.bytes().all(|b| safe(b, b"")) || !query.unwrap_or("").bytes().all(|b| safe(b, b"&")) {
+        return Err("the path and query may hold letters, digits and ._~%/+=-& only".into());
     }
     Ok(())
 }
@@ -198,12 +260,19 @@ mod tests {
             ("https://[fd00::1]/", false, true),
             ("https://[fe80::1]/", false, true),
             ("https://[::ffff:10.0.0.1]/", false, true),
-            ("https://8.8.8.8/", true, true),
-            ("https://[2606:4700::1111]/", true, true),
+            // Without the flag, a name: the addresses it resolves to are
+            // judged at delivery.
+            ("https://8.8.8.8/", false, true),
+            ("https://[2606:4700::1111]/", false, true),
             ("https://user:pw@hooks.example.com/", false, false),
             ("ftp://hooks.example.com/", false, false),
             ("hooks.example.com/path", false, false),
             ("not a url", false, false),
+            ("https://k.0.VGvbWJjZXrtWfr:977*", false, false),
+            ("https://hooks.example.com/a b", false, false),
+            ("https://hooks.example.com/p?token=abc&x=1", true, true),
+            ("https://hooks.example.com:99999/", false, false),
+            ("https://-bad.example.com/", false, true),
         ];
         for &(url, strict, loose) in cases {
             assert_eq!(

@@ -303,7 +303,7 @@ async fn prepare(h: &mut Harness, endpoint: &str, caller: &str, n: usize) -> Cel
             let body = json!({
                 "name": format!("watch-{n}"),
                 "webhook_url": "https://hooks.example.com/pitfall",
-                "manifest": {"manifest_version": 1, "packages": [{"name": "vllm", "version": "0.27.1"}]},
+                "manifests": {"default": {"manifest_version": 1, "packages": [{"name": "vllm", "version": "0.27.1"}]}},
             });
             (method.into(), "/v1/watches".into(), "application/json", json_body(body), None)
         }

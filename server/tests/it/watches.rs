@@ -174,7 +174,7 @@ fn create_watch(server: &Server, token: &str, webhook: &str) -> i64 {
         "name": "g5g fleet",
         "webhook_url": webhook,
         "secret": SECRET,
-        "manifests": [{"label": "g5g-1", "manifest": fixture("g5g-gemma4-vllm0271.json")}],
+        "manifests": {"g5g-1": fixture("g5g-gemma4-vllm0271.json")},
     });
     let (status, watch) =
         server.call("POST", "/v1/watches", Some(token), body.to_string().as_bytes());
