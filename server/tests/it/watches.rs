@@ -326,6 +326,44 @@ fn a_receiver_gets_one_signed_notification_per_change_in_order_on_postgres() {
     drop(db);
 }
 
+/// A receiver that never answers 2xx: the delivery is retried with
+/// backoff until its window ends (1.5 s here, 24 h by default), then given
+/// up, and the watch is marked failing.
+#[test]
+fn a_delivery_failing_past_its_window_is_given_up_and_the_watch_marked_failing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let alice = admin_token(dir.path(), None, "alice", "contributor");
+    let receiver = Receiver::start(usize::MAX);
+    let mut env = watch_env("2");
+    env.push(("PITFALL_WATCH_RETRY_FOR_MS", "1500".into()));
+    let server = Server::start_with_vars(dir.path(), None, false, &env);
+    let watch = create_watch(&server, &alice, &receiver.url());
+    let (status, _) = server.call("POST", &format!("/v1/watches/{watch}/test"), Some(&alice), b"");
+    assert_eq!(status, 202);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let log = loop {
+        let (_, log) =
+            server.call("GET", &format!("/v1/watches/{watch}/deliveries"), Some(&alice), b"");
+        if log[0]["state"] == "failed" {
+            break log;
+        }
+        assert!(Instant::now() < deadline, "not given up: {log}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let tries = log[0]["tries"].as_array().expect("tries");
+    assert!(tries.len() >= 3, "retried before giving up: {log}");
+    assert!(tries.iter().all(|t| t["status"] == 500), "{log}");
+    assert_eq!(receiver.received().len(), tries.len(), "each try reached the receiver once");
+    // The tries are logged in the order they were made.
+    let at: Vec<i64> = tries.iter().filter_map(|t| t["at"].as_i64()).collect();
+    assert!(at.windows(2).all(|w| w[1] >= w[0]), "{at:?}");
+    let (_, shown) = server.call("GET", &format!("/v1/watches/{watch}"), Some(&alice), b"");
+    assert_eq!(shown["failing"], true, "{shown}");
+    assert_eq!(shown["failed_deliveries"], 1, "{shown}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(receiver.received().len(), tries.len(), "nothing after giving up");
+}
+
 /// The event is in the outbox when the server dies (it runs no delivery
 /// worker, so it cannot have sent it); the next start delivers it once.
 fn kill_between_outbox_and_delivery(database_url: Option<&str>) {
