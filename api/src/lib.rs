@@ -16,6 +16,7 @@ pub mod fix;
 pub mod key;
 pub mod schemas;
 pub mod types;
+pub mod watch;
 
 pub use bundle::{Bundle, BundleError, BundleIndex, BundleSigner, Freshness, SignedBundle};
 pub use key::PublicKey;

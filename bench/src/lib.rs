@@ -11,7 +11,8 @@
 //! 10,000 rules ([`startup`]), HTTP throughput against a bare echo endpoint
 //! ([`http`]) with the work a request does around the check next to the
 //! echo's ([`parts`]), `pitfall fix` on the G5g fixture ([`fix`]), and
-//! the plot ([`plot`]). `BENCHMARKS.md` reports them.
+//! the plot ([`plot`]), and watches over 100,000 stored manifests
+//! ([`watch`]). `BENCHMARKS.md` reports them.
 
 pub mod ablation;
 pub mod compare;
@@ -32,3 +33,4 @@ pub mod rng;
 pub mod scale;
 pub mod startup;
 pub mod stats;
+pub mod watch;

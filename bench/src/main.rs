@@ -73,7 +73,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "floor,scale,explain,compare,publish,fix,enrich,server,plot"
+        default_value = "floor,scale,explain,compare,publish,fix,enrich,watch,server,plot"
     )]
     sections: Vec<String>,
     /// Instead of the sections: price each engine mechanism (`ablation`),
@@ -359,6 +359,9 @@ fn full(
     }
     if args.runs("enrich") {
         enrich_cost(report)?;
+    }
+    if args.runs("watch") {
+        watch_cost(report)?;
     }
     if args.runs("server") {
         server(args, bundled.len(), report)?;
@@ -810,6 +813,24 @@ fn enrich_cost(report: &mut Report) -> anyhow::Result<()> {
     report.line(format!(
         "enrich manifests={} filled={} enrich_p50_us={:.2} enrich_p99_us={:.2} normalize_p50_us={:.2} normalize_p99_us={:.2} (one thread's CPU per call)",
         c.manifests, c.filled, c.enrich.p50, c.enrich.p99, c.normalize.p50, c.normalize.p99,
+    ));
+    Ok(())
+}
+
+/// Watches: one approval over 100,000 stored manifests, 1% admitted.
+fn watch_cost(report: &mut Report) -> anyhow::Result<()> {
+    let c = pitfall_bench::watch::measure(100_000)?;
+    report.line(format!(
+        "watch manifests={} evaluated={} events={} approval_to_enqueued_ms={:.0} pass_ms={:.0} target_ms=5000 {} index_build_ms={:.0} index_bytes_per_manifest={:.0} index_rss_bytes_per_manifest={:.0}",
+        c.manifests,
+        c.evaluated,
+        c.events,
+        c.approval_to_enqueued.as_secs_f64() * 1000.0,
+        c.pass.as_secs_f64() * 1000.0,
+        verdict(c.approval_to_enqueued.as_millis() <= 5000),
+        c.index_build.as_secs_f64() * 1000.0,
+        c.index_bytes_per_manifest,
+        c.rss_bytes_per_manifest,
     ));
     Ok(())
 }

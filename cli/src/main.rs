@@ -39,6 +39,7 @@ mod scan;
 mod shell;
 mod stdout;
 mod text;
+mod watch;
 
 /// Known breakages of ML infrastructure, checked before you deploy.
 #[derive(Debug, Parser)]
@@ -72,6 +73,11 @@ enum Command {
     /// Write a rule: new, lint, test, build, publish (and approve).
     #[command(subcommand)]
     Rule(rule::RuleCommand),
+    /// Watch manifests on a registry: notified by webhook when a new rule
+    /// matches them, or a yank clears them (add, list, show, rm,
+    /// deliveries, test).
+    #[command(subcommand)]
+    Watch(watch::WatchCommand),
     /// Print the JSON Schema of manifest v1.
     Schema,
     /// List the rules (those built into this binary, or --rules): each
@@ -175,6 +181,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::Bundle(command) => bundle::run(&command),
         Command::Rule(command) => rule::run(&command),
+        Command::Watch(command) => watch::run(&command),
         Command::Catalogue(args) => catalogue::run(&args),
         Command::Completions(args) => shell::completions(&args, &mut Cli::command()),
         Command::Man(args) => shell::man(&args, &Cli::command()),

@@ -632,3 +632,113 @@ fn bad_input_exits_2_with_a_message_naming_the_problem() {
     }
     assert!(!dir.join("fine-id").exists(), "nothing is written without an SDK");
 }
+
+/// `pitfall watch`: a fleet added from files (labelled by file name),
+/// listed, shown, its (empty) delivery log, deleted; bad input exits 2
+/// with the registry's or the CLI's reason, storing nothing.
+#[test]
+fn watch_add_list_show_deliveries_and_rm_against_a_registry() {
+    let registry = registry();
+    let home = tempfile::tempdir().expect("tempdir");
+    let dir = home.path();
+    let fixture = repo().join("../shared/fixtures/manifests/g5g-gemma4-vllm0271.json");
+    std::fs::copy(&fixture, dir.join("gpu-01.json")).expect("copied");
+    std::fs::write(dir.join("gpu-02.json"), r#"{"manifest_version": 1}"#).expect("written");
+    std::fs::create_dir(dir.join("other")).expect("dir");
+    std::fs::write(dir.join("other/gpu-02.json"), r#"{"manifest_version": 1}"#).expect("written");
+    let vars = [
+        ("PITFALL_SERVER", registry.url.as_str()),
+        ("PITFALL_TOKEN", registry.contributor.as_str()),
+    ];
+    let watch = |args: &[&str]| pitfall_with(dir, &[&["watch"], args].concat(), &vars);
+
+    let added = watch(&[
+        "add",
+        "fleet",
+        "--webhook",
+        "https://hooks.example.com/pitfall",
+        "--batch",
+        "gpu-01.json",
+        "gpu-02.json",
+    ]);
+    expect_code(&added, 0, "watch add");
+    let out = text(&added.stdout);
+    assert!(out.contains("(fleet): 2 manifests"), "{out}");
+    assert!(out.contains("secret (shown once"), "{out}");
+    let id: String = out
+        .strip_prefix("watch ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the id")
+        .to_owned();
+
+    let listed = watch(&["list"]);
+    expect_code(&listed, 0, "watch list");
+    assert!(
+        text(&listed.stdout).contains("fleet") && text(&listed.stdout).contains("2 manifests"),
+        "{}",
+        text(&listed.stdout)
+    );
+    let shown = watch(&["show", &id]);
+    expect_code(&shown, 0, "watch show");
+    assert!(text(&shown.stdout).contains("gpu-02: no findings"), "{}", text(&shown.stdout));
+    let log = watch(&["deliveries", &id]);
+    expect_code(&log, 0, "watch deliveries");
+    assert_eq!(text(&log.stdout).trim(), "no deliveries");
+
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["add", "bad", "--webhook", "http://127.0.0.1:9/hook", "--manifest", "gpu-02.json"],
+            "webhook_url: the URL must be https",
+        ),
+        (
+            &[
+                "add",
+                "fleet",
+                "--webhook",
+                "https://hooks.example.com/p",
+                "--manifest",
+                "gpu-02.json",
+            ],
+            "exists already",
+        ),
+        (
+            &[
+                "add",
+                "twice",
+                "--webhook",
+                "https://hooks.example.com/p",
+                "--batch",
+                "gpu-02.json",
+                "other/gpu-02.json",
+            ],
+            "two files are labelled \"gpu-02\"",
+        ),
+        (
+            &[
+                "add",
+                "none",
+                "--webhook",
+                "https://hooks.example.com/p",
+                "--manifest",
+                "missing.json",
+            ],
+            "reading missing.json",
+        ),
+        (&["show", "999999"], "no watch 999999"),
+    ];
+    for (args, message) in cases {
+        let out = watch(args);
+        expect_code(&out, 2, &args.join(" "));
+        assert!(
+            text(&out.stderr).contains(message),
+            "{args:?}: {message:?} not in {}",
+            text(&out.stderr)
+        );
+    }
+
+    let removed = watch(&["rm", &id]);
+    expect_code(&removed, 0, "watch rm");
+    assert!(text(&removed.stdout).contains(&format!("deleted watch {id} (fleet)")));
+    expect_code(&watch(&["show", &id]), 2, "show after rm");
+    assert_eq!(text(&watch(&["list"]).stdout).trim(), "no watches");
+}

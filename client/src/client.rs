@@ -496,6 +496,52 @@ impl Client {
         self.get("/v1/whoami")
     }
 
+    /// `POST /v1/watches`: watch a manifest or a fleet. Never retried after
+    /// the server may have stored it.
+    pub fn create_watch(
+        &self,
+        request: &pitfall_api::watch::CreateWatchRequest,
+    ) -> Result<pitfall_api::watch::WatchDetail, Error> {
+        let body = serde_json::to_vec(request).map_err(|e| Error::Request(e.to_string()))?;
+        self.json(&self.call(
+            "POST",
+            "/v1/watches",
+            Some((JSON, &body)),
+            Idempotence::NotIdempotent,
+        ))
+    }
+
+    /// `GET /v1/watches`: the caller's watches (an admin's: everyone's).
+    pub fn watches(&self) -> Result<Vec<pitfall_api::watch::WatchView>, Error> {
+        self.get("/v1/watches")
+    }
+
+    /// `GET /v1/watches/{id}`: a watch with each label's findings.
+    pub fn watch(&self, id: i64) -> Result<pitfall_api::watch::WatchDetail, Error> {
+        self.get(&format!("/v1/watches/{id}"))
+    }
+
+    /// `DELETE /v1/watches/{id}`.
+    pub fn delete_watch(&self, id: i64) -> Result<pitfall_api::watch::WatchView, Error> {
+        let path = format!("/v1/watches/{id}");
+        self.json(&self.call("DELETE", &path, None, Idempotence::NotIdempotent))
+    }
+
+    /// `GET /v1/watches/{id}/deliveries`: newest first, with every try.
+    pub fn watch_deliveries(
+        &self,
+        id: i64,
+        limit: u32,
+    ) -> Result<Vec<pitfall_api::watch::DeliveryView>, Error> {
+        self.get(&format!("/v1/watches/{id}/deliveries?limit={limit}"))
+    }
+
+    /// `POST /v1/watches/{id}/test`: enqueue a signed ping.
+    pub fn test_watch(&self, id: i64) -> Result<pitfall_api::watch::PingQueued, Error> {
+        let path = format!("/v1/watches/{id}/test");
+        self.json(&self.call("POST", &path, None, Idempotence::NotIdempotent))
+    }
+
     /// `GET /v1/bundle`: the signed bundle of the served rules; with
     /// `if_none_match` (the entity tag of the bundle held), a 304 costs
     /// nothing when it is unchanged.

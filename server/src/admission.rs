@@ -39,12 +39,16 @@ pub(crate) async fn admit(
         charge(limiter, &request, 1)?;
     }
     let (parts, body) = request.into_parts();
-    let bytes = tokio::time::timeout(
-        state.limits().body_timeout(),
-        read_body(body, state.limits().max_body_bytes),
-    )
-    .await
-    .map_err(|_| AppError::BodyTimeout)??;
+    // A watch holds a fleet of manifests: its writes have their own bound.
+    let limit = match (method, route) {
+        ("POST", "/v1/watches") | ("PATCH", "/v1/watches/{id}") => {
+            state.limits().watch.max_watch_body_bytes
+        }
+        _ => state.limits().max_body_bytes,
+    };
+    let bytes = tokio::time::timeout(state.limits().body_timeout(), read_body(body, limit))
+        .await
+        .map_err(|_| AppError::BodyTimeout)??;
     Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 

@@ -46,6 +46,13 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/audit", get(api::accounts::audit))
         .route("/v1/revisions", get(api::revisions::list))
         .route("/v1/revisions/{revision}", get(api::revisions::detail))
+        .route("/v1/watches", get(api::watches::list).post(api::watches::create))
+        .route(
+            "/v1/watches/{id}",
+            get(api::watches::show).patch(api::watches::change).delete(api::watches::delete),
+        )
+        .route("/v1/watches/{id}/deliveries", get(api::watches::deliveries))
+        .route("/v1/watches/{id}/test", post(api::watches::test))
         .merge(crate::web::routes())
         .fallback(crate::web::fallback)
         .method_not_allowed_fallback(crate::error::method_not_allowed)

@@ -263,6 +263,101 @@ pub struct ServerLimits {
     /// arrived over https (`X-Forwarded-Proto: https`) does.
     #[arg(long, env = "PITFALL_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
+    #[command(flatten)]
+    pub watch: WatchSettings,
+}
+
+/// A fleet of 10,000 manifests of a few KiB each, in one request.
+pub const DEFAULT_MAX_WATCH_BODY_BYTES: usize = 64 << 20;
+/// Manifests in one watch, at most.
+pub const DEFAULT_MAX_WATCH_MANIFESTS: usize = 10_000;
+/// A receiver answers a webhook in well under this.
+pub const DEFAULT_WATCH_TIMEOUT_MS: u64 = 10_000;
+/// The first wait after a failed delivery; each further one doubles.
+pub const DEFAULT_WATCH_BACKOFF_BASE_MS: u64 = 10_000;
+/// The longest wait between two tries.
+pub const DEFAULT_WATCH_BACKOFF_MAX_MS: u64 = 3_600_000;
+/// How long a delivery is retried before its watch is marked failing.
+pub const DEFAULT_WATCH_RETRY_FOR_MS: u64 = 24 * 3_600_000;
+/// Delivery workers per process: each holds one try at a time.
+pub const DEFAULT_WATCH_WORKERS: usize = 4;
+/// How long a replica's claim of a ruleset transition lasts: far longer
+/// than an evaluation pass takes, short enough that a replica that died
+/// holding it is replaced within a minute.
+pub const DEFAULT_WATCH_LEASE_MS: u64 = 60_000;
+
+/// Watches and their webhooks.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WatchSettings {
+    /// Allow webhook URLs over plain http and to loopback, private and
+    /// link-local addresses (tests and development). Off, a webhook is
+    /// https to a public address only.
+    #[arg(long, env = "PITFALL_WATCH_ALLOW_PRIVATE_URLS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub watch_allow_private_urls: bool,
+    /// Largest body of `POST /v1/watches` and `PATCH /v1/watches/{id}`, in bytes.
+    #[arg(long, env = "PITFALL_MAX_WATCH_BODY_BYTES", default_value_t = DEFAULT_MAX_WATCH_BODY_BYTES)]
+    pub max_watch_body_bytes: usize,
+    /// Most manifests in one watch.
+    #[arg(long, env = "PITFALL_MAX_WATCH_MANIFESTS", default_value_t = DEFAULT_MAX_WATCH_MANIFESTS)]
+    pub max_watch_manifests: usize,
+    /// One webhook try's bound (connect, send, answer), in milliseconds.
+    #[arg(long, env = "PITFALL_WATCH_TIMEOUT_MS", default_value_t = DEFAULT_WATCH_TIMEOUT_MS)]
+    pub watch_timeout_ms: u64,
+    /// The first wait after a failed delivery, in milliseconds; each
+    /// further one doubles (half of it drawn at random).
+    #[arg(long, env = "PITFALL_WATCH_BACKOFF_BASE_MS", default_value_t = DEFAULT_WATCH_BACKOFF_BASE_MS)]
+    pub watch_backoff_base_ms: u64,
+    /// The longest wait between two tries, in milliseconds.
+    #[arg(long, env = "PITFALL_WATCH_BACKOFF_MAX_MS", default_value_t = DEFAULT_WATCH_BACKOFF_MAX_MS)]
+    pub watch_backoff_max_ms: u64,
+    /// How long a delivery is retried, in milliseconds from its event;
+    /// then it is given up and its watch marked failing.
+    #[arg(long, env = "PITFALL_WATCH_RETRY_FOR_MS", default_value_t = DEFAULT_WATCH_RETRY_FOR_MS)]
+    pub watch_retry_for_ms: u64,
+    /// Delivery workers in this process; 0 delivers nothing (another
+    /// replica does).
+    #[arg(long, env = "PITFALL_WATCH_WORKERS", default_value_t = DEFAULT_WATCH_WORKERS)]
+    pub watch_workers: usize,
+    /// How long a replica's claim of a ruleset transition lasts, in
+    /// milliseconds, before another may take it over.
+    #[arg(long, env = "PITFALL_WATCH_LEASE_MS", default_value_t = DEFAULT_WATCH_LEASE_MS)]
+    pub watch_lease_ms: u64,
+}
+
+impl Default for WatchSettings {
+    fn default() -> WatchSettings {
+        WatchSettings {
+            watch_allow_private_urls: false,
+            max_watch_body_bytes: DEFAULT_MAX_WATCH_BODY_BYTES,
+            max_watch_manifests: DEFAULT_MAX_WATCH_MANIFESTS,
+            watch_timeout_ms: DEFAULT_WATCH_TIMEOUT_MS,
+            watch_backoff_base_ms: DEFAULT_WATCH_BACKOFF_BASE_MS,
+            watch_backoff_max_ms: DEFAULT_WATCH_BACKOFF_MAX_MS,
+            watch_retry_for_ms: DEFAULT_WATCH_RETRY_FOR_MS,
+            watch_workers: DEFAULT_WATCH_WORKERS,
+            watch_lease_ms: DEFAULT_WATCH_LEASE_MS,
+        }
+    }
+}
+
+impl WatchSettings {
+    /// The watcher's options, polling every `poll`.
+    pub fn options(&self, poll: Duration) -> crate::watch::WatchOptions {
+        crate::watch::WatchOptions {
+            policy: crate::watch::target::UrlPolicy {
+                allow_private: self.watch_allow_private_urls,
+            },
+            timeout: Duration::from_millis(self.watch_timeout_ms.max(1)),
+            backoff: crate::watch::deliver::Backoff {
+                base: Duration::from_millis(self.watch_backoff_base_ms.max(1)),
+                max: Duration::from_millis(self.watch_backoff_max_ms.max(1)),
+                give_up_after: Duration::from_millis(self.watch_retry_for_ms),
+            },
+            workers: self.watch_workers,
+            lease: Duration::from_millis(self.watch_lease_ms.max(1)),
+            poll,
+        }
+    }
 }
 
 impl ServerLimits {
@@ -303,6 +398,7 @@ impl Default for ServerLimits {
             bundle_validity_hours: DEFAULT_BUNDLE_VALIDITY_HOURS,
             sole_maintainer_self_approval: false,
             public_url: None,
+            watch: WatchSettings::default(),
         }
     }
 }

@@ -31,6 +31,7 @@ pub mod server;
 pub mod signing;
 mod state;
 pub mod store;
+pub mod watch;
 pub mod web;
 
 pub use app::app;

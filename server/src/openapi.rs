@@ -8,6 +8,9 @@ use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value, json};
 
 use crate::api::types::*;
+use pitfall_api::watch::{
+    ChangeWatchRequest, CreateWatchRequest, DeliveryView, PingQueued, WatchDetail, WatchView,
+};
 use pitfall_contract::Manifest;
 use pitfall_contract::report::CheckResponse;
 
@@ -149,6 +152,20 @@ pub fn operations() -> Vec<Operation> {
             request: None, query: Some(schema::<RevisionsQuery>), response: 200 JSON => schema::<RevisionsResponse>),
         op!("GET" "/v1/revisions/{revision}", Anonymous, "The rule versions a recorded revision served, each with its state now.",
             request: None, query: None, response: 200 JSON => schema::<RevisionDetail>),
+        op!("GET" "/v1/watches", Token, "The caller's watches (an admin's: everyone's).",
+            request: None, query: None, response: 200 JSON => schema::<Vec<WatchView>>),
+        op!("POST" "/v1/watches", Token, "Watch a manifest or a fleet (up to 10,000, each labelled): when the served ruleset changes, the findings that are new or gone are POSTed to the webhook (body: WatchEvent), signed with HMAC-SHA256 in `Pitfall-Signature: t=<unix seconds>,v1=<hex of HMAC(secret, \"t.body\")>`, with `Pitfall-Event-Id` (the idempotency id) and `Pitfall-Event`. A secret left out is made and shown once.",
+            request: Some((JSON, schema::<CreateWatchRequest>)), query: None, response: 201 JSON => schema::<WatchDetail>),
+        op!("GET" "/v1/watches/{id}", Token, "A watch (its owner's or, for an admin, any) with each label's findings at its last evaluation.",
+            request: None, query: None, response: 200 JSON => schema::<WatchDetail>),
+        op!("PATCH" "/v1/watches/{id}", Token, "Replace a watch's manifests (evaluated now, notifying nothing), webhook URL or least severity.",
+            request: Some((JSON, schema::<ChangeWatchRequest>)), query: None, response: 200 JSON => schema::<WatchDetail>),
+        op!("DELETE" "/v1/watches/{id}", Token, "Delete a watch, its manifests and its deliveries.",
+            request: None, query: None, response: 200 JSON => schema::<WatchView>),
+        op!("GET" "/v1/watches/{id}/deliveries", Token, "The delivery log, newest first: each event's state, tries, status codes and errors.",
+            request: None, query: Some(schema::<crate::api::watches::DeliveriesQuery>), response: 200 JSON => schema::<Vec<DeliveryView>>),
+        op!("POST" "/v1/watches/{id}/test", Token, "Enqueue a signed ping to the webhook, delivered (and retried) as any event.",
+            request: None, query: None, response: 202 JSON => schema::<PingQueued>),
     ]
 }
 
@@ -196,6 +213,8 @@ pub fn document() -> Value {
             methods.insert(op.method.to_ascii_lowercase(), Value::Object(operation));
         }
     }
+    // What a webhook receives is no operation's answer; documented beside them.
+    let _ = schema::<pitfall_api::watch::WatchEvent>(&mut generator);
     let mut document = json!({
         "openapi": "3.0.3",
         "info": {
@@ -255,11 +274,11 @@ const OPTIONAL_BODY: &[&str] = &[
     "/v1/rules/{id}/versions/{version}/yank",
 ];
 
-/// A path parameter's schema: token ids are integers; a schema's name is
+/// A path parameter's schema: token and watch ids are integers; a schema's name is
 /// one of those published; rule ids, versions and account names are
 /// strings.
 fn path_param_schema(path: &str, name: &str) -> Value {
-    if path.starts_with("/v1/tokens/") && name == "id" {
+    if (path.starts_with("/v1/tokens/") || path.starts_with("/v1/watches/")) && name == "id" {
         json!({ "type": "integer", "format": "int64" })
     } else if name == "revision" {
         json!({ "type": "integer", "format": "uint64", "minimum": 0, "maximum": i64::MAX })

@@ -104,6 +104,7 @@ pub struct Running {
     /// The serving task.
     pub task: tokio::task::JoinHandle<std::io::Result<()>>,
     _poller: tokio::task::JoinHandle<()>,
+    _watch: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// Opens the registry, binds `config.listen` and serves in the background.
@@ -130,7 +131,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         max_connections: config.limits.max_connections,
         max_connections_per_ip: config.limits.max_connections_per_ip,
     };
-    let router = app(AppState::with_signer(registry, config.limits.clone(), signer));
+    let watcher = crate::watch::Watcher::new(
+        Arc::clone(&registry),
+        config.limits.watch.options(Duration::from_millis(config.refresh_ms.max(10))),
+    );
+    let watch_tasks = watcher.spawn();
+    let state = AppState::with_signer(registry, config.limits.clone(), signer);
+    state.set_watcher(watcher);
+    let router = app(state);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
@@ -154,7 +162,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         shutdown,
         config.shutdown_timeout(),
     ));
-    Ok(Running { addr, public_key, task, _poller: poller })
+    Ok(Running { addr, public_key, task, _poller: poller, _watch: watch_tasks })
 }
 
 /// Serves the API until SIGTERM or ctrl-c, then drains (`listen::serve`).

@@ -33,6 +33,8 @@ struct Shared {
     /// evaluates keeps its own allocator heap (measured: 545 → 639 MiB at
     /// 16 connections).
     check_slots: tokio::sync::Semaphore,
+    /// The watch evaluator and deliverer, when this process runs one.
+    watcher: std::sync::OnceLock<Arc<crate::watch::Watcher>>,
 }
 
 impl AppState {
@@ -76,6 +78,7 @@ impl AppState {
                 check_rate,
                 publish_rate,
                 check_slots: tokio::sync::Semaphore::new(crate::runtime::evaluation_slots()),
+                watcher: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -109,6 +112,16 @@ impl AppState {
     /// The metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics
+    }
+
+    /// Hands the state the process's watcher (once).
+    pub fn set_watcher(&self, watcher: Arc<crate::watch::Watcher>) {
+        let _ = self.inner.watcher.set(watcher);
+    }
+
+    /// The process's watcher, if it runs one.
+    pub fn watcher(&self) -> Option<&Arc<crate::watch::Watcher>> {
+        self.inner.watcher.get()
     }
 
     /// The signed bundles of the served rules.

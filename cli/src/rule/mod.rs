@@ -17,6 +17,8 @@ mod publish;
 mod source;
 mod test;
 
+pub(crate) use publish::Registry;
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum RuleCommand {

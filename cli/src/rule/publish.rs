@@ -61,7 +61,7 @@ pub(crate) struct ApproveArgs {
 }
 
 impl Registry {
-    fn client(&self) -> anyhow::Result<(Client, String)> {
+    pub(crate) fn client(&self) -> anyhow::Result<(Client, String)> {
         let config = UserConfig::load()?;
         let Some(server) = self.server.clone().or(config.server) else {
             bail!(

@@ -12,3 +12,4 @@ pub mod revisions;
 pub mod rules;
 pub mod schemas;
 pub mod types;
+pub mod watches;

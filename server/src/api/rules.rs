@@ -291,6 +291,10 @@ pub(crate) async fn refresh_after_write(state: &AppState) {
             "refresh after a write failed; the poller retries"
         );
     }
+    // Watches are evaluated against the change now, not at the next poll.
+    if let Some(watcher) = state.watcher() {
+        watcher.wake_evaluation();
+    }
 }
 
 /// The wire form of a stored version.

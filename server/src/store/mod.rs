@@ -31,6 +31,7 @@ mod rules;
 mod search;
 mod sessions;
 mod types;
+mod watches;
 
 use std::sync::Once;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -43,6 +44,7 @@ pub use accounts::TOKEN_PREFIX;
 pub use error::{Result, StoreError};
 pub use sessions::{SESSION_IDLE_MS, SESSION_MAX_MS};
 pub use types::*;
+pub use watches::*;
 
 /// How long a SQLite writer waits for another's lock before failing.
 /// Writes are short transactions; this only needs to outlast a burst.
@@ -195,6 +197,11 @@ fn now() -> UnixMillis {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Now, in Unix milliseconds, as the store records it.
+pub fn now_ms() -> UnixMillis {
+    now()
 }
 
 /// Bumps the revision and records what the new revision serves

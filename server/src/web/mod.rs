@@ -13,6 +13,7 @@ mod explain;
 mod matrix;
 mod review;
 mod rules;
+mod watches;
 
 use std::sync::OnceLock;
 
@@ -41,6 +42,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("matrix.html", include_str!("../../../web/templates/matrix.html")),
     ("contribute.html", include_str!("../../../web/templates/contribute.html")),
     ("review.html", include_str!("../../../web/templates/review.html")),
+    ("watches.html", include_str!("../../../web/templates/watches.html")),
     ("error.html", include_str!("../../../web/templates/error.html")),
 ];
 
@@ -61,6 +63,8 @@ pub fn routes() -> Router<AppState> {
         .route("/review/session", post(review::sign_in))
         .route("/review/signout", post(review::sign_out))
         .route("/review/{id}/{version}/{decision}", post(review::decide))
+        .route("/watches", get(watches::list))
+        .route("/watches/session", post(watches::sign_in))
         .route("/static/{file}", get(asset))
 }
 

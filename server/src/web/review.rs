@@ -34,13 +34,13 @@ use crate::store::Role;
 const COOKIE_SECONDS: i64 = crate::store::SESSION_MAX_MS / 1000;
 
 /// The CSRF token of a session: not guessable without the session id.
-fn csrf_token(session: &str) -> String {
+pub(super) fn csrf_token(session: &str) -> String {
     let digest = Sha256::digest(format!("pitfall-csrf\0{session}").as_bytes());
     digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
 /// Refuses a POST whose `Origin` is another site.
-fn check_origin(headers: &HeaderMap) -> Result<(), PageError> {
+pub(super) fn check_origin(headers: &HeaderMap) -> Result<(), PageError> {
     let Some(origin) = headers.get(ORIGIN).and_then(|o| o.to_str().ok()) else {
         return Ok(()); // Not sent by every client; the CSRF token still holds.
     };
@@ -159,13 +159,13 @@ fn pending_view(v: &VersionDetail) -> Value {
 /// The sign-in form.
 #[derive(Debug, Deserialize)]
 pub(crate) struct SignIn {
-    token: String,
+    pub(super) token: String,
 }
 
 /// Whether the cookie must be `Secure`: the request came over https (a
 /// proxy in front says so in `X-Forwarded-Proto`), or the server's public
 /// URL is https.
-fn secure(state: &AppState, headers: &HeaderMap) -> bool {
+pub(super) fn secure(state: &AppState, headers: &HeaderMap) -> bool {
     let forwarded_https =
         headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|v| {
             v.split(',').next().is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
@@ -178,7 +178,7 @@ fn secure(state: &AppState, headers: &HeaderMap) -> bool {
     forwarded_https || public_https
 }
 
-fn session_cookie(id: &str, secure: bool) -> Result<HeaderValue, PageError> {
+pub(super) fn session_cookie(id: &str, secure: bool) -> Result<HeaderValue, PageError> {
     let secure = if secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
         "{SESSION_COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={COOKIE_SECONDS}{secure}"
@@ -188,11 +188,11 @@ fn session_cookie(id: &str, secure: bool) -> Result<HeaderValue, PageError> {
     })
 }
 
-fn clear_cookie() -> HeaderValue {
+pub(super) fn clear_cookie() -> HeaderValue {
     HeaderValue::from_static("pitfall_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
 }
 
-fn see_other(to: &str) -> Response {
+pub(super) fn see_other(to: &str) -> Response {
     let mut response = StatusCode::SEE_OTHER.into_response();
     if let Ok(location) = HeaderValue::from_str(to) {
         response.headers_mut().insert(LOCATION, location);

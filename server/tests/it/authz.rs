@@ -75,8 +75,25 @@ async fn snapshot(store: &Store, target: Option<(&str, &str)>) -> String {
         Some((id, version)) => format!("{:?}", store.version(id, version).await.expect("version")),
         None => String::new(),
     };
+    let watches: Vec<_> = store
+        .watches(None)
+        .await
+        .expect("watches")
+        .into_iter()
+        .map(|w| {
+            (
+                w.id,
+                w.account_id,
+                w.name,
+                w.webhook_url,
+                w.updated_at,
+                w.manifests,
+                w.pending_deliveries,
+            )
+        })
+        .collect();
     format!(
-        "revision {}\naccounts {accounts:?}\ntokens {tokens:?}\naudit {} {:?}\nversion {version}",
+        "revision {}\naccounts {accounts:?}\ntokens {tokens:?}\naudit {} {:?}\nversion {version}\nwatches {watches:?}",
         store.revision().await.expect("revision"),
         audit.len(),
         audit.first().map(|a| a.id)
@@ -281,6 +298,47 @@ async fn prepare(h: &mut Harness, endpoint: &str, caller: &str, n: usize) -> Cel
                 .expect("token");
             h.secrets.push(secret);
             (method.into(), format!("/v1/tokens/{}", info.id), "application/json", Vec::new(), None)
+        }
+        "POST /v1/watches" => {
+            let body = json!({
+                "name": format!("watch-{n}"),
+                "webhook_url": "https://hooks.example.com/pitfall",
+                "manifests": {"default": {"manifest_version": 1, "packages": [{"name": "vllm", "version": "0.27.1"}]}},
+            });
+            (method.into(), "/v1/watches".into(), "application/json", json_body(body), None)
+        }
+        "PATCH /v1/watches/{id}" | "DELETE /v1/watches/{id}" | "POST /v1/watches/{id}/test" => {
+            // A fresh watch of alice's for each cell.
+            let id = h
+                .store
+                .create_watch(
+                    h.alice.account_id,
+                    pitfall_server::store::NewWatch {
+                        name: format!("alice-watch-{n}"),
+                        webhook_url: "https://hooks.example.com/pitfall".into(),
+                        secret: "a-secret-of-sixteen-or-more".into(),
+                        min_severity: "warning".into(),
+                        manifests: vec![pitfall_server::store::NewWatchManifest {
+                            label: "default".into(),
+                            manifest: r#"{"manifest_version":1}"#.into(),
+                            findings: Vec::new(),
+                        }],
+                        evaluated_revision: 0,
+                    },
+                )
+                .await
+                .expect("alice's watch");
+            let (path, body) = match endpoint {
+                "PATCH /v1/watches/{id}" => (
+                    format!("/v1/watches/{id}"),
+                    json_body(json!({"webhook_url": "https://other.example.com/hook"})),
+                ),
+                "DELETE /v1/watches/{id}" => (format!("/v1/watches/{id}"), Vec::new()),
+                _ => (format!("/v1/watches/{id}/test"), Vec::new()),
+            };
+            // Updated within the same millisecond would look unchanged.
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            (method.into(), path, "application/json", body, None)
         }
         other => panic!("no setup for {other}: add one here and a row to authz-matrix.json"),
     }

@@ -23,4 +23,5 @@ mod slots;
 mod soak;
 mod startup;
 mod store;
+mod watches;
 mod web;

@@ -706,3 +706,124 @@ async fn rendered_pages_match_their_golden_files() {
         mismatches.join("\n")
     );
 }
+
+/// `/watches`: sign-in with any account's token (the review session's
+/// rules), then only that account's watches, each with its last
+/// evaluation, its findings and the deliveries that did not go through;
+/// every user text escaped.
+#[tokio::test]
+async fn the_watches_page_shows_an_accounts_watches_and_failing_deliveries() {
+    use pitfall_server::store::{
+        ClaimedDelivery, NewEvent, NewWatch, NewWatchManifest, TryOutcome,
+    };
+    for db in databases().await {
+        let site = Site::new(db, false).await;
+        let store = site.state.registry().store().clone();
+        let anonymous = site.get("/watches").await;
+        assert_page(&anonymous, StatusCode::OK, "sign-in");
+        assert!(anonymous.body.contains("action=\"/watches/session\" method=\"post\""));
+        let wrong = site.post_form("/watches/session", &[("token", "pft_00")], &[]).await;
+        assert_page(&wrong, StatusCode::UNAUTHORIZED, "unknown token");
+        let cross_site = site
+            .post_form(
+                "/watches/session",
+                &[("token", &site.contributor)],
+                &[("origin", "https://evil.test")],
+            )
+            .await;
+        assert_eq!(cross_site.status, StatusCode::FORBIDDEN);
+
+        // Alice's watch of the G5g machine (through the API, evaluated),
+        // and one of mia's she must not see.
+        let g5g: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(format!(
+                "{}/../../shared/fixtures/manifests/g5g-gemma4-vllm0271.json",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .expect("fixture"),
+        )
+        .expect("json");
+        let body = serde_json::json!({
+            "name": "<script>alert(1)</script> pool",
+            "webhook_url": "https://hooks.example.com/pitfall",
+            "manifests": {"g5g-<b>1</b>": g5g, "empty": {"manifest_version": 1}},
+        });
+        let created = site
+            .send(
+                Request::builder()
+                    .method(Method::POST)
+                    .uri("/v1/watches")
+                    .header("authorization", format!("Bearer {}", site.contributor))
+                    .body(Body::from(body.to_string()))
+                    .expect("request"),
+            )
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+        let watch: serde_json::Value = serde_json::from_str(&created.body).expect("json");
+        let id = watch["id"].as_i64().expect("id");
+        let mia = store.account_by_name("mia").await.expect("mia").expect("exists");
+        store
+            .create_watch(
+                mia.id,
+                NewWatch {
+                    name: "mia's private pool".into(),
+                    webhook_url: "https://hooks.example.com/mia".into(),
+                    secret: "a-secret-of-sixteen-or-more".into(),
+                    min_severity: "warning".into(),
+                    manifests: vec![NewWatchManifest {
+                        label: "x".into(),
+                        manifest: r#"{"manifest_version":1}"#.into(),
+                        findings: Vec::new(),
+                    }],
+                    evaluated_revision: 0,
+                },
+            )
+            .await
+            .expect("mia's watch");
+        // A delivery that failed and was given up.
+        store
+            .enqueue_watch_event(&NewEvent {
+                watch_id: id,
+                event_id: "w-ping-test".into(),
+                kind: "ping",
+                body: "{}".into(),
+            })
+            .await
+            .expect("enqueued");
+        let claimed: ClaimedDelivery =
+            store.claim_delivery(i64::MAX / 2).await.expect("claim").expect("due");
+        let outcome = TryOutcome::Failed {
+            status: Some(502),
+            error: "answered 502 <oops>".into(),
+            retry_at: None,
+        };
+        assert!(store.record_delivery_try(&claimed, &outcome, 12).await.expect("recorded"));
+
+        let signed_in = site
+            .post_form(
+                "/watches/session",
+                &[("token", &site.contributor)],
+                &[("origin", "http://pitfall.test")],
+            )
+            .await;
+        assert_eq!(signed_in.status, StatusCode::SEE_OTHER);
+        assert_eq!(signed_in.headers["location"], "/watches");
+        let cookie = cookie_of(&signed_in);
+        let page = site.get_with("/watches", &[("cookie", &cookie)]).await;
+        assert_page(&page, StatusCode::OK, "watches");
+        for needle in [
+            "&lt;script&gt;alert(1)&lt;/script&gt; pool",
+            "failing",
+            "w-ping-test",
+            "answered 502 &lt;oops&gt;",
+            "<td>502</td>",
+            "given up",
+            "on 1 of 2 labels",
+            "ruleset revision",
+        ] {
+            assert!(page.body.contains(needle), "{needle:?} missing from the page");
+        }
+        assert!(!page.body.contains("<script>alert(1)"), "unescaped");
+        assert!(!page.body.contains("mia's private pool"), "another account's watch shown");
+    }
+}
