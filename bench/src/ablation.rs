@@ -16,8 +16,6 @@ pub enum Mechanism {
     MemoCompaction,
     /// Selectors compiled into integer tests.
     Gates,
-    /// Cache-line hints ahead of a check's reads.
-    Prefetch,
     /// The index's interval trees (off: a linear scan of a bucket's ranges).
     IntervalTree,
     /// The trees' packed integer layout (off: the nodes of `Version`s).
@@ -30,12 +28,11 @@ pub enum Mechanism {
 
 impl Mechanism {
     /// Every mechanism `--ablate` prices, in the order it runs them.
-    pub const ALL: [Mechanism; 9] = [
+    pub const ALL: [Mechanism; 8] = [
         Mechanism::Memo,
         Mechanism::MemoFingerprints,
         Mechanism::MemoCompaction,
         Mechanism::Gates,
-        Mechanism::Prefetch,
         Mechanism::IntervalTree,
         Mechanism::PackedTree,
         Mechanism::SpecifierCache,
@@ -49,7 +46,6 @@ impl Mechanism {
             Mechanism::MemoFingerprints => "memo_fingerprints",
             Mechanism::MemoCompaction => "memo_compaction",
             Mechanism::Gates => "gates",
-            Mechanism::Prefetch => "prefetch",
             Mechanism::IntervalTree => "interval_tree",
             Mechanism::PackedTree => "packed_tree",
             Mechanism::SpecifierCache => "specifier_cache",
@@ -88,7 +84,6 @@ impl Configuration {
                 Mechanism::MemoFingerprints => c.tuning.memo_fingerprints = false,
                 Mechanism::MemoCompaction => c.tuning.memo_compaction = false,
                 Mechanism::Gates => c.tuning.gates = false,
-                Mechanism::Prefetch => c.tuning.prefetch = false,
                 Mechanism::IntervalTree => c.tuning.interval_tree = false,
                 Mechanism::PackedTree => c.tuning.packed_tree = false,
                 Mechanism::SpecifierCache => c.specifier_cache = false,
@@ -120,7 +115,6 @@ mod tests {
                     off.tuning.memo_fingerprints != on.tuning.memo_fingerprints,
                     off.tuning.memo_compaction != on.tuning.memo_compaction,
                     off.tuning.gates != on.tuning.gates,
-                    off.tuning.prefetch != on.tuning.prefetch,
                     off.tuning.interval_tree != on.tuning.interval_tree,
                     off.tuning.packed_tree != on.tuning.packed_tree,
                     off.specifier_cache != on.specifier_cache,

@@ -98,7 +98,6 @@ impl CheckParts {
             let t1 = thread_cpu_time();
             let rules = set.candidates(&prepared);
             let t2 = thread_cpu_time();
-            engine.prefetch_replays(&rules);
             let replayed: Vec<bool> =
                 rules.iter().map(|r| engine.replay(r, &prepared).is_some()).collect();
             let t3 = thread_cpu_time();

@@ -47,7 +47,7 @@ impl RuleSet {
         RuleSet::tuned(rules, revision, Tuning::default())
     }
 
-    /// [`RuleSet::new`] with `tuning`'s index, gates and prefetch (the
+    /// [`RuleSet::new`] with `tuning`'s index and gates (the
     /// bench prices each; its engine's tuning should be the same).
     pub fn tuned(rules: Vec<Arc<Rule>>, revision: impl Into<String>, tuning: Tuning) -> RuleSet {
         let selectors = || rules.iter().map(|r| r.selectors.as_slice());
@@ -89,9 +89,6 @@ impl RuleSet {
                 .collect();
         }
         let gate_facts = self.gates.facts(&facts);
-        if self.tuning.prefetch {
-            self.gates.prefetch(&positions);
-        }
         positions
             .into_iter()
             .filter(|&i| self.gates.admits(i, &gate_facts).unwrap_or_else(|| selectors_hold(i)))
@@ -144,9 +141,6 @@ impl RuleSet {
         // Replays first, on this thread: a rule whose memo knows what it
         // read costs a few lookups, less than handing it to another core.
         // Only the rest run in the sandbox, fanned out when worth it.
-        if memo {
-            engine.prefetch_replays(&candidates);
-        }
         let mut results: Vec<(&Arc<Rule>, Option<Evaluation>)> = candidates
             .iter()
             .map(|rule| (*rule, memo.then(|| engine.replay_uncounted(rule, &prepared)).flatten()))

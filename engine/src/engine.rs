@@ -27,7 +27,6 @@ use crate::host::{self, GrowthLimiter, HostState};
 use crate::inspect::inspect;
 use crate::limits::{EPOCH_TICK, KEEP_RESIDENT_BYTES, Limits, MAX_TABLE_ELEMENTS};
 use crate::memo::{MemoBudget, MemoStats, Outcome};
-use crate::prefetch::prefetch;
 use crate::render::rendered;
 use crate::reset;
 use crate::rule::{Linked, Rule};
@@ -360,24 +359,6 @@ impl Engine {
             return None;
         }
         rule.memo.replay(&rule.info.meta, &prepared.fields)
-    }
-
-    /// Starts loading what replaying each of `rules` reads first, so the
-    /// replays that follow find it in the caches: each rule is one among
-    /// thousands, touched once a check, and these loads overlap where the
-    /// replays' own would come one after another. A hint only.
-    pub fn prefetch_replays(&self, rules: &[&Arc<Rule>]) {
-        if self.inner.memo.enabled() && self.inner.tuning.prefetch {
-            // First each rule's first cache line (its memo's lock and
-            // image pointer), so that reading them below waits for one
-            // miss, not one per rule.
-            for rule in rules {
-                prefetch(Arc::as_ptr(rule));
-            }
-            for rule in rules {
-                rule.memo.prefetch();
-            }
-        }
     }
 
     /// Adds a check's memo hits and misses to [`Engine::memo_stats`], and

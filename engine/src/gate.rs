@@ -21,8 +21,6 @@ use foldhash::fast::RandomState;
 use pitfall_contract::selector::{ManifestFacts, PackageVersion, Selector};
 use pitfall_version::{PackedInterval, Version};
 
-use crate::prefetch::prefetch;
-
 /// Whether some version is in `range`: `Some(true)` as soon as one is (a
 /// missing or unparsed version cannot be excluded), `None` when none was
 /// but one did not pack.
@@ -151,22 +149,6 @@ impl Gates {
             arch: facts.arch().and_then(|a| self.arches.get(a).copied()),
             engine: facts.engine().and_then(|e| self.engines.get(e).copied()),
             container: facts.container(),
-        }
-    }
-
-    /// Asks the CPU to start loading the tests of the rules at `positions`
-    /// (a check's candidates, before it asks [`Gates::admits`] of each):
-    /// each is a cache miss among thousands of rules', and asked for
-    /// together they overlap.
-    pub(crate) fn prefetch(&self, positions: &[u32]) {
-        for &position in positions {
-            if let Some(test) = self
-                .spans
-                .get(position as usize)
-                .and_then(|span| self.tests.get(span.start as usize))
-            {
-                prefetch(test);
-            }
         }
     }
 

@@ -21,7 +21,6 @@ use pitfall_contract::selector::{ManifestFacts, Selector};
 use pitfall_version::{Specifier, Version};
 
 use crate::interval::{IntervalTree, Range, non_empty};
-use crate::prefetch::prefetch;
 use crate::tuning::Tuning;
 
 /// Rules under one key: those without a range, and those with one.
@@ -69,12 +68,6 @@ impl Ranged {
     fn is_empty(&self) -> bool {
         self.unranged.is_empty() && self.ranged.is_empty()
     }
-
-    /// Hints the CPU to load what [`Ranged::take`] reads first.
-    fn prefetch(&self) {
-        prefetch(self.unranged.as_ptr());
-        self.ranged.prefetch();
-    }
 }
 
 /// Positions of rules (into the rule set) by key.
@@ -92,9 +85,6 @@ pub struct CandidateIndex {
     /// a rule's second `package:` selector), so a check can leave the
     /// others out of its facts with one lookup each.
     named: HashSet<String, RandomState>,
-    /// Whether a lookup hints the CPU to load its buckets ahead
-    /// ([`Tuning::prefetch`]).
-    prefetch: bool,
 }
 
 /// The selector a rule is filed under, by selectivity: a ranged package
@@ -123,12 +113,12 @@ impl CandidateIndex {
         CandidateIndex::tuned(rules, &Tuning::default())
     }
 
-    /// [`CandidateIndex::new`] with `tuning`'s interval trees and prefetch.
+    /// [`CandidateIndex::new`] with `tuning`'s interval trees.
     pub fn tuned<'a>(
         rules: impl IntoIterator<Item = &'a [Selector]>,
         tuning: &Tuning,
     ) -> CandidateIndex {
-        let mut index = CandidateIndex { prefetch: tuning.prefetch, ..CandidateIndex::default() };
+        let mut index = CandidateIndex::default();
         let mut packages: HashMap<String, Vec<(Option<Range>, u32)>> = HashMap::new();
         let mut capability = Vec::new();
         for (i, selectors) in rules.into_iter().enumerate() {
@@ -172,20 +162,8 @@ impl CandidateIndex {
     /// manifest plus what it finds, not the number of rules.
     pub fn candidates(&self, m: &ManifestFacts<'_>) -> Vec<u32> {
         let mut out = self.always.clone();
-        // The buckets first, each hinted to load, then their stabs: each
-        // bucket's lists and tree are among thousands out of the caches,
-        // and hinted together their loads overlap.
-        let buckets: Vec<_> = m
-            .packages()
-            .filter_map(|(key, versions)| {
-                let bucket = self.packages.get(key)?;
-                if self.prefetch {
-                    bucket.prefetch();
-                }
-                Some((bucket, versions))
-            })
-            .collect();
-        for (bucket, versions) in buckets {
+        for (key, versions) in m.packages() {
+            let Some(bucket) = self.packages.get(key) else { continue };
             for v in versions {
                 // Parsed only for the packages some rule is filed under.
                 bucket.take(v.get(), &mut out);

@@ -6,8 +6,6 @@
 
 use pitfall_version::Version;
 
-use crate::prefetch::prefetch;
-
 /// A range of versions, both ends inclusive, `None` for unbounded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Range {
@@ -233,13 +231,6 @@ impl PackedTree {
             }
         }
     }
-
-    /// Hints the CPU to load the root, for a stab soon after.
-    fn prefetch(&self) {
-        if let Some(root) = self.words.first() {
-            prefetch(root);
-        }
-    }
 }
 
 impl IntervalTree {
@@ -350,13 +341,6 @@ impl IntervalTree {
     #[cfg(test)]
     fn stab_unpacked(&self, v: &Version, out: &mut Vec<u32>) {
         IntervalTree { packed: None, ..self.clone() }.stab(v, out)
-    }
-
-    /// Hints the CPU to load what a stab reads first (the packed root).
-    pub(crate) fn prefetch(&self) {
-        if let Some(packed) = &self.packed {
-            packed.prefetch();
-        }
     }
 
     /// Every tag (for a version that cannot be decided).

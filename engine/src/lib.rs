@@ -27,7 +27,6 @@ pub mod limits;
 pub mod memo;
 mod memo_image;
 mod observe;
-mod prefetch;
 mod render;
 mod reset;
 pub mod rule;

@@ -51,7 +51,6 @@ use pitfall_contract::session::RawOutput;
 use crate::observe::Read;
 
 use crate::memo_image::{self, Found, Leaf};
-use crate::prefetch::prefetch;
 use crate::render::rendered;
 use crate::tuning::Tuning;
 
@@ -466,20 +465,6 @@ impl Memo {
                     evidence_holds,
                     budget,
                 ))
-            }
-        }
-    }
-
-    /// Asks the CPU to start loading the first cache lines of this memo's
-    /// image: a check calls this on all its candidates before replaying
-    /// any, so their loads, each a miss among thousands of rules, overlap
-    /// instead of coming one replay at a time. A hint: nothing else
-    /// changes, and nothing happens while a recording holds the tree.
-    pub(crate) fn prefetch(&self) {
-        if let Ok(tree) = self.tree.try_read() {
-            prefetch(tree.image.as_ptr());
-            if tree.image.len() > 64 {
-                prefetch(tree.image[64..].as_ptr());
             }
         }
     }

@@ -20,9 +20,6 @@ pub struct Tuning {
     /// Candidates are admitted by their selectors compiled into integer
     /// tests (`gate.rs`); off, by the selectors themselves.
     pub gates: bool,
-    /// A check hints the CPU to load its candidates' rules, gates, memos
-    /// and index buckets ahead (`prefetch.rs`); off, no hints.
-    pub prefetch: bool,
     /// The index keeps a bucket's version ranges in an interval tree
     /// (`interval.rs`); off, it scans them one by one.
     pub interval_tree: bool,
@@ -37,7 +34,6 @@ impl Default for Tuning {
             memo_fingerprints: true,
             memo_compaction: true,
             gates: true,
-            prefetch: true,
             interval_tree: true,
             packed_tree: true,
         }

@@ -193,7 +193,6 @@ fn an_engine_with_any_speed_up_off_answers_alike() {
         ("memo_fingerprints", Tuning { memo_fingerprints: false, ..on }),
         ("memo_compaction", Tuning { memo_compaction: false, ..on }),
         ("gates", Tuning { gates: false, ..on }),
-        ("prefetch", Tuning { prefetch: false, ..on }),
         ("interval_tree", Tuning { interval_tree: false, ..on }),
         ("packed_tree", Tuning { packed_tree: false, ..on }),
     ];
