@@ -98,7 +98,7 @@ impl PastSets {
                 known.entry(rule.sha256.clone()).or_insert_with(|| rule.clone());
             }
         }
-        let rules = crate::registry::load_rules(engine, known, served).await?;
+        let rules = crate::modules::load_rules(engine, known, served).await?;
         tracing::info!(revision, rules = rules.len(), "built a past revision's rules");
         let set = Arc::new(PastSet {
             rules: Arc::new(RuleSet::new(rules, revision.to_string())),

@@ -340,26 +340,6 @@ impl Default for WatchSettings {
     }
 }
 
-impl WatchSettings {
-    /// The watcher's options, polling every `poll`.
-    pub fn options(&self, poll: Duration) -> crate::watch::WatchOptions {
-        crate::watch::WatchOptions {
-            policy: crate::watch::target::UrlPolicy {
-                allow_private: self.watch_allow_private_urls,
-            },
-            timeout: Duration::from_millis(self.watch_timeout_ms.max(1)),
-            backoff: crate::watch::deliver::Backoff {
-                base: Duration::from_millis(self.watch_backoff_base_ms.max(1)),
-                max: Duration::from_millis(self.watch_backoff_max_ms.max(1)),
-                give_up_after: Duration::from_millis(self.watch_retry_for_ms),
-            },
-            workers: self.watch_workers,
-            lease: Duration::from_millis(self.watch_lease_ms.max(1)),
-            poll,
-        }
-    }
-}
-
 impl ServerLimits {
     /// The request timeout.
     pub fn request_timeout(&self) -> Duration {

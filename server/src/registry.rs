@@ -136,7 +136,7 @@ impl Registry {
         }
         let served = self.store.served_versions().await.context("reading the approved versions")?;
         let known = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let rules = load_rules(&self.engine, known, served).await?;
+        let rules = crate::modules::load_rules(&self.engine, known, served).await?;
         {
             let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
             loaded.clear();
@@ -198,40 +198,6 @@ impl Registry {
             }
         })
     }
-}
-
-/// Loads `served` (the store's order kept) deferred, taking each module
-/// `known` holds by sha256 as it is. Reading each new module's sections
-/// runs on every core (a start with 10,000 rules is mostly this).
-pub(crate) async fn load_rules(
-    engine: &Engine,
-    known: HashMap<String, Arc<Rule>>,
-    served: Vec<crate::store::ServedVersion>,
-) -> anyhow::Result<Vec<Arc<Rule>>> {
-    let engine = engine.clone();
-    tokio::task::spawn_blocking(move || {
-        use rayon::prelude::*;
-        served
-            .into_par_iter()
-            .filter_map(|version| {
-                if let Some(rule) = known.get(&version.sha256) {
-                    return Some(rule.clone());
-                }
-                match engine.load_deferred(version.module.into()) {
-                    Ok(rule) => Some(Arc::new(rule)),
-                    // An approved module this engine no longer accepts (an
-                    // engine upgrade tightened a limit): skip it, loudly,
-                    // rather than stop serving every other rule.
-                    Err(e) => {
-                        tracing::error!(rule = %version.rule_id, version = %version.version, error = %e, "approved module does not load; not served");
-                        None
-                    }
-                }
-            })
-            .collect::<Vec<_>>()
-    })
-    .await
-    .context("loading modules")
 }
 
 /// Stores these modules (the bundled rules, or a subset in tests) as

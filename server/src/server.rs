@@ -133,7 +133,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     };
     let watcher = crate::watch::Watcher::new(
         Arc::clone(&registry),
-        config.limits.watch.options(Duration::from_millis(config.refresh_ms.max(10))),
+        crate::watch::WatchOptions::from_settings(
+            &config.limits.watch,
+            Duration::from_millis(config.refresh_ms.max(10)),
+        ),
     );
     let watch_tasks = watcher.spawn();
     let state = AppState::with_signer(registry, config.limits.clone(), signer);

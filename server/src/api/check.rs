@@ -9,11 +9,9 @@ use axum::body::Body;
 use axum::extract::{Extension, Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use pitfall_contract::manifest::MANIFEST_VERSION;
+use pitfall_contract::Manifest;
 use pitfall_contract::report::CheckResponse;
-use pitfall_contract::{Manifest, manifest_from_slice, manifest_from_value};
 use pitfall_engine::RuleSet;
-use serde_json::Value;
 
 use crate::admission::{charge_batch, read_body};
 use crate::answer::SerializedAnswer;
@@ -22,6 +20,7 @@ use crate::api::types::{BatchItem, CheckQuery, ErrorBody};
 use crate::as_of::{PastError, PastSet};
 use crate::error::AppError;
 use crate::extract::{ApiQuery, json_object};
+use crate::manifest::read_manifest;
 use crate::result_cache::{ManifestDigest, ResultCache, text_digest};
 use crate::state::{AppState, RequestDeadline};
 
@@ -276,31 +275,4 @@ fn labelled(mut answer: CheckResponse, as_of: bool) -> CheckResponse {
 
 fn micros(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
-}
-
-/// A manifest from its JSON text, with the contract's error codes. Valid
-/// manifests take the fast path (text straight into the types); anything
-/// else is read through a JSON value, which names what is wrong.
-pub(crate) fn read_manifest(text: &[u8]) -> Result<Manifest, AppError> {
-    if let Some(manifest) = manifest_from_slice(text) {
-        return Ok(manifest);
-    }
-    let value: Value = serde_json::from_slice(text).map_err(|e| AppError::BadRequest {
-        code: "invalid_json",
-        message: format!("the body is not JSON: {e}"),
-    })?;
-    parse(value)
-}
-
-/// A JSON value as a manifest, with the contract's error codes.
-pub(crate) fn parse(value: Value) -> Result<Manifest, AppError> {
-    let version_ok =
-        value.get("manifest_version").and_then(Value::as_u64) == Some(u64::from(MANIFEST_VERSION));
-    manifest_from_value(value).map_err(|e| {
-        if e.field == "manifest_version" && !version_ok && !e.message.contains("missing") {
-            AppError::Unprocessable { code: "unsupported_manifest_version", message: e.message }
-        } else {
-            AppError::BadRequest { code: "invalid_manifest", message: e.message }
-        }
-    })
 }

@@ -93,7 +93,7 @@ pub async fn explain_log(
     // Read the manifest first: a bad one is the client's error whatever
     // the log says.
     let manifest = match manifest {
-        Some(value) => Some(crate::api::check::parse(value)?),
+        Some(value) => Some(crate::manifest::parse(value)?),
         None => None,
     };
     let (rules, explainer) = state.registry().explainer();

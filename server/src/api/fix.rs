@@ -32,7 +32,7 @@ pub(crate) async fn fix_answer(
 ) -> Result<FixResponse, AppError> {
     let limit = state.limits().max_manifest_bytes.min(state.limits().max_body_bytes);
     let body = read_body(body, limit).await?;
-    let manifest = super::check::read_manifest(&body)?;
+    let manifest = crate::manifest::read_manifest(&body)?;
     let rules = state.registry().rules();
     let _slot = state.check_slot().await?;
     crate::runtime::requeue().await;

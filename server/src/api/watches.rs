@@ -308,7 +308,7 @@ fn manifests(state: &AppState, list: LabelledManifests) -> Result<Vec<(String, S
         if text.len() > state.limits().max_manifest_bytes {
             return Err(AppError::TooLarge { limit: state.limits().max_manifest_bytes });
         }
-        crate::api::check::read_manifest(text.as_bytes()).map_err(|e| match e {
+        crate::manifest::read_manifest(text.as_bytes()).map_err(|e| match e {
             AppError::BadRequest { code, message } => {
                 AppError::BadRequest { code, message: format!("manifests[{label:?}]: {message}") }
             }
@@ -341,7 +341,7 @@ async fn evaluate(
         manifests
             .into_par_iter()
             .map(|(label, manifest)| {
-                let findings = crate::api::check::read_manifest(manifest.as_bytes())
+                let findings = crate::manifest::read_manifest(manifest.as_bytes())
                     .map(|m| {
                         rules
                             .check(&engine, m)

@@ -97,7 +97,7 @@ pub struct FactIndex {
 /// enriched, as a check reads it. `None` for text that no longer reads
 /// (it was validated when stored).
 pub fn prepare(text: &str) -> Option<Prepared> {
-    crate::api::check::read_manifest(text.as_bytes()).ok().map(Prepared::new)
+    crate::manifest::read_manifest(text.as_bytes()).ok().map(Prepared::new)
 }
 
 impl FactIndex {

@@ -58,6 +58,24 @@ pub struct WatchOptions {
     pub poll: Duration,
 }
 
+impl WatchOptions {
+    /// The options the server's watch settings give, polling every `poll`.
+    pub fn from_settings(settings: &crate::config::WatchSettings, poll: Duration) -> WatchOptions {
+        WatchOptions {
+            policy: target::UrlPolicy { allow_private: settings.watch_allow_private_urls },
+            timeout: Duration::from_millis(settings.watch_timeout_ms.max(1)),
+            backoff: deliver::Backoff {
+                base: Duration::from_millis(settings.watch_backoff_base_ms.max(1)),
+                max: Duration::from_millis(settings.watch_backoff_max_ms.max(1)),
+                give_up_after: Duration::from_millis(settings.watch_retry_for_ms),
+            },
+            workers: settings.watch_workers,
+            lease: Duration::from_millis(settings.watch_lease_ms.max(1)),
+            poll,
+        }
+    }
+}
+
 /// What one evaluation pass did (for logs, metrics and tests).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PassStats {
@@ -355,7 +373,7 @@ impl Watcher {
             use rayon::prelude::*;
             rows.into_par_iter()
                 .map(|row| {
-                    let findings = match crate::api::check::read_manifest(row.manifest.as_bytes()) {
+                    let findings = match crate::manifest::read_manifest(row.manifest.as_bytes()) {
                         Ok(manifest) => set
                             .check(&engine, manifest)
                             .findings

@@ -519,7 +519,10 @@ async fn approving_a_rule_evaluates_only_the_manifests_its_selectors_admit() {
         }
         let watcher = pitfall_server::watch::Watcher::new(
             registry.clone(),
-            pitfall_server::ServerLimits::default().watch.options(Duration::from_secs(1)),
+            pitfall_server::watch::WatchOptions::from_settings(
+                &pitfall_server::ServerLimits::default().watch,
+                Duration::from_secs(1),
+            ),
         );
         // The first pass only sets the cursor at the served set.
         watcher.pass().await.expect("first pass");
