@@ -27,6 +27,7 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::ApiPath;
 use crate::state::AppState;
+use crate::store::Principal;
 use crate::store::Role;
 
 /// How long the browser keeps the cookie (seconds): the session's
@@ -200,6 +201,22 @@ pub(super) fn see_other(to: &str) -> Response {
     response
 }
 
+/// The account a pasted token signs in as, if any. Tokens are `pft_` and
+/// hex digits: nothing else goes near the store or a cookie.
+pub(super) async fn token_principal(
+    state: &AppState,
+    token: &str,
+) -> Result<Option<Principal>, PageError> {
+    let token = token.trim();
+    let shaped = !token.is_empty()
+        && token.len() <= 200
+        && token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !shaped {
+        return Ok(None);
+    }
+    Ok(state.registry().store().authenticate(token).await.map_err(AppError::from)?)
+}
+
 /// `POST /review/session`: a token in, a session cookie out.
 pub(crate) async fn sign_in(
     State(state): State<AppState>,
@@ -210,16 +227,7 @@ pub(crate) async fn sign_in(
     let Ok(Form(form)) = form else {
         return sign_in_page(Some("Enter a token.".into()), false, StatusCode::BAD_REQUEST);
     };
-    let token = form.token.trim();
-    // Tokens are `pft_` and hex digits: nothing else goes into a cookie.
-    let shaped = !token.is_empty()
-        && token.len() <= 200
-        && token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    let principal = if shaped {
-        state.registry().store().authenticate(token).await.map_err(AppError::from)?
-    } else {
-        None
-    };
+    let principal = token_principal(&state, &form.token).await?;
     let Some(principal) = principal else {
         return sign_in_page(
             Some("Unknown or revoked token.".into()),

@@ -15,6 +15,7 @@ use minijinja::{Value, context};
 
 use super::review::{
     SignIn, check_origin, clear_cookie, csrf_token, secure, see_other, session_cookie,
+    token_principal,
 };
 use super::{PageError, page, page_caller, render, session_token};
 use crate::api;
@@ -116,16 +117,7 @@ pub(crate) async fn sign_in(
     let Ok(Form(form)) = form else {
         return sign_in_page(Some("Enter a token.".into()), false, StatusCode::BAD_REQUEST);
     };
-    let token = form.token.trim();
-    // Tokens are `pft_` and hex digits: nothing else goes near a cookie.
-    let shaped = !token.is_empty()
-        && token.len() <= 200
-        && token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    let principal = if shaped {
-        state.registry().store().authenticate(token).await.map_err(AppError::from)?
-    } else {
-        None
-    };
+    let principal = token_principal(&state, &form.token).await?;
     let Some(principal) = principal else {
         return sign_in_page(
             Some("Unknown or revoked token.".into()),
