@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 use sqlx::{AnyConnection, Row};
 
+use super::rules::served_version;
 use super::{
     ChangeKind, Result, RevisionChange, RevisionRecord, ServedEntry, ServedVersion, Store, now,
 };
@@ -114,16 +115,7 @@ impl Store {
         .bind(revision)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(ServedVersion {
-                    rule_id: row.try_get("rule_id")?,
-                    version: row.try_get("version")?,
-                    sha256: row.try_get("sha256")?,
-                    module: row.try_get("bytes")?,
-                })
-            })
-            .collect()
+        rows.iter().map(served_version).collect()
     }
 
     /// What revision `revision` served, without the bytes, each version

@@ -140,16 +140,7 @@ impl Store {
         )
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(ServedVersion {
-                    rule_id: row.try_get("rule_id")?,
-                    version: row.try_get("version")?,
-                    sha256: row.try_get("sha256")?,
-                    module: row.try_get("bytes")?,
-                })
-            })
-            .collect()
+        rows.iter().map(served_version).collect()
     }
 
     /// Every stored version's sha256 by (rule id, version), in any state:
@@ -495,5 +486,16 @@ fn version_from_row(row: &AnyRow) -> Result<VersionRecord> {
         reviewed_by: account_ref(row, "reviewer")?,
         review_reason: row.try_get("review_reason")?,
         state_changed_at: row.try_get("state_changed_at")?,
+    })
+}
+
+/// A served version from a row of `rule_id`, `version`, `sha256` and the
+/// module's `bytes` (the live set's query and a past revision's).
+pub(super) fn served_version(row: &AnyRow) -> Result<ServedVersion> {
+    Ok(ServedVersion {
+        rule_id: row.try_get("rule_id")?,
+        version: row.try_get("version")?,
+        sha256: row.try_get("sha256")?,
+        module: row.try_get("bytes")?,
     })
 }
