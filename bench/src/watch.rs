@@ -111,7 +111,10 @@ async fn run(manifests: usize) -> anyhow::Result<WatchCost> {
             )
             .await?;
     }
-    let options = pitfall_server::ServerLimits::default().watch.options(Duration::from_secs(1));
+    let options = pitfall_server::watch::WatchOptions::from_settings(
+        &pitfall_server::ServerLimits::default().watch,
+        Duration::from_secs(1),
+    );
     let watcher = pitfall_server::watch::Watcher::new(registry.clone(), options);
     let before = rss();
     let started = Instant::now();
