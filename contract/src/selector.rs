@@ -74,6 +74,22 @@ fn is_package_name(name: &str) -> bool {
 }
 
 impl Selector {
+    /// How few manifests the selector admits, by kind, fewest first: a
+    /// ranged package before a bare one, then capability, engine, vendor,
+    /// arch, container. The engine's candidate index and the server's
+    /// watch index both file a rule under its most selective selector.
+    pub fn selectivity(&self) -> u8 {
+        match self {
+            Selector::Package { versions: Some(_), .. } => 0,
+            Selector::Package { versions: None, .. } => 1,
+            Selector::Capability(_) => 2,
+            Selector::Engine(_) => 3,
+            Selector::Accelerator(_) => 4,
+            Selector::Arch(_) => 5,
+            Selector::Container => 6,
+        }
+    }
+
     /// Parses `kind:value`.
     pub fn parse(text: &str) -> Result<Selector, SelectorError> {
         let err = |reason: String| SelectorError { text: text.to_owned(), reason };

@@ -90,16 +90,7 @@ pub struct CandidateIndex {
 /// The selector a rule is filed under, by selectivity: a ranged package
 /// before a bare one, then capability, engine, vendor, arch.
 fn key(selectors: &[Selector]) -> Option<&Selector> {
-    let rank = |s: &Selector| match s {
-        Selector::Package { versions: Some(_), .. } => 0,
-        Selector::Package { versions: None, .. } => 1,
-        Selector::Capability(_) => 2,
-        Selector::Engine(_) => 3,
-        Selector::Accelerator(_) => 4,
-        Selector::Arch(_) => 5,
-        Selector::Container => 6,
-    };
-    selectors.iter().filter(|s| !matches!(s, Selector::Container)).min_by_key(|s| rank(s))
+    selectors.iter().filter(|s| !matches!(s, Selector::Container)).min_by_key(|s| s.selectivity())
 }
 
 fn range(spec: &Specifier) -> Range {

@@ -288,16 +288,7 @@ impl FactIndex {
 /// The selector whose bucket is scanned: the engine's order of selectivity
 /// (`pitfall_engine::index`), a ranged package first.
 fn key(selectors: &[Selector]) -> Option<&Selector> {
-    let rank = |s: &Selector| match s {
-        Selector::Package { versions: Some(_), .. } => 0,
-        Selector::Package { versions: None, .. } => 1,
-        Selector::Capability(_) => 2,
-        Selector::Engine(_) => 3,
-        Selector::Accelerator(_) => 4,
-        Selector::Arch(_) => 5,
-        Selector::Container => 6,
-    };
-    selectors.iter().min_by_key(|s| rank(s))
+    selectors.iter().min_by_key(|s| s.selectivity())
 }
 
 /// As `pitfall_contract::selector`: no range, or a version that cannot be

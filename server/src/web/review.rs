@@ -108,8 +108,21 @@ fn sign_in_page(
     stale: bool,
     status: StatusCode,
 ) -> Result<Response, PageError> {
+    session_sign_in_page("review.html", "Review: sign in", "review", error, stale, status)
+}
+
+/// A signed-in page's sign-in form (`template` rendered signed out), with
+/// `error` and `status`; a `stale` cookie is cleared.
+pub(super) fn session_sign_in_page(
+    template: &str,
+    title: &str,
+    nav: &str,
+    error: Option<String>,
+    stale: bool,
+    status: StatusCode,
+) -> Result<Response, PageError> {
     let ctx = context! { signed_in => false, error => error, stale => stale };
-    let mut response = page(render("review.html", "Review: sign in", "review", ctx)?);
+    let mut response = page(render(template, title, nav, ctx)?);
     *response.status_mut() = status;
     if stale {
         // A cookie that no longer authenticates: drop it.

@@ -14,7 +14,7 @@ use axum::response::Response;
 use minijinja::{Value, context};
 
 use super::review::{
-    SignIn, check_origin, clear_cookie, csrf_token, secure, see_other, session_cookie,
+    SignIn, check_origin, csrf_token, secure, see_other, session_cookie, session_sign_in_page,
     token_principal,
 };
 use super::{PageError, page, page_caller, render, session_token};
@@ -98,13 +98,7 @@ fn sign_in_page(
     stale: bool,
     status: StatusCode,
 ) -> Result<Response, PageError> {
-    let ctx = context! { signed_in => false, error => error, stale => stale };
-    let mut response = page(render("watches.html", "Watches: sign in", "watches", ctx)?);
-    *response.status_mut() = status;
-    if stale {
-        response.headers_mut().insert(SET_COOKIE, clear_cookie());
-    }
-    Ok(response)
+    session_sign_in_page("watches.html", "Watches: sign in", "watches", error, stale, status)
 }
 
 /// `POST /watches/session`: a token in (any role), a session cookie out.
