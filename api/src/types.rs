@@ -502,6 +502,11 @@ pub struct ExplainedCause {
     pub lines: Vec<usize>,
     /// The matched line, without colours and log prefixes.
     pub line: String,
+    /// True when the line describes the signature's message in other
+    /// words (an issue's title, a message retold) rather than quoting it:
+    /// `matched` is then the signature as written, its holes unfilled.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub described: bool,
     /// With a manifest: `matched`, `undetermined`, `clear` or `error`, as
     /// the rule evaluated on it (a matched rule ranks above the others).
     #[serde(default, skip_serializing_if = "Option::is_none")]

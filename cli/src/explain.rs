@@ -129,7 +129,11 @@ fn render(causes: &[ExplainedCause], lines_total: usize, checked: bool) -> Strin
         );
         let lines: Vec<String> = c.lines.iter().map(usize::to_string).collect();
         let _ = writeln!(out, "   line {}: {}", lines.join(", "), c.line);
-        let _ = writeln!(out, "   matches: {}", c.matched);
+        if c.described {
+            let _ = writeln!(out, "   describes: {}", c.matched);
+        } else {
+            let _ = writeln!(out, "   matches: {}", c.matched);
+        }
         if checked {
             let verdict = match c.outcome.as_deref() {
                 Some("matched") => "your setup has this breakage".to_owned(),

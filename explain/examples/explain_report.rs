@@ -25,9 +25,10 @@ fn main() {
         println!("== {file}");
         for c in explainer.explain_above(&log, 0.0).causes {
             println!(
-                "  {:.3} {} (component named: {}, words: {:?}) lines {:?}\n        {}",
+                "  {:.3} {}{} (component named: {}, words: {:?}) lines {:?}\n        {}",
                 c.score,
                 c.rule_id,
+                if c.described { " [described]" } else { "" },
                 c.names_component,
                 c.shared_words,
                 c.lines,

@@ -26,6 +26,7 @@
 //! No HTTP, no SQL: the server, the CLI and the web page all call this.
 
 pub mod context;
+pub mod described;
 pub mod normalize;
 pub mod outcome;
 pub mod retyped;
@@ -92,6 +93,19 @@ const CORROBORATION: f64 = 0.25;
 /// GPU), but a rule about what the log states explains it better.
 const CONTRADICTED: f64 = 0.85;
 
+/// How much of what is left to certainty a GPU the log names within the
+/// rule's capability ranges adds: the log says the hardware the rule is
+/// about.
+const CAPABILITY_CONFIRMED: f64 = 0.1;
+
+/// What each condition of a rule (a release range, a capability range)
+/// the log does not confirm costs in the ranking (not in the score the
+/// threshold judges): of two rules a line matches alike, the one asking
+/// less of the machine is the likelier (flash-attn's `only supports Ampere
+/// GPUs or newer` on a log naming no GPU: a GPU below 8.0, rather than
+/// Blackwell with flash-attn before 2.8).
+const UNCONFIRMED: f64 = 0.01;
+
 /// The most causes an explanation lists.
 pub const MAX_CAUSES: usize = 10;
 
@@ -125,6 +139,8 @@ pub struct Explainer {
     ranges: Vec<versions::Ranges>,
     /// Every signature's message as words, for lines that retype one.
     retyped: retyped::Index,
+    /// Every signature's telling words, for lines that describe one.
+    described: described::Index,
     /// Signatures that did not compile (left out; the lint refuses them at
     /// publish, so only an old or foreign module has any).
     pub skipped: Vec<SignatureError>,
@@ -169,6 +185,9 @@ pub struct Cause {
     /// The rule's own words (id, title, message) the rest of the log
     /// holds, a GPU's architecture among them when the log names the GPU.
     pub shared_words: Vec<String>,
+    /// The line describes the signature's message in other words (an
+    /// issue's title) rather than quoting it ([`described`]).
+    pub described: bool,
 }
 
 /// What a log is explained by.
@@ -195,6 +214,7 @@ impl Explainer {
         let mut anchor_ids: std::collections::HashMap<String, u32> = Default::default();
         let mut by_anchor: Vec<Vec<u32>> = Vec::new();
         let mut retyped = retyped::Index::default();
+        let mut described = described::Index::default();
         for (r, meta) in rules.into_iter().enumerate() {
             rule_ids.push(meta.id.clone());
             for (i, sig) in meta.error_signatures.iter().enumerate() {
@@ -215,6 +235,7 @@ impl Explainer {
                 by_anchor[id as usize].push(signatures.len() as u32);
                 let literal_words = vocabulary.words_in([signature.literal_text().as_str()]);
                 retyped.add(&signature);
+                described.add(r as u32, &signature);
                 signatures.push(Compiled {
                     rule: r as u32,
                     index: i as u32,
@@ -224,6 +245,7 @@ impl Explainer {
             }
         }
         retyped.finish();
+        described.finish();
         // Standard semantics: every anchor found, overlapping ones too.
         let automaton = (!anchors.is_empty())
             .then(|| AhoCorasick::builder().match_kind(MatchKind::Standard).build(&anchors).ok())
@@ -237,6 +259,7 @@ impl Explainer {
             profiles,
             ranges,
             retyped,
+            described,
             skipped,
         }
     }
@@ -312,7 +335,31 @@ impl Explainer {
                 if let Some(m) =
                     self.retyped.match_line(s, &compiled.signature, &line.text, &words, &mut cells)
                 {
+                    matched.insert(s);
                     keep(s, m);
+                }
+            }
+            // A line quoting no message may describe one in other words
+            // (an issue's title, an exception retold); a line that quotes
+            // one is not a description of another. In a log with
+            // exceptions only they are read so: its other lines are
+            // settings, frames and progress, full of the words messages
+            // use (`max_model_len`, `attention backend`).
+            if matched.is_empty() && role != Role::Other {
+                for (s, strength) in self.described.describe(&line.text) {
+                    let compiled = &self.signatures[s as usize];
+                    keep(
+                        s,
+                        signature::LineMatch {
+                            start: 0,
+                            end: line.text.len(),
+                            holes: Vec::new(),
+                            strength,
+                            literal: 0,
+                            filled: compiled.signature.template.clone(),
+                            described: true,
+                        },
+                    );
                 }
             }
         }
@@ -348,10 +395,10 @@ impl Explainer {
             let (overlap, shared_words) =
                 self.vocabulary.overlap(profile, &words, &compiled.literal_words);
             let named = context::stack_named(&lower, &log.components, profile);
-            let symptom = context::is_symptom(&line.text[m.start..m.end]);
-            // A symptom with many causes is this rule's only in a log of
-            // its stack: its words alone (`gguf` in another engine's log)
-            // do not say whose.
+            // A symptom with many causes, like a message described in
+            // other words, is this rule's only in a log of its stack: its
+            // words alone (`gguf` in another engine's log) do not say whose.
+            let symptom = m.described || context::is_symptom(&line.text[m.start..m.end]);
             let context = if symptom && named == 0.0 {
                 0.0
             } else {
@@ -384,6 +431,9 @@ impl Explainer {
             if seen.iter().any(|&(r, i, at)| r == *rule && i != index && at != *l) {
                 score += (1.0 - score) * CORROBORATION;
             }
+            if ranges.capability_confirmed_by(&capabilities) {
+                score += (1.0 - score) * CAPABILITY_CONFIRMED;
+            }
             let score = score.clamp(0.0, 1.0);
             explanation.causes.push(Cause {
                 rule: *rule as usize,
@@ -402,12 +452,17 @@ impl Explainer {
                 line_text: line.text.clone(),
                 names_component: named > 0.0,
                 shared_words,
+                described: m.described,
             });
         }
         explanation.causes.retain(|c| c.score >= threshold);
-        explanation
-            .causes
-            .sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.rule_id.cmp(&b.rule_id)));
+        let ranked = |c: &Cause| {
+            let n = self.ranges[c.rule].unconfirmed(&lower, &capabilities);
+            c.score * (1.0 - UNCONFIRMED).powi(n as i32)
+        };
+        explanation.causes.sort_by(|a, b| {
+            ranked(b).total_cmp(&ranked(a)).then_with(|| a.rule_id.cmp(&b.rule_id))
+        });
         explanation.causes.truncate(MAX_CAUSES);
         explanation
     }
@@ -627,6 +682,71 @@ mod tests {
         let log = "  File \"/x/torch/_inductor/scheduler.py\", line 2, in f\nRuntimeError: Found NVIDIA GeForce GTX 1080 which is too old to be supported by the triton GPU compiler, which is used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA capability 6.1\n";
         let x = e.explain_above(log, 0.0);
         assert_eq!(x.causes[0].rule_id, "compile-sm70", "{x:?}");
+    }
+
+    #[test]
+    fn a_title_describing_a_message_names_the_rule_of_the_stack_it_names() {
+        let sig =
+            "RuntimeError: CUDA error: no kernel image is available for execution on the device";
+        let mut vllm = rule("vllm-sm70", "vLLM needs compute capability 7.0", "vllm", &[sig]);
+        vllm.applies_to = vec!["package:vllm".to_owned(), "capability:<7.0".to_owned()];
+        let other = rule(
+            "oom",
+            "weights exceed vram",
+            "vllm",
+            &["CUDA out of memory. Tried to allocate {number} {word}"],
+        );
+        let e = Explainer::new([vllm, other].iter());
+        let title =
+            "CUDA kernel image not available for GTX 1080 Ti using pip-installed vLLM 0.9.1";
+        let x = e.explain_above(title, 0.0);
+        assert_eq!(x.causes.len(), 1, "{x:?}");
+        assert!(x.causes[0].described, "{x:?}");
+        // Without the stack named, a description is not this rule's.
+        let unnamed = "kernel image not available on my card, CUDA says";
+        let x = e.explain(unnamed);
+        assert!(x.causes.is_empty(), "{x:?}");
+        // A line quoting the message is a quote, not a description.
+        let quoted = format!("vllm serve\n{sig}\n");
+        let x = e.explain(&quoted);
+        assert!(!x.causes[0].described && x.causes[0].score > 0.8, "{x:?}");
+    }
+
+    #[test]
+    fn a_gpu_the_log_names_in_the_rules_range_raises_it() {
+        let sig = "CUDA error: no kernel image is available for execution on the device";
+        let mut old = rule("old-gpus", "kernel image missing", "torch", &[sig]);
+        old.applies_to = vec!["capability:<7.0".to_owned()];
+        let plain = rule("plain", "kernel image missing", "torch", &[sig]);
+        let e = Explainer::new([old, plain].iter());
+        let score = |log: &str, id: &str| {
+            let x = e.explain_above(log, 0.0);
+            x.causes.iter().find(|c| c.rule_id == id).map(|c| c.score).unwrap_or(0.0)
+        };
+        let pascal = "on a GTX 1080 Ti\nCUDA error: no kernel image is available for execution on the device\n";
+        assert!(score(pascal, "old-gpus") > score(pascal, "plain"));
+    }
+
+    #[test]
+    fn of_two_rules_a_line_matches_alike_the_one_asking_less_ranks_first() {
+        let sig = "RuntimeError: FlashAttention only supports Ampere GPUs or newer.";
+        let mut blackwell = rule("a-blackwell", "FlashAttention", "flash-attn", &[sig]);
+        blackwell.applies_to =
+            vec!["package:flash-attn<2.8.0".to_owned(), "capability:>=10.0".to_owned()];
+        let mut old = rule("b-old", "FlashAttention", "flash-attn", &[sig]);
+        old.applies_to = vec!["capability:<8.0".to_owned()];
+        let e = Explainer::new([blackwell, old].iter());
+        let x = e.explain(sig);
+        let ranked: Vec<&str> = x.causes.iter().map(|c| c.rule_id.as_str()).collect();
+        assert_eq!(ranked, ["b-old", "a-blackwell"], "{x:?}");
+        assert!(
+            (x.causes[0].score - x.causes[1].score).abs() < 1e-9,
+            "the score is the evidence's"
+        );
+        // A log naming an RTX 5090 and flash-attn 2.7.4 confirms the other.
+        let log = format!("flash_attn-2.7.4 on NVIDIA GeForce RTX 5090\n{sig}\n");
+        let x = e.explain(&log);
+        assert_eq!(x.causes[0].rule_id, "a-blackwell", "{x:?}");
     }
 
     #[test]

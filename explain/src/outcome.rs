@@ -110,6 +110,7 @@ pub fn explained_causes<'m>(
                     .collect(),
                 lines: cause.lines.clone(),
                 line: cause.line_text.clone(),
+                described: cause.described,
                 outcome: outcome.as_ref().map(|o| o.name().to_owned()),
                 missing,
                 finding,

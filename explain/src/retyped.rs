@@ -223,6 +223,7 @@ impl Index {
             strength,
             literal: alignment.matched_bytes,
             filled,
+            described: false,
         })
     }
 }

@@ -66,6 +66,9 @@ pub struct LineMatch {
     /// The template with its holes filled from the line (holes past a cut
     /// stay as written).
     pub filled: String,
+    /// Matched by its telling words alone, as a reporter described it
+    /// ([`crate::described`]): the rest of the log must name its stack.
+    pub described: bool,
 }
 
 impl Signature {
@@ -182,7 +185,15 @@ impl Signature {
             let strength = information * completeness.sqrt() * (0.9 + 0.1 * qualified);
             let filled = self.fill(line, skip, &state.holes);
             let literal = state.literal;
-            return Some(LineMatch { start, end, holes: state.holes, strength, literal, filled });
+            return Some(LineMatch {
+                start,
+                end,
+                holes: state.holes,
+                strength,
+                literal,
+                filled,
+                described: false,
+            });
         }
         None
     }

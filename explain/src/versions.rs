@@ -60,6 +60,34 @@ impl Ranges {
             && self.capabilities.iter().any(|spec| !named.iter().any(|v| spec.contains(v)))
     }
 
+    /// Whether the rule is about GPU capabilities and the log names a GPU
+    /// within every one of its ranges (a GTX 1080 Ti, 6.1, for
+    /// `capability:<7.0`).
+    pub fn capability_confirmed_by(&self, capabilities: &[String]) -> bool {
+        let named: Vec<Version> =
+            capabilities.iter().filter_map(|cc| Version::parse(cc).ok()).collect();
+        !self.capabilities.is_empty()
+            && named.iter().any(|v| self.capabilities.iter().all(|spec| spec.contains(v)))
+    }
+
+    /// How many of the rule's release and capability conditions the log
+    /// does not confirm: a rule about flash-attn before 2.8 on Blackwell
+    /// GPUs asks more of a log that names neither than one about any GPU
+    /// below 8.0.
+    pub fn unconfirmed(&self, log_lower: &str, capabilities: &[String]) -> usize {
+        let packages = self
+            .packages
+            .iter()
+            .filter(|(names, spec)| {
+                !names.iter().flat_map(|n| stated(log_lower, n)).any(|v| spec.contains(&v))
+            })
+            .count();
+        let gpus = usize::from(
+            !self.capabilities.is_empty() && !self.capability_confirmed_by(capabilities),
+        );
+        packages + gpus
+    }
+
     /// Whether the lowercased log states versions of one of these
     /// packages and none of them is in the rule's range.
     pub fn contradicted_by(&self, log_lower: &str) -> bool {

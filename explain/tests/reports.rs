@@ -28,6 +28,18 @@ struct Report {
     error_text: bool,
     /// Why, when `error_text` is false.
     error_text_why: Option<String>,
+    /// The gathering a report came in (`2026-12-07`: a batch taken after
+    /// the matcher was written, to measure it on texts it was not tuned
+    /// on); none for the first reports.
+    batch: Option<String>,
+}
+
+/// One batch's figures.
+#[derive(Debug, Default)]
+struct Tally {
+    total: usize,
+    top1: usize,
+    top3: usize,
 }
 
 fn yes() -> bool {
@@ -54,13 +66,14 @@ fn bundled_rules() -> Vec<RuleMeta> {
 }
 
 /// The accuracy this set reaches today, asserted so it cannot slip: top-1
-/// 139 of 150 (92.7%), top-3 141 (94.0%), no unrelated text or other bug
-/// above the threshold. (Issue 40 asks for 90% and 98%. Of the nine top-3
-/// misses, four stored texts are cut before the error, two are titles
-/// paraphrasing it, two differ in wording from every signature, one is a
-/// generic NCCL error naming no stack; `tests/reports/README.md`.)
-const TOP1_FLOOR: f64 = 0.92;
-const TOP3_FLOOR: f64 = 0.94;
+/// 163 of 183 (89.1%), top-3 166 (90.7%), no unrelated text or other bug
+/// above the threshold. The first 150 reports give 96.7% and 96.7%; the
+/// 33 of the batch gathered on 2026-12-07, after the matcher was written,
+/// 54.5% and 63.6%: most of their misses are stored texts cut before the
+/// error or titles naming none (`tests/reports/README.md`). Issue 40 asks
+/// for 90% and 98%.
+const TOP1_FLOOR: f64 = 0.89;
+const TOP3_FLOOR: f64 = 0.90;
 
 #[test]
 fn the_evaluation_set_is_explained() {
@@ -75,6 +88,7 @@ fn the_evaluation_set_is_explained() {
     dirs.sort();
     let (mut total, mut top1, mut top3) = (0usize, 0usize, 0usize);
     let (mut unrelated, mut other_bugs, mut silent) = (0usize, 0usize, 0usize);
+    let mut batches: std::collections::BTreeMap<String, Tally> = Default::default();
     let mut misses = Vec::new();
     let mut false_alarms = Vec::new();
     for dir in &dirs {
@@ -107,6 +121,11 @@ fn the_evaluation_set_is_explained() {
                     .position(|r| *r == expected || report.equivalent_rules.iter().any(|e| e == r));
                 top1 += usize::from(position == Some(0));
                 top3 += usize::from(position.is_some_and(|p| p < 3));
+                let batch = report.batch.clone().unwrap_or_else(|| "first".to_owned());
+                let tally = batches.entry(batch).or_default();
+                tally.total += 1;
+                tally.top1 += usize::from(position == Some(0));
+                tally.top3 += usize::from(position.is_some_and(|p| p < 3));
                 if position != Some(0) {
                     let scores: Vec<String> = explanation
                         .causes
@@ -141,6 +160,16 @@ fn the_evaluation_set_is_explained() {
         pct(top3),
         false_alarms.len()
     );
+    for (batch, t) in &batches {
+        eprintln!(
+            "  batch {batch}: {} breakage reports, top-1 {} ({:.1}%), top-3 {} ({:.1}%)",
+            t.total,
+            t.top1,
+            100.0 * t.top1 as f64 / t.total.max(1) as f64,
+            t.top3,
+            100.0 * t.top3 as f64 / t.total.max(1) as f64
+        );
+    }
     for m in &misses {
         eprintln!("  miss {m}");
     }

@@ -104,6 +104,7 @@ pub(crate) fn explanation_view(log: &str, answer: &ExplainResponse) -> Value {
                 severity => f.severity.as_str(),
                 score => format!("{:.0}%", c.score * 100.0),
                 matched => c.matched,
+                described => c.described,
                 lines => c.lines,
                 first_line => c.lines.first().copied().unwrap_or(0),
                 message => f.message,
