@@ -13,8 +13,16 @@ fn evaluate(m: &Manifest) -> Outcome {
         return Outcome::clear();
     }
     let gpus: u32 = m.nvidia_gpus().map(|g| g.count().unwrap_or(1)).sum();
-    let tp = m.workload().tensor_parallel_size().unwrap_or(1);
-    let count = gpus.max(tp);
+    let tp = m.workload().tensor_parallel_size();
+    // No GPU listed and no parallelism stated: how many GPUs the job
+    // spans is unknown (a manifest read from a `docker run` line or a
+    // log), not one.
+    if gpus == 0 && tp.is_none() && m.accelerators().next().is_none() {
+        return Outcome::undetermined()
+            .missing("accelerators.*.count")
+            .missing("workload.tensor_parallel_size");
+    }
+    let count = gpus.max(tp.unwrap_or(1));
     if count < 2 || m.env("NCCL_SHM_DISABLE").is_some_and(|v| v.trim() == "1") {
         return Outcome::clear();
     }
