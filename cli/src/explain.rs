@@ -65,11 +65,17 @@ pub(crate) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let explainer = Explainer::new(set.rules().iter().map(|r| r.meta()));
     let explanation = explainer.explain(&log);
     let check = match manifest {
-        Some(m) if !explanation.causes.is_empty() => Some(set.check(&engine, m)),
+        Some(m) if !explanation.causes.is_empty() => {
+            let kept = m.clone();
+            Some((set.check(&engine, m), kept))
+        }
         _ => None,
     };
-    let causes =
-        explained_causes(&explanation.causes, |rule| set.rules()[rule].meta(), check.as_ref());
+    let causes = explained_causes(
+        &explanation.causes,
+        |rule| set.rules()[rule].meta(),
+        check.as_ref().map(|(c, m)| (c, m)),
+    );
     // The answer `POST /v1/explain` gives, less the text search's leads
     // (a registry's search; offline there is none).
     let answer = ExplainResponse {

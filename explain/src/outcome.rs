@@ -3,8 +3,10 @@
 //! as `POST /v1/explain` and `pitfall explain` answer them.
 
 use pitfall_api::types::{ExplainedCause, ExplainedHole};
+use pitfall_contract::manifest::Manifest;
 use pitfall_contract::meta::RuleMeta;
 use pitfall_contract::report::{CheckResponse, Finding};
+use pitfall_contract::selector::{ManifestFacts, Selector};
 
 use crate::Cause;
 
@@ -23,8 +25,18 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The rule's outcome in `check`.
-    pub fn of(check: &CheckResponse, rule_id: &str) -> Outcome {
+    /// The rule's outcome in `check`, which ran on `manifest`.
+    ///
+    /// A rule the check did not run because its `applies_to` names facts
+    /// the manifest does not state (a package it does not list, a GPU
+    /// where it lists none, the CPU architecture or the serving engine
+    /// left out) is undetermined, those facts named: a manifest read from
+    /// a log, or typed by hand, lists only what it knows, and a log
+    /// explained by a torch rule is not cleared by a manifest that does not
+    /// say whether torch is installed. A selector the manifest's own facts
+    /// make false still clears it.
+    pub fn of(check: &CheckResponse, manifest: &Manifest, meta: &RuleMeta) -> Outcome {
+        let rule_id = meta.id.as_str();
         if let Some(f) = check.findings.iter().find(|f| f.rule_id() == rule_id) {
             return Outcome::Matched(f.finding().clone());
         }
@@ -34,7 +46,10 @@ impl Outcome {
         if let Some(e) = check.rule_errors.iter().find(|e| e.rule_id == rule_id) {
             return Outcome::Error(e.error.clone());
         }
-        Outcome::Clear
+        match unstated(manifest, meta) {
+            Some(missing) => Outcome::Undetermined(missing),
+            None => Outcome::Clear,
+        }
     }
 
     /// Its wire name.
@@ -59,6 +74,45 @@ impl Outcome {
     }
 }
 
+/// The facts `meta`'s selectors read that `manifest` does not state, when
+/// every selector it can decide holds; `None` when it states them all or
+/// one of them rules the rule out.
+fn unstated(manifest: &Manifest, meta: &RuleMeta) -> Option<Vec<String>> {
+    let facts = ManifestFacts::new(manifest);
+    let mut missing = Vec::new();
+    for text in &meta.applies_to {
+        let Ok(selector) = Selector::parse(text) else { continue };
+        let unstated = match &selector {
+            Selector::Package { name, .. } => {
+                facts.package_versions(name).is_none().then(|| format!("packages.{name}.version"))
+            }
+            Selector::Accelerator(_) | Selector::Capability(_) => {
+                manifest.accelerators.is_empty().then(|| "accelerators".to_owned())
+            }
+            Selector::Arch(_) => manifest
+                .host
+                .as_ref()
+                .and_then(|h| h.arch.as_ref())
+                .is_none()
+                .then(|| "host.arch".to_owned()),
+            Selector::Engine(_) => manifest
+                .workload
+                .as_ref()
+                .and_then(|w| w.engine.as_ref())
+                .is_none()
+                .then(|| "workload.engine".to_owned()),
+            // No container is a fact: the stack runs on the host.
+            Selector::Container => None,
+        };
+        match unstated {
+            Some(field) => missing.push(field),
+            None if !selector.holds_in(&facts) => return None,
+            None => {}
+        }
+    }
+    (!missing.is_empty()).then_some(missing)
+}
+
 /// The rule's finding as no manifest has filled it: its summary as the
 /// message, its remedies as written.
 pub fn general_finding(meta: &RuleMeta) -> Finding {
@@ -76,19 +130,20 @@ pub fn general_finding(meta: &RuleMeta) -> Finding {
 }
 
 /// The causes as the API answers them: each with its outcome on `check`
-/// (when a manifest came with the log) and the finding to show, a matched
+/// and the manifest it ran on (when one came with the log) and the
+/// finding to show, a matched
 /// rule first, then undetermined or failed ones, then cleared ones, the
 /// explainer's order kept within each. `meta_of` gives the rule of a
 /// cause's [`Cause::rule`] position.
 pub fn explained_causes<'m>(
     causes: &[Cause],
     meta_of: impl Fn(usize) -> &'m RuleMeta,
-    check: Option<&CheckResponse>,
+    check: Option<(&CheckResponse, &Manifest)>,
 ) -> Vec<ExplainedCause> {
     let mut ranked: Vec<(u8, ExplainedCause)> = causes
         .iter()
         .map(|cause| {
-            let outcome = check.map(|c| Outcome::of(c, &cause.rule_id));
+            let outcome = check.map(|(c, m)| Outcome::of(c, m, meta_of(cause.rule)));
             let (finding, missing) = match &outcome {
                 Some(Outcome::Matched(f)) => (f.clone(), Vec::new()),
                 Some(Outcome::Undetermined(m)) => (general_finding(meta_of(cause.rule)), m.clone()),
@@ -121,4 +176,69 @@ pub fn explained_causes<'m>(
     // Stable: the explainer's order within each outcome.
     ranked.sort_by_key(|(rank, _)| *rank);
     ranked.into_iter().map(|(_, cause)| cause).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(applies_to: &[&str]) -> RuleMeta {
+        serde_json::from_value(serde_json::json!({
+            "id": "r", "version": "1.0.0", "title": "t", "severity": "error",
+            "summary": "s", "message": "m", "remedies": [], "references": [], "author": "a",
+            "applies_to": applies_to,
+        }))
+        .expect("a rule")
+    }
+
+    fn manifest(json: serde_json::Value) -> Manifest {
+        serde_json::from_value(json).expect("a manifest")
+    }
+
+    fn nothing_found() -> CheckResponse {
+        serde_json::from_value(serde_json::json!({
+            "findings": [], "undetermined": [], "rule_errors": [], "ruleset_revision": "1",
+            "stats": {"rules_total": 1, "rules_evaluated": 0, "elapsed_us": 1},
+        }))
+        .expect("a check response")
+    }
+
+    #[test]
+    fn a_rule_whose_package_the_manifest_does_not_list_is_undetermined() {
+        let rule = meta(&["package:torch", "accelerator:nvidia"]);
+        let from_log = manifest(serde_json::json!({
+            "manifest_version": 1,
+            "accelerators": [{"vendor": "nvidia", "model": "GTX 1070 Ti", "count": 1}],
+        }));
+        assert_eq!(
+            Outcome::of(&nothing_found(), &from_log, &rule),
+            Outcome::Undetermined(vec!["packages.torch.version".to_owned()])
+        );
+        let empty = manifest(serde_json::json!({"manifest_version": 1}));
+        assert_eq!(
+            Outcome::of(&nothing_found(), &empty, &rule),
+            Outcome::Undetermined(vec![
+                "packages.torch.version".to_owned(),
+                "accelerators".to_owned()
+            ])
+        );
+    }
+
+    #[test]
+    fn a_selector_the_manifests_own_facts_make_false_clears_it() {
+        let rule = meta(&["package:torch", "accelerator:nvidia"]);
+        let amd = manifest(serde_json::json!({
+            "manifest_version": 1,
+            "accelerators": [{"vendor": "amd", "model": "MI300X", "count": 1}],
+        }));
+        assert_eq!(Outcome::of(&nothing_found(), &amd, &rule), Outcome::Clear);
+        let listed = manifest(serde_json::json!({
+            "manifest_version": 1,
+            "accelerators": [{"vendor": "nvidia", "model": "A100", "count": 1}],
+            "packages": [{"name": "torch", "version": "2.4.0"}],
+        }));
+        assert_eq!(Outcome::of(&nothing_found(), &listed, &rule), Outcome::Clear);
+        let old = meta(&["package:torch<2.0"]);
+        assert_eq!(Outcome::of(&nothing_found(), &listed, &old), Outcome::Clear);
+    }
 }

@@ -6,6 +6,7 @@ use axum::body::Body;
 use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
+use pitfall_contract::manifest::Manifest;
 use pitfall_contract::report::CheckResponse;
 use pitfall_explain::outcome::explained_causes;
 use pitfall_explain::{Explanation, SCORE_THRESHOLD};
@@ -98,21 +99,27 @@ pub async fn explain_log(
     };
     let (rules, explainer) = state.registry().explainer();
     let explanation: Explanation = explainer.explain(log);
-    let check: Option<CheckResponse> = match manifest {
+    let check: Option<(CheckResponse, Manifest)> = match manifest {
         Some(manifest) if !explanation.causes.is_empty() => {
             let _slot = state.check_slot().await?;
             crate::runtime::requeue().await;
             let engine = state.registry().engine();
-            Some(rules.check_on_this_thread(engine, manifest, deadline.0).map_err(|past| {
-                tracing::info!(%past, "an explain's check stopped at its request's time bound");
-                AppError::Timeout
-            })?)
+            let kept = manifest.clone();
+            let answer =
+                rules.check_on_this_thread(engine, manifest, deadline.0).map_err(|past| {
+                    tracing::info!(%past, "an explain's check stopped at its request's time bound");
+                    AppError::Timeout
+                })?;
+            Some((answer, kept))
         }
         _ => None,
     };
     let manifest_checked = check.is_some();
-    let causes =
-        explained_causes(&explanation.causes, |rule| rules.rules()[rule].meta(), check.as_ref());
+    let causes = explained_causes(
+        &explanation.causes,
+        |rule| rules.rules()[rule].meta(),
+        check.as_ref().map(|(c, m)| (c, m)),
+    );
     let related = if causes.is_empty() { related(state, log).await? } else { Vec::new() };
     Ok(ExplainResponse {
         causes,
