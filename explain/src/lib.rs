@@ -8,9 +8,12 @@
 //! literal anchor, so [`Explainer::explain`] scans the log once and then
 //! checks the holes of the few signatures whose anchor it found, on the
 //! lines it found them on. A line that retypes a message by hand (a word
-//! added, its ends missing) is matched word by word ([`retyped`]). Its
-//! cost grows with the log's length and the anchors and word pairs found,
-//! not with the number of rules.
+//! added, its ends missing) is matched word by word ([`retyped`]); a short
+//! line that quotes no message but describes one in other words (an
+//! issue's title, an exception's class) by the message's telling words
+//! ([`described`]), counted only where the log names the rule's stack. Its
+//! cost grows with the log's length and the anchors and words found, not
+//! with the number of rules.
 //!
 //! Before matching, the log is normalised ([`normalize`]: colours,
 //! timestamps, log and rank prefixes, repeated lines) and its Python
@@ -20,8 +23,9 @@
 //! (how much literal text it covered, how complete, with typed holes
 //! filled), weighed by the line's role, by what the rest of the log says
 //! about the rule ([`context`]: how much of its stack the log names, its
-//! own words) and by the releases the log states ([`versions`]); below
-//! [`SCORE_THRESHOLD`] nothing is returned.
+//! own words) and by the releases and GPUs the log states ([`versions`]);
+//! below [`SCORE_THRESHOLD`] nothing is returned. Of rules scoring alike,
+//! the one whose conditions the log leaves fewer unconfirmed ranks first.
 //!
 //! No HTTP, no SQL: the server, the CLI and the web page all call this.
 

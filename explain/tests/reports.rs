@@ -28,6 +28,11 @@ struct Report {
     error_text: bool,
     /// Why, when `error_text` is false.
     error_text_why: Option<String>,
+    /// Whether the stored text holds a line the failing program printed
+    /// about the failure (false: only a title or prose retelling it, a
+    /// command, output cut before the error); judged by reading the text,
+    /// not by what the matcher does with it.
+    error_in_text: Option<bool>,
     /// The gathering a report came in (`2026-12-07`: a batch taken after
     /// the matcher was written, to measure it on texts it was not tuned
     /// on); none for the first reports.
@@ -89,6 +94,7 @@ fn the_evaluation_set_is_explained() {
     let (mut total, mut top1, mut top3) = (0usize, 0usize, 0usize);
     let (mut unrelated, mut other_bugs, mut silent) = (0usize, 0usize, 0usize);
     let mut batches: std::collections::BTreeMap<String, Tally> = Default::default();
+    let mut with_error = Tally::default();
     let mut misses = Vec::new();
     let mut false_alarms = Vec::new();
     for dir in &dirs {
@@ -126,6 +132,11 @@ fn the_evaluation_set_is_explained() {
                 tally.total += 1;
                 tally.top1 += usize::from(position == Some(0));
                 tally.top3 += usize::from(position.is_some_and(|p| p < 3));
+                if report.error_in_text != Some(false) {
+                    with_error.total += 1;
+                    with_error.top1 += usize::from(position == Some(0));
+                    with_error.top3 += usize::from(position.is_some_and(|p| p < 3));
+                }
                 if position != Some(0) {
                     let scores: Vec<String> = explanation
                         .causes
@@ -160,9 +171,10 @@ fn the_evaluation_set_is_explained() {
         pct(top3),
         false_alarms.len()
     );
-    for (batch, t) in &batches {
+    let batches = batches.iter().map(|(b, t)| (format!("batch {b}"), t));
+    for (name, t) in batches.chain([("the error in the text".to_owned(), &with_error)]) {
         eprintln!(
-            "  batch {batch}: {} breakage reports, top-1 {} ({:.1}%), top-3 {} ({:.1}%)",
+            "  {name}: {} breakage reports, top-1 {} ({:.1}%), top-3 {} ({:.1}%)",
             t.total,
             t.top1,
             100.0 * t.top1 as f64 / t.total.max(1) as f64,
