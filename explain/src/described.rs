@@ -11,10 +11,10 @@
 //! how few rules' messages have it (a word every CUDA rule says tells
 //! little). A line describes a signature when it holds much of that weight
 //! ([`MIN_COVERAGE`]), at least [`MIN_SHARED`] of its words and enough
-//! weight that common words alone do not make it. A reporter who names an
-//! exception class only one rule's messages raise
-//! (`AmbiguousGlobalPerLayerAttributeError`) describes that rule's
-//! messages as well, whatever else the line says.
+//! weight that common words alone do not make it. A reporter who names a
+//! code identifier only one rule's messages hold (an exception class,
+//! `AmbiguousGlobalPerLayerAttributeError`; a symbol, `ncclCommRegister`)
+//! describes that rule's messages as well, whatever else the line says.
 //!
 //! A description is weaker evidence than a quote: its strength is the
 //! share of the message's weight it holds, and the explainer counts it
@@ -50,13 +50,13 @@ const MIN_HELD: f64 = 1.25;
 /// message's weight: it neither finds nor tells messages apart.
 pub const MAX_WORD_RULES: u32 = 48;
 
-/// The coverage a named exception class stands for, when the line holds
-/// little else of the message.
-const EXCEPTION_NAMED: f64 = 0.7;
+/// The coverage a named identifier stands for, when the line holds little
+/// else of the message.
+const IDENTIFIER_NAMED: f64 = 0.7;
 
-/// The shortest class name taken as naming an exception (`KeyError` and
-/// `ValueError` are raised everywhere).
-const MIN_EXCEPTION_NAME: usize = 14;
+/// The shortest camel-case word taken as one place's identifier
+/// (`KeyError`, `ValueError`, `CudaError` are everywhere).
+const MIN_IDENTIFIER: usize = 14;
 
 /// A line of more telling words than this is not a description: a
 /// settings dump (`non-default args: {...}`) holds many messages' words
@@ -84,10 +84,14 @@ pub struct Index {
     signatures_with: Vec<Vec<u32>>,
     /// By signature: its rule and its distinct word ids.
     messages: Vec<(u32, Vec<u32>)>,
-    /// By signature: its words' total weight, and the exception class only
-    /// its rule raises, if it names one.
+    /// By word id: whether a template spells it as a code identifier.
+    identifier: Vec<bool>,
+    /// By signature: its words' total weight, its two rarest words (a
+    /// line that has neither is another message, `mxfp4` for `awq`), and
+    /// the identifier only its rule's messages hold, if it has one.
     totals: Vec<f64>,
-    exceptions: Vec<Option<u32>>,
+    rarest: Vec<[u32; 2]>,
+    identifiers: Vec<Option<u32>>,
     rules: u32,
 }
 
@@ -99,12 +103,14 @@ impl Index {
         for (i, segment) in signature.segments().iter().enumerate() {
             if let Segment::Literal(l) = segment {
                 let text = if i == 0 { &l[signature.core_start()..] } else { l.as_str() };
-                for word in telling_words(text) {
+                for (word, spelled) in telling_words_spelled(text) {
                     let next = self.words.len() as u32;
                     let id = *self.words.entry(word).or_insert(next);
                     if id == next {
                         self.rules_using.push(0);
+                        self.identifier.push(false);
                     }
+                    self.identifier[id as usize] |= is_identifier(spelled);
                     if !ids.contains(&id) {
                         ids.push(id);
                     }
@@ -127,34 +133,39 @@ impl Index {
                 }
             }
         }
-        let spelled: Vec<&str> = {
-            let mut s = vec![""; self.words.len()];
-            for (word, &id) in &self.words {
-                s[id as usize] = word.as_str();
-            }
-            s
-        };
         self.signatures_with = vec![Vec::new(); self.words.len()];
         self.totals = Vec::with_capacity(self.messages.len());
-        self.exceptions = Vec::with_capacity(self.messages.len());
+        self.identifiers = Vec::with_capacity(self.messages.len());
+        self.rarest = Vec::with_capacity(self.messages.len());
         for (s, (_, ids)) in self.messages.iter().enumerate() {
+            let identifier = ids
+                .iter()
+                .copied()
+                .find(|&w| self.rules_using[w as usize] == 1 && self.identifier[w as usize]);
+            self.identifiers.push(identifier);
             let telling: Vec<u32> = ids
                 .iter()
                 .copied()
                 .filter(|&w| self.rules_using[w as usize] <= MAX_WORD_RULES)
                 .collect();
+            let mut by_rarity = telling.clone();
+            by_rarity.sort_by_key(|&w| (self.rules_using[w as usize], w));
+            self.rarest.push([
+                by_rarity.first().copied().unwrap_or(u32::MAX),
+                by_rarity.get(1).copied().unwrap_or(u32::MAX),
+            ]);
             if telling.len() < MIN_MESSAGE_WORDS {
+                // Too short to describe; its identifier still names it.
                 self.totals.push(0.0);
-                self.exceptions.push(None);
+                if let Some(w) = identifier {
+                    self.signatures_with[w as usize].push(s as u32);
+                }
                 continue;
             }
             for &w in &telling {
                 self.signatures_with[w as usize].push(s as u32);
             }
             self.totals.push(telling.iter().map(|&w| self.weight(w)).sum());
-            self.exceptions.push(telling.iter().copied().find(|&w| {
-                self.rules_using[w as usize] == 1 && names_exception(spelled[w as usize])
-            }));
         }
     }
 
@@ -175,26 +186,27 @@ impl Index {
         let mut ids: Vec<u32> = words.iter().filter_map(|w| self.words.get(w).copied()).collect();
         ids.sort_unstable();
         ids.dedup();
-        // Signature → (weight held, words held, its exception class
-        // named).
-        let mut held: HashMap<u32, (f64, usize, bool)> = HashMap::new();
+        // Signature → (weight held, words held, its identifier named, one
+        // of its two rarest words held).
+        let mut held: HashMap<u32, (f64, usize, bool, bool)> = HashMap::new();
         for &w in &ids {
             for &s in &self.signatures_with[w as usize] {
                 let h = held.entry(s).or_default();
                 h.0 += self.weight(w);
                 h.1 += 1;
-                h.2 |= self.exceptions[s as usize] == Some(w);
+                h.2 |= self.identifiers[s as usize] == Some(w);
+                h.3 |= self.rarest[s as usize].contains(&w);
             }
         }
         let mut found: Vec<(u32, f64)> = held
             .into_iter()
-            .filter_map(|(s, (weight, count, exception))| {
+            .filter_map(|(s, (weight, count, identifier, rare))| {
                 let total = self.totals[s as usize];
                 let coverage = if total > 0.0 { weight / total } else { 0.0 };
                 let described =
-                    count >= MIN_SHARED && weight >= MIN_HELD && coverage >= MIN_COVERAGE;
-                let named = if exception { EXCEPTION_NAMED } else { 0.0 };
-                (described || exception).then(|| (s, coverage.max(named).min(1.0)))
+                    rare && count >= MIN_SHARED && weight >= MIN_HELD && coverage >= MIN_COVERAGE;
+                let named = if identifier { IDENTIFIER_NAMED } else { 0.0 };
+                (described || identifier).then(|| (s, coverage.max(named).min(1.0)))
             })
             .collect();
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -203,12 +215,14 @@ impl Index {
     }
 }
 
-/// Whether `word` (lowercased) is an exception class's name long enough to
-/// be one place's.
-fn names_exception(word: &str) -> bool {
-    word.len() >= MIN_EXCEPTION_NAME
-        && ["error", "exception"].iter().any(|end| word.ends_with(end))
-        && word.chars().all(|c| c.is_ascii_alphanumeric())
+/// Whether `word`, as a template spells it, is a code identifier long
+/// enough to be one place's: camel case (`ncclCommRegister`,
+/// `AmbiguousGlobalPerLayerAttributeError`), ASCII letters and digits.
+fn is_identifier(word: &str) -> bool {
+    let bytes = word.as_bytes();
+    word.len() >= MIN_IDENTIFIER
+        && bytes.iter().all(u8::is_ascii_alphanumeric)
+        && bytes.windows(2).any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())
 }
 
 /// The telling words of `text`, lowercased, a plural's `s` dropped: no
@@ -216,6 +230,11 @@ fn names_exception(word: &str) -> bool {
 /// dotted name (`configuration_utils.AmbiguousGlobal...Error`) gives each
 /// of its parts; a dotted number (`7.0`) stays one word.
 fn telling_words(text: &str) -> impl Iterator<Item = String> + '_ {
+    telling_words_spelled(text).map(|(word, _)| word)
+}
+
+/// [`telling_words`], each with its spelling in `text`.
+fn telling_words_spelled(text: &str) -> impl Iterator<Item = (String, &str)> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || c == '.'))
         .flat_map(|token| {
             let number = token.chars().all(|c| c.is_ascii_digit() || c == '.');
@@ -228,7 +247,7 @@ fn telling_words(text: &str) -> impl Iterator<Item = String> + '_ {
             if lower.chars().count() < 2 || FUNCTION_WORDS.contains(&lower.as_str()) {
                 return None;
             }
-            Some(singular(lower))
+            Some((singular(lower), word))
         })
 }
 
@@ -312,6 +331,22 @@ mod tests {
         assert_eq!(found[0].0, 0);
         // A class every engine raises names nothing.
         assert!(described(&index, &signatures, "ValueError: bad model").is_empty());
+    }
+
+    #[test]
+    fn a_symbol_only_one_rule_names_finds_its_short_message() {
+        let (index, signatures) = index(&[
+            (0, "{path}: undefined symbol: ncclCommRegister"),
+            (1, "{path}: undefined symbol: {word}"),
+        ]);
+        let found = described(
+            &index,
+            &signatures,
+            "Importing Torch is giving me an error undefined symbol: ncclCommRegister",
+        );
+        assert_eq!(found.iter().map(|f| f.0).collect::<Vec<_>>(), [0], "{found:?}");
+        assert!(is_identifier("AmbiguousGlobalPerLayerAttributeError"));
+        assert!(!is_identifier("ValueError") && !is_identifier("flash_attn_2_cuda"));
     }
 
     #[test]

@@ -201,9 +201,16 @@ impl Index {
         let alignment = align(tokens, line, words)?;
         let literal = tokens.iter().filter(|t| matches!(t, Token::Word(..))).count();
         let allowed = (literal / WORDS_PER_EDIT).max(1);
+        // Values left out (`heads must be divisible by tensor parallel
+        // size`, the numbers dropped) cost strength but are no changed
+        // word when every word of the message is there as written.
+        let left_out =
+            alignment.holes.iter().filter(|(k, a, b)| *k != HoleKind::Text && a == b).count();
+        let words_edited = alignment.edits - left_out.min(alignment.edits);
+        let differences = if words_edited == 0 { 0 } else { alignment.edits };
         if alignment.matched < MIN_WORDS
             || alignment.matched * 5 < literal * 4
-            || alignment.edits > allowed
+            || differences > allowed
         {
             return None;
         }
@@ -482,6 +489,22 @@ mod tests {
             .expect("exact");
         assert!(m.strength < exact.strength, "{} vs {}", m.strength, exact.strength);
         assert!(m.strength > 0.75, "{}", m.strength);
+    }
+
+    #[test]
+    fn values_left_out_of_a_quoted_message_still_match_it() {
+        let heads = "ValueError: Total number of attention heads ({int}) must be divisible by tensor parallel size ({int}).";
+        let (_, m) = retyped(
+            &[heads],
+            "Total number of attention heads must be divisible by tensor parallel size",
+        )
+        .expect("every word is there");
+        let (_, whole) = retyped(
+            &[heads],
+            "Total number of attention heads (40) must be divisible by tensor parallel size (3)",
+        )
+        .expect("whole");
+        assert!(m.strength < whole.strength, "{} vs {}", m.strength, whole.strength);
     }
 
     #[test]
