@@ -82,25 +82,21 @@ fn unstated(manifest: &Manifest, meta: &RuleMeta) -> Option<Vec<String>> {
     let mut missing = Vec::new();
     for text in &meta.applies_to {
         let Ok(selector) = Selector::parse(text) else { continue };
+        let unless = |stated: bool, field: &str| (!stated).then(|| field.to_owned());
         let unstated = match &selector {
             Selector::Package { name, .. } => {
                 facts.package_versions(name).is_none().then(|| format!("packages.{name}.version"))
             }
             Selector::Accelerator(_) | Selector::Capability(_) => {
-                manifest.accelerators.is_empty().then(|| "accelerators".to_owned())
+                unless(!manifest.accelerators.is_empty(), "accelerators")
             }
-            Selector::Arch(_) => manifest
-                .host
-                .as_ref()
-                .and_then(|h| h.arch.as_ref())
-                .is_none()
-                .then(|| "host.arch".to_owned()),
-            Selector::Engine(_) => manifest
-                .workload
-                .as_ref()
-                .and_then(|w| w.engine.as_ref())
-                .is_none()
-                .then(|| "workload.engine".to_owned()),
+            Selector::Arch(_) => {
+                unless(manifest.host.as_ref().is_some_and(|h| h.arch.is_some()), "host.arch")
+            }
+            Selector::Engine(_) => unless(
+                manifest.workload.as_ref().is_some_and(|w| w.engine.is_some()),
+                "workload.engine",
+            ),
             // No container is a fact: the stack runs on the host.
             Selector::Container => None,
         };
