@@ -328,6 +328,18 @@ impl Manifest {
             .collect()
     }
 
+    /// The compute capabilities a CUDA build compiles for: the arch list
+    /// when there is one, else, for a build from source, the local NVIDIA
+    /// GPUs' (what PyTorch's extension builder targets without a list);
+    /// empty when nothing is built.
+    pub fn cuda_build_targets(&self) -> Vec<ComputeCapability> {
+        let list = self.torch_cuda_arch_list();
+        if !list.is_empty() || self.len("build.from_source").unwrap_or(0) == 0 {
+            return list;
+        }
+        self.nvidia_gpus().filter_map(|g| g.compute_capability()).collect()
+    }
+
     /// `build.tools.<tool>`: `Some(None)` when listed as absent (`null`),
     /// `None` when not listed at all.
     pub fn build_tool(&self, tool: &str) -> Option<Option<String>> {

@@ -11,20 +11,10 @@ const ADA: ComputeCapability = ComputeCapability::new(8, 9);
 /// Blackwell, the next generation: its own rule, `nvcc-too-old-for-blackwell`.
 const BLACKWELL: ComputeCapability = ComputeCapability::new(10, 0);
 
-/// The Ada or Hopper capability the build targets: of the arch list, or,
-/// with no list, of the local GPUs a from-source build compiles for.
+/// The lowest Ada or Hopper capability the build targets, the first one
+/// nvcc rejects.
 fn ada_hopper_target(m: &Manifest) -> Option<ComputeCapability> {
-    let list = m.torch_cuda_arch_list();
-    let targets = if list.is_empty() {
-        if m.len("build.from_source").unwrap_or(0) == 0 {
-            return None;
-        }
-        m.nvidia_gpus().filter_map(|g| g.compute_capability()).collect()
-    } else {
-        list
-    };
-    // The lowest such target is the first one nvcc rejects.
-    targets.into_iter().filter(|cc| *cc >= ADA && *cc < BLACKWELL).min()
+    m.cuda_build_targets().into_iter().filter(|cc| *cc >= ADA && *cc < BLACKWELL).min()
 }
 
 fn evaluate(m: &Manifest) -> Outcome {

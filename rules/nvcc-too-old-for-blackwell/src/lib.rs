@@ -7,20 +7,10 @@ use pitfall_sdk::prelude::*;
 
 const BLACKWELL: ComputeCapability = ComputeCapability::new(10, 0);
 
-/// The Blackwell capability the build targets: the highest of the arch
-/// list, or, with no list, of the local GPUs a from-source build compiles for.
+/// The lowest Blackwell capability the build targets, the first one nvcc
+/// rejects.
 fn blackwell_target(m: &Manifest) -> Option<ComputeCapability> {
-    let list = m.torch_cuda_arch_list();
-    let targets = if list.is_empty() {
-        if m.len("build.from_source").unwrap_or(0) == 0 {
-            return None;
-        }
-        m.nvidia_gpus().filter_map(|g| g.compute_capability()).collect()
-    } else {
-        list
-    };
-    // The lowest Blackwell target is the first one nvcc rejects.
-    targets.into_iter().filter(|cc| *cc >= BLACKWELL).min()
+    m.cuda_build_targets().into_iter().filter(|cc| *cc >= BLACKWELL).min()
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
