@@ -43,6 +43,7 @@ use std::collections::HashSet;
 use aho_corasick::{AhoCorasick, MatchKind};
 use pitfall_contract::meta::RuleMeta;
 use pitfall_contract::template::TemplateError;
+use pitfall_version::Version;
 
 use context::{Profile, Vocabulary};
 use signature::Signature;
@@ -374,6 +375,11 @@ impl Explainer {
         let lower = log.lines.iter().map(|l| l.text.to_lowercase()).collect::<Vec<_>>().join("\n");
         let context::Read { words, capabilities } =
             self.vocabulary.read(log.lines.iter().map(|l| l.text.as_str()));
+        // The GPUs the log names, parsed once for every rule's ranges.
+        let gpus: Vec<Version> =
+            capabilities.iter().filter_map(|cc| Version::parse(cc).ok()).collect();
+        // Each cause with the key it is ranked by.
+        let mut ranked: Vec<(f64, Cause)> = Vec::with_capacity(best.len());
         for (rule, l, s, m, weighted) in &best {
             let line = &log.lines[*l];
             // A match another rule's match on the same line covers, with
@@ -419,13 +425,12 @@ impl Explainer {
             // GPU generation) explains it a little less than a general one.
             let coverage = self.vocabulary.title_coverage(profile, &words);
             let ranges = &self.ranges[*rule as usize];
-            let contradicted = if ranges.contradicted_by(&lower)
-                || ranges.capability_contradicted_by(&capabilities)
-            {
-                CONTRADICTED
-            } else {
-                1.0
-            };
+            let contradicted =
+                if ranges.contradicted_by(&lower) || ranges.capability_contradicted_by(&gpus) {
+                    CONTRADICTED
+                } else {
+                    1.0
+                };
             let mut score = weighted
                 * (floor + (1.0 - floor) * context)
                 * (0.95 + 0.05 * coverage)
@@ -435,11 +440,13 @@ impl Explainer {
             if seen.iter().any(|&(r, i, at)| r == *rule && i != index && at != *l) {
                 score += (1.0 - score) * CORROBORATION;
             }
-            if ranges.capability_confirmed_by(&capabilities) {
+            if ranges.capability_confirmed_by(&gpus) {
                 score += (1.0 - score) * CAPABILITY_CONFIRMED;
             }
             let score = score.clamp(0.0, 1.0);
-            explanation.causes.push(Cause {
+            let unconfirmed = ranges.unconfirmed(&lower, &gpus) as i32;
+            let rank = score * (1.0 - UNCONFIRMED).powi(unconfirmed);
+            let cause = Cause {
                 rule: *rule as usize,
                 rule_id: self.rule_ids[*rule as usize].clone(),
                 score,
@@ -457,17 +464,13 @@ impl Explainer {
                 names_component: named > 0.0,
                 shared_words,
                 described: m.described,
-            });
+            };
+            if score >= threshold {
+                ranked.push((rank, cause));
+            }
         }
-        explanation.causes.retain(|c| c.score >= threshold);
-        let ranked = |c: &Cause| {
-            let n = self.ranges[c.rule].unconfirmed(&lower, &capabilities);
-            c.score * (1.0 - UNCONFIRMED).powi(n as i32)
-        };
-        explanation.causes.sort_by(|a, b| {
-            ranked(b).total_cmp(&ranked(a)).then_with(|| a.rule_id.cmp(&b.rule_id))
-        });
-        explanation.causes.truncate(MAX_CAUSES);
+        ranked.sort_by(|(ra, a), (rb, b)| rb.total_cmp(ra).then_with(|| a.rule_id.cmp(&b.rule_id)));
+        explanation.causes = ranked.into_iter().take(MAX_CAUSES).map(|(_, c)| c).collect();
         explanation
     }
 }

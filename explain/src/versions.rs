@@ -51,30 +51,27 @@ impl Ranges {
         out
     }
 
-    /// Whether the log names GPUs (their compute `capabilities`, from the
-    /// hardware table) and none is in one of the rule's capability ranges.
-    pub fn capability_contradicted_by(&self, capabilities: &[String]) -> bool {
-        let named: Vec<Version> =
-            capabilities.iter().filter_map(|cc| Version::parse(cc).ok()).collect();
-        !named.is_empty()
-            && self.capabilities.iter().any(|spec| !named.iter().any(|v| spec.contains(v)))
+    /// Whether the log names GPUs (`gpus`: their compute capabilities,
+    /// from the hardware table) and none is in one of the rule's
+    /// capability ranges.
+    pub fn capability_contradicted_by(&self, gpus: &[Version]) -> bool {
+        !gpus.is_empty()
+            && self.capabilities.iter().any(|spec| !gpus.iter().any(|v| spec.contains(v)))
     }
 
     /// Whether the rule is about GPU capabilities and the log names a GPU
     /// within every one of its ranges (a GTX 1080 Ti, 6.1, for
     /// `capability:<7.0`).
-    pub fn capability_confirmed_by(&self, capabilities: &[String]) -> bool {
-        let named: Vec<Version> =
-            capabilities.iter().filter_map(|cc| Version::parse(cc).ok()).collect();
+    pub fn capability_confirmed_by(&self, gpus: &[Version]) -> bool {
         !self.capabilities.is_empty()
-            && named.iter().any(|v| self.capabilities.iter().all(|spec| spec.contains(v)))
+            && gpus.iter().any(|v| self.capabilities.iter().all(|spec| spec.contains(v)))
     }
 
     /// How many of the rule's release and capability conditions the log
     /// does not confirm: a rule about flash-attn before 2.8 on Blackwell
     /// GPUs asks more of a log that names neither than one about any GPU
     /// below 8.0.
-    pub fn unconfirmed(&self, log_lower: &str, capabilities: &[String]) -> usize {
+    pub fn unconfirmed(&self, log_lower: &str, gpus: &[Version]) -> usize {
         let packages = self
             .packages
             .iter()
@@ -82,9 +79,8 @@ impl Ranges {
                 !names.iter().flat_map(|n| stated(log_lower, n)).any(|v| spec.contains(&v))
             })
             .count();
-        let gpus = usize::from(
-            !self.capabilities.is_empty() && !self.capability_confirmed_by(capabilities),
-        );
+        let gpus =
+            usize::from(!self.capabilities.is_empty() && !self.capability_confirmed_by(gpus));
         packages + gpus
     }
 
