@@ -340,6 +340,20 @@ impl Manifest {
         self.nvidia_gpus().filter_map(|g| g.compute_capability()).collect()
     }
 
+    /// `build.tools.<tool>` as a version: `Ok(Some)` when listed with one,
+    /// `Ok(None)` when listed as absent (`null`), else (not listed, or a
+    /// version that does not parse) the undetermined outcome naming it.
+    pub fn need_tool_version(&self, tool: &str) -> Result<Option<Dotted>, Outcome> {
+        let path = Path::new("build.tools").key(tool);
+        match self.build_tool(tool) {
+            Some(None) => Ok(None),
+            Some(Some(text)) => {
+                Dotted::parse(&text).map(Some).map_err(|_| Outcome::needs(path.as_str()))
+            }
+            None => Err(Outcome::needs(path.as_str())),
+        }
+    }
+
     /// `build.tools.<tool>`: `Some(None)` when listed as absent (`null`),
     /// `None` when not listed at all.
     pub fn build_tool(&self, tool: &str) -> Option<Option<String>> {

@@ -21,14 +21,11 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some(cc) = ada_hopper_target(m) else {
         return Outcome::clear();
     };
-    let nvcc = match m.build_tool("nvcc") {
-        Some(Some(text)) => text,
+    let version = match m.need_tool_version("nvcc") {
+        Ok(Some(version)) => version,
         // Listed as absent: this build does not compile CUDA with it.
-        Some(None) => return Outcome::clear(),
-        None => return Outcome::needs("build.tools.nvcc"),
-    };
-    let Ok(version) = Dotted::parse(&nvcc) else {
-        return Outcome::needs("build.tools.nvcc");
+        Ok(None) => return Outcome::clear(),
+        Err(needs) => return needs,
     };
     if (version.major(), version.minor()) >= (11, 8) {
         return Outcome::clear();
