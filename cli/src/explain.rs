@@ -71,11 +71,8 @@ pub(crate) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
-    let causes = explained_causes(
-        &explanation.causes,
-        |rule| set.rules()[rule].meta(),
-        check.as_ref().map(|(c, m)| (c, m)),
-    );
+    let causes =
+        explained_causes(&explanation.causes, |rule| set.rules()[rule].meta(), check.as_ref());
     // The answer `POST /v1/explain` gives, less the text search's leads
     // (a registry's search; offline there is none).
     let answer = ExplainResponse {

@@ -134,7 +134,7 @@ pub fn general_finding(meta: &RuleMeta) -> Finding {
 pub fn explained_causes<'m>(
     causes: &[Cause],
     meta_of: impl Fn(usize) -> &'m RuleMeta,
-    check: Option<(&CheckResponse, &Manifest)>,
+    check: Option<&(CheckResponse, Manifest)>,
 ) -> Vec<ExplainedCause> {
     let mut ranked: Vec<(u8, ExplainedCause)> = causes
         .iter()

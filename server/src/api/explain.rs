@@ -115,11 +115,8 @@ pub async fn explain_log(
         _ => None,
     };
     let manifest_checked = check.is_some();
-    let causes = explained_causes(
-        &explanation.causes,
-        |rule| rules.rules()[rule].meta(),
-        check.as_ref().map(|(c, m)| (c, m)),
-    );
+    let causes =
+        explained_causes(&explanation.causes, |rule| rules.rules()[rule].meta(), check.as_ref());
     let related = if causes.is_empty() { related(state, log).await? } else { Vec::new() };
     Ok(ExplainResponse {
         causes,
