@@ -206,7 +206,7 @@ impl Index {
         // word when every word of the message is there as written.
         let left_out =
             alignment.holes.iter().filter(|(k, a, b)| *k != HoleKind::Text && a == b).count();
-        let words_edited = alignment.edits - left_out.min(alignment.edits);
+        let words_edited = alignment.edits.saturating_sub(left_out);
         let differences = if words_edited == 0 { 0 } else { alignment.edits };
         if alignment.matched < MIN_WORDS
             || alignment.matched * 5 < literal * 4
