@@ -19,7 +19,7 @@
 //! A description is weaker evidence than a quote: its strength is the
 //! share of the message's weight it holds, and the explainer counts it
 //! only in a log that names the rule's stack (as it does a generic
-//! symptom). Words shared by more than [`MAX_WORD_RULES`] rules are not
+//! symptom) or a GPU within the rule's capability ranges. Words shared by more than [`MAX_WORD_RULES`] rules are not
 //! indexed at all and a long line is not read, so a line's cost follows
 //! its own words, not the registry's size.
 

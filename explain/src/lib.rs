@@ -11,7 +11,8 @@
 //! added, its ends missing) is matched word by word ([`retyped`]); a short
 //! line that quotes no message but describes one in other words (an
 //! issue's title, an exception's class) by the message's telling words
-//! ([`described`]), counted only where the log names the rule's stack. Its
+//! ([`described`]), counted only where the log names the rule's stack or
+//! a GPU within the rule's capability ranges. Its
 //! cost grows with the log's length and the anchors and words found, not
 //! with the number of rules.
 //!
@@ -409,10 +410,19 @@ impl Explainer {
             // other words, is this rule's only in a log of its stack: its
             // words alone (`gguf` in another engine's log) do not say whose.
             let symptom = m.described || context::is_symptom(&line.text[m.start..m.end]);
-            let context = if symptom && named == 0.0 {
+            let ranges = &self.ranges[*rule as usize];
+            // A description names the rule's hardware when the log names a
+            // GPU within its capability ranges (`compute capability below
+            // 7.0 ... a Tesla P4` in vLLM's tracker, where no one writes
+            // "vLLM"): that says whose message it retells as well as the
+            // stack's name does. A generic symptom does not get this: many
+            // rules share both its text and its GPUs.
+            let whose =
+                if m.described && ranges.capability_confirmed_by(&gpus) { 1.0 } else { named };
+            let context = if symptom && whose == 0.0 {
                 0.0
             } else {
-                NAMED_SHARE * named + (1.0 - NAMED_SHARE) * overlap
+                NAMED_SHARE * whose + (1.0 - NAMED_SHARE) * overlap
             };
             let floor = if symptom {
                 SYMPTOM_FLOOR
@@ -424,7 +434,6 @@ impl Explainer {
             // A rule whose title's words the log lacks (a model family, a
             // GPU generation) explains it a little less than a general one.
             let coverage = self.vocabulary.title_coverage(profile, &words);
-            let ranges = &self.ranges[*rule as usize];
             let contradicted =
                 if ranges.contradicted_by(&lower) || ranges.capability_contradicted_by(&gpus) {
                     CONTRADICTED
@@ -717,6 +726,24 @@ mod tests {
         let quoted = format!("vllm serve\n{sig}\n");
         let x = e.explain(&quoted);
         assert!(!x.causes[0].described && x.causes[0].score > 0.8, "{x:?}");
+    }
+
+    #[test]
+    fn a_description_naming_a_gpu_in_the_rules_range_is_the_rules() {
+        let sig = "RuntimeError: GPUs with compute capability less than 7.0 are not supported.";
+        let mut vllm = rule("vllm-sm70", "vLLM needs compute capability 7.0", "vllm", &[sig]);
+        vllm.applies_to = vec!["package:vllm".to_owned(), "capability:<7.0".to_owned()];
+        let e = Explainer::new([vllm].iter());
+        let title = "Why are GPUs with compute capability below 7.0 not supported?";
+        // Neither the stack nor the hardware named: not this rule's.
+        assert!(e.explain(title).causes.is_empty());
+        // A GPU below 7.0 named: the hardware says whose message it retells.
+        let x = e.explain(&format!("{title}\nIs there any chance of it working on a Tesla P4?"));
+        assert_eq!(x.causes.len(), 1, "{x:?}");
+        assert!(x.causes[0].described && !x.causes[0].names_component, "{x:?}");
+        // A GPU outside the range does not.
+        let x = e.explain(&format!("{title}\nI have an A100."));
+        assert!(x.causes.is_empty(), "{x:?}");
     }
 
     #[test]
