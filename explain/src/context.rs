@@ -122,6 +122,10 @@ pub const GENERIC_SYMPTOMS: &[&str] = &[
     "illegal memory access",
     "unhandled system error",
     "unspecified launch failure",
+    // The shell's words for SIGILL: a CPU lacking an instruction set the
+    // binary assumes (AVX in a VM, an x86 image under emulation, Arm flags
+    // beyond the host's), or a bug.
+    "Illegal instruction",
     // Hugging Face's loader on any path or repository without a config:
     // a typo, a directory of GGUF files, a private repo, a GGUF-only repo.
     "does not appear to have a file named config.json",
@@ -387,7 +391,14 @@ fn stack_names(meta: &RuleMeta) -> Vec<Vec<String>> {
     let mut groups: Vec<Vec<String>> = Vec::new();
     let names = meta.component.iter().map(String::as_str).chain(selector_packages(meta));
     let arches = meta.applies_to.iter().filter_map(|s| s.strip_prefix("arch:")).map(arch_aliases);
-    for group in names.map(aliases).chain(arches) {
+    // A rule about stacks in a container image: a log of `docker run` or
+    // podman names where it runs.
+    let container = meta
+        .applies_to
+        .iter()
+        .filter(|s| *s == "container")
+        .map(|_| ["docker", "podman", "container"].map(str::to_owned).to_vec());
+    for group in names.map(aliases).chain(arches).chain(container) {
         if !group.is_empty() && !groups.iter().any(|g| same_thing(g, &group)) {
             groups.push(group);
         }

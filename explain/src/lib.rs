@@ -729,6 +729,21 @@ mod tests {
     }
 
     #[test]
+    fn a_container_rule_is_named_by_a_docker_run() {
+        let sig = "Illegal instruction (core dumped)";
+        let mut image = rule("image-needs-avx", "image needs AVX", "hardware", &[sig]);
+        image.applies_to = vec!["container".to_owned()];
+        let mut arm = rule("arm-flags", "binary uses newer Arm flags", "hardware", &[sig]);
+        arm.applies_to = vec!["arch:aarch64".to_owned()];
+        let e = Explainer::new([image, arm].iter());
+        // A symptom with many causes: nothing named, nothing above the threshold.
+        assert!(e.explain(sig).causes.is_empty());
+        let x = e.explain_above(&format!("$ sudo docker run -it my-image\n{sig}\n"), 0.0);
+        assert_eq!(x.causes[0].rule_id, "image-needs-avx", "{x:?}");
+        assert!(x.causes[0].names_component && !x.causes[1].names_component, "{x:?}");
+    }
+
+    #[test]
     fn a_description_naming_a_gpu_in_the_rules_range_is_the_rules() {
         let sig = "RuntimeError: GPUs with compute capability less than 7.0 are not supported.";
         let mut vllm = rule("vllm-sm70", "vLLM needs compute capability 7.0", "vllm", &[sig]);
