@@ -96,7 +96,9 @@ impl Ranges {
 
 /// The versions `log_lower` states for the package `name`: right after
 /// `name==`, `name-` (a file name) or `name version `, the name starting a
-/// word.
+/// word; or after a colon or blanks (`xformers: 0.0.21`, pip list's
+/// `torch      2.1.2`) when the version has a dot, so that `torch 2 gpus`
+/// states nothing.
 pub fn stated(log_lower: &str, name: &str) -> Vec<Version> {
     let mut out = Vec::new();
     for (i, _) in log_lower.match_indices(name) {
@@ -105,11 +107,22 @@ pub fn stated(log_lower: &str, name: &str) -> Vec<Version> {
             continue;
         }
         let rest = &log_lower[i + name.len()..];
-        let Some(rest) = ["==", "-", " version "].iter().find_map(|sep| rest.strip_prefix(sep))
-        else {
-            continue;
+        let strict = ["==", "-", " version "].iter().find_map(|sep| rest.strip_prefix(sep));
+        let (rest, needs_dot) = match strict {
+            Some(rest) => (rest, false),
+            None => {
+                let loose = rest.strip_prefix(':').unwrap_or(rest);
+                let blanks = loose.trim_start_matches([' ', '\t']);
+                if blanks.len() == loose.len() {
+                    continue;
+                }
+                (blanks, true)
+            }
         };
         let Some(found) = VERSION.captures(rest).and_then(|c| c.get(1)) else { continue };
+        if needs_dot && !found.as_str().contains('.') {
+            continue;
+        }
         if let Ok(v) = Version::parse(found.as_str()) {
             out.push(v);
         }
@@ -140,6 +153,14 @@ mod tests {
             versions("flash_attn-2.5.8+cu122torch2.3-cp310", "flash_attn"),
             ["2.5.8+cu122torch2.3"]
         );
+    }
+
+    #[test]
+    fn environment_pastes_state_versions_after_a_colon_or_blanks() {
+        assert_eq!(versions("python: 3.10.8\nxformers: 0.0.21", "xformers"), ["0.0.21"]);
+        assert_eq!(versions("torch            2.1.2+cu121", "torch"), ["2.1.2+cu121"]);
+        assert_eq!(versions("torch 2 gpus, torch: 3", "torch"), Vec::<String>::new());
+        assert_eq!(versions("torch:2.1.2", "torch"), Vec::<String>::new(), "no blank");
     }
 
     #[test]
