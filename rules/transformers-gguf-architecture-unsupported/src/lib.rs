@@ -64,13 +64,14 @@ const FIRST_RELEASE: [(&str, &str, &str); 24] = [
 ];
 
 /// (HF model_type, GGUF architecture) that no release up to 5.25.0 accepts.
-const NEVER: [(&str, &str); 10] = [
+const NEVER: [(&str, &str); 11] = [
     ("olmo2", "olmo2"),
     // Olmo 3 GGUFs carry `olmo2` (vLLM issue 30691).
     ("olmo3", "olmo2"),
     ("exaone", "exaone"),
     ("qwen3_vl_moe", "qwen3vlmoe"),
     ("qwen3_vl", "qwen3vl"),
+    ("qwen3_next", "qwen3next"),
     ("gemma", "gemma"),
     ("cohere", "command-r"),
     ("deepseek_v2", "deepseek2"),
