@@ -22,6 +22,12 @@
 //! read in gguf-py 0.19.0's MODEL_ARCH_NAMES (PyPI wheel). Model types whose GGUF
 //! architecture no release up to 5.25.0 accepts are listed only where a
 //! report or the mapping names it; any other type is left clear.
+//!
+//! vLLM's own requirement on transformers (Requires-Dist of its PyPI
+//! wheels) shapes the fix: none above from 0.5.5 to 0.11.0; `<5` from
+//! 0.11.1 to 0.19.0; `!=5.0.*,...,!=5.4.*,!=5.5.0` from 0.19.1 to 0.23.0.
+//! A fix in 5.x with vLLM 0.11.1 .. 0.19.0 therefore also upgrades vLLM to
+//! 0.19.1, and a fix from 5.0.0 to 5.5.0 becomes 5.5.1 under vLLM 0.19.1+.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
@@ -81,6 +87,14 @@ const NEVER: [(&str, &str); 11] = [
 
 const REMEDY_UPGRADE: u32 = 0;
 const REMEDY_OTHER_FORMAT: u32 = 1;
+const REMEDY_UPGRADE_WITH_VLLM: u32 = 2;
+
+/// vLLM releases whose requirements cap transformers below 5.
+const VLLM_BELOW_5: &str = ">=0.11.1,<0.19.1";
+/// vLLM releases (with GGUF) that exclude transformers 5.0 .. 5.5.0.
+const VLLM_SKIPS_EARLY_5: &str = ">=0.19.1,<0.24.0";
+/// The first transformers 5.x vLLM 0.19.1 .. 0.23.0 admit.
+const FIRST_5_VLLM_ADMITS: &str = "5.5.1";
 
 /// Whether the workload loads a GGUF checkpoint: the checkpoint format when
 /// given, else a `gguf` quantization or a model id that names GGUF.
@@ -130,7 +144,24 @@ fn evaluate(m: &Manifest) -> Outcome {
             Some(true) => {
                 let mut detail = String::from("its GGUF loader accepts that architecture from ");
                 detail.push_str(first);
-                base(arch).param("detail", &detail).param("fix", first).remedy(REMEDY_UPGRADE)
+                let found = base(arch).param("detail", &detail);
+                let is_5 = pep440_ge(first, "5.0.0") == Some(true);
+                let early_5 = is_5 && pep440_lt(first, FIRST_5_VLLM_ADMITS) == Some(true);
+                let vllm_in =
+                    |spec: &str| m.package("vllm").and_then(|v| v.version_in(spec)) == Some(true);
+                if is_5 && vllm_in(VLLM_BELOW_5) {
+                    let fix = if early_5 { FIRST_5_VLLM_ADMITS } else { first };
+                    return found
+                        .evidence("packages.vllm.version")
+                        .param("fix", fix)
+                        .remedy(REMEDY_UPGRADE_WITH_VLLM);
+                }
+                let fix = if early_5 && vllm_in(VLLM_SKIPS_EARLY_5) {
+                    FIRST_5_VLLM_ADMITS
+                } else {
+                    first
+                };
+                found.param("fix", fix).remedy(REMEDY_UPGRADE)
             }
         };
     }
