@@ -390,7 +390,14 @@ fn gpu_name_words(text: &str) -> Vec<String> {
 fn stack_names(meta: &RuleMeta) -> Vec<Vec<String>> {
     let mut groups: Vec<Vec<String>> = Vec::new();
     let names = meta.component.iter().map(String::as_str).chain(selector_packages(meta));
-    let arches = meta.applies_to.iter().filter_map(|s| s.strip_prefix("arch:")).map(arch_aliases);
+    // x86_64 is where most logs come from and few say so: a log not naming
+    // it says nothing against a rule about it. Other CPUs must be named.
+    let arches = meta
+        .applies_to
+        .iter()
+        .filter_map(|s| s.strip_prefix("arch:"))
+        .filter(|arch| *arch != "x86_64")
+        .map(arch_aliases);
     // A rule about stacks in a container image: a log of `docker run` or
     // podman names where it runs.
     let container = meta
