@@ -1,4 +1,4 @@
-//! FlashAttention-3 forced where it does not run (KNOWLEDGE.md B5). Two
+//! FlashAttention-3 forced where it does not run (KNOWLEDGE.md B5). Three
 //! checks, kept apart:
 //! - vLLM's own FA3 selection with `VLLM_FLASH_ATTN_VERSION=3` (read from
 //!   0.8.0 to 0.14.x; 0.15.0 dropped the variable): its bundled
