@@ -1,4 +1,4 @@
-//! FlashAttention-3 forced where it does not run (KNOWLEDGE.md B5). Two
+//! FlashAttention-3 forced where it does not run (KNOWLEDGE.md B5). Three
 //! checks, kept apart:
 //! - vLLM's own FA3 selection with `VLLM_FLASH_ATTN_VERSION=3` (read from
 //!   0.8.0 to 0.14.x; 0.15.0 dropped the variable): its bundled
@@ -8,6 +8,11 @@
 //!   10.x falls back to FA2 (fa_utils.py), other refusals fail.
 //! - FA3 proper, the `flash-attn-3` package: kernels for sm_80, sm_90a and
 //!   sm_100a only (hopper/setup.py), and CUDA >= 12.3 (README).
+//! - FA3's first builds, the `flashattn-hopper` package (hopper/setup.py's
+//!   name from 7f67966c, 2024-07-11, to 7a802796, 2025-01-07): every
+//!   entry point checks `major == 9` ("FlashAttention only supports Hopper
+//!   GPUs or newer.") and only sm_90a is compiled; Ampere came with
+//!   7bc3f031 (2025-01-08), after the rename.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
@@ -15,6 +20,9 @@ use pitfall_sdk::prelude::*;
 const FA3_ENV: &str = "VLLM_FLASH_ATTN_VERSION";
 const FA3_ENV_PATH: &str = "env.VLLM_FLASH_ATTN_VERSION";
 const FA3_PACKAGE: &str = "flash-attn-3";
+/// The name of FA3's builds before Ampere support (hopper/setup.py's
+/// `PACKAGE_NAME` until 7a802796).
+const HOPPER_ONLY_PACKAGE: &str = "flashattn-hopper";
 /// The releases that read the variable.
 const READS_ENV: &str = ">=0.8.0,<0.15.0";
 /// From 0.12.0 vLLM's FA3 check accepts Hopper (9.x) only.
@@ -24,6 +32,7 @@ const SM80: ComputeCapability = ComputeCapability::new(8, 0);
 const REMEDY_UNSET_ENV: u32 = 0;
 const REMEDY_REMOVE_PACKAGE: u32 = 1;
 const REMEDY_NEWER_CUDA: u32 = 2;
+const REMEDY_REMOVE_HOPPER_ONLY: u32 = 3;
 
 fn is_flash_attn(value: &str) -> bool {
     let v = value.trim();
@@ -54,7 +63,8 @@ fn evaluate(m: &Manifest) -> Outcome {
     // backend is the one in use (forced, or chosen automatically).
     let backend_set = m.workload().attention_backend().or_else(|| m.env("VLLM_ATTENTION_BACKEND"));
     let via_env = env_fa3 && vllm.is_some() && backend_set.as_deref().is_none_or(is_flash_attn);
-    if package.is_none() && !via_env {
+    let hopper_only = m.package(HOPPER_ONLY_PACKAGE);
+    if package.is_none() && hopper_only.is_none() && !via_env {
         return Outcome::clear();
     }
     let (gpu, cc) = match m.need_weakest_nvidia_gpu() {
@@ -98,6 +108,36 @@ fn evaluate(m: &Manifest) -> Outcome {
                 .param("cc", cc_text)
                 .param("reason", reason)
                 .remedy(REMEDY_UNSET_ENV);
+        }
+    }
+
+    // (3) flashattn-hopper: compute capability 9.x only, Blackwell too is
+    // refused. Any GPU of the job that is not 9.x fails.
+    if let Some(old) = &hopper_only {
+        let mut refused = (cc.major != 9).then(|| (gpu.clone(), cc));
+        if refused.is_none() {
+            refused = m
+                .nvidia_gpus()
+                .filter_map(|g| g.compute_capability().map(|c| (g, c)))
+                .find(|(_, c)| c.major != 9);
+        }
+        if let Some((gpu, cc)) = refused {
+            let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
+            let mut cc_buf = [0u8; 24];
+            let mut outcome = Outcome::matched()
+                .evidence(gpu.field_path("compute_capability").as_str())
+                .param("via", "the flashattn-hopper package")
+                .param("gpu", &gpu_name)
+                .param("cc", cc.write_to(&mut cc_buf))
+                .param(
+                    "reason",
+                    "builds named flashattn-hopper (flash-attention's hopper/ before 2025-01-07) accept compute capability 9.x only and carry sm_90a kernels only",
+                )
+                .remedy(REMEDY_REMOVE_HOPPER_ONLY);
+            if old.version_text().is_some() {
+                outcome = outcome.evidence(old.version_path().as_str());
+            }
+            return outcome;
         }
     }
 
