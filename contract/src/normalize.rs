@@ -237,8 +237,16 @@ fn canonical_arch_list_entry(entry: &str) -> String {
         }
         _ => (entry, ""),
     };
-    match canonical_compute_capability(arch) {
-        Some(cc) => format!("{cc}{ptx}"),
+    // `sm_90a`, `9.0a`, `10.0f`: in a list of build targets the letter is a
+    // target of its own (arch-specific code nvcc 11.8 cannot build), kept
+    // after the capability.
+    let letters = arch.bytes().rev().take_while(u8::is_ascii_alphabetic).count();
+    let (base, letter) = match arch.split_at(arch.len() - letters) {
+        (base, letter) if base.bytes().last().is_some_and(|b| b.is_ascii_digit()) => (base, letter),
+        _ => (arch, ""),
+    };
+    match canonical_compute_capability(base) {
+        Some(cc) => format!("{cc}{}{ptx}", letter.to_ascii_lowercase()),
         None => entry.to_owned(),
     }
 }
@@ -714,6 +722,8 @@ mod tests {
                 torch_cuda_arch_list: vec![
                     "7.5;8.0+ptx".into(),
                     "sm_90".into(),
+                    "sm_90a".into(),
+                    "10.0F+PTX".into(),
                     "Turing".into(),
                     " ".into(),
                 ],
@@ -729,7 +739,7 @@ mod tests {
         assert_eq!(package.ecosystem.as_deref(), Some("pypi"));
         assert_eq!(package_key(&package.name), "flash-attn");
         let archs = manifest.build.map(|b| b.torch_cuda_arch_list).unwrap_or_default();
-        assert_eq!(archs, ["7.5", "8.0+PTX", "9.0", "Turing"]);
+        assert_eq!(archs, ["7.5", "8.0+PTX", "9.0", "9.0a", "10.0f+PTX", "Turing"]);
     }
 
     /// The fast checks that leave a clean package's strings alone decide
