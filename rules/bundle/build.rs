@@ -84,13 +84,28 @@ fn rule_crates(
             continue;
         }
         let text = std::fs::read_to_string(&manifest)?;
-        let name = text
-            .lines()
-            .find_map(|l| {
-                l.trim().strip_prefix("name").map(str::trim).and_then(|r| r.strip_prefix('='))
-            })
-            .map(|v| v.trim().trim_matches('"').to_owned())
-            .ok_or_else(|| format!("{}: no package name", manifest.display()))?;
+        let field = |key: &str| {
+            text.lines()
+                .find_map(|l| {
+                    l.trim().strip_prefix(key).map(str::trim).and_then(|r| r.strip_prefix('='))
+                })
+                .map(|v| v.trim().trim_matches('"').to_owned())
+                .ok_or_else(|| format!("{}: no package {key}", manifest.display()))
+        };
+        let name = field("name")?;
+        // The crate's version is what Cargo.lock and build logs show: it must
+        // be the release the rule's metadata declares.
+        let meta = dir.join("rule.json");
+        let declared: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta)?)
+            .map_err(|e| format!("{}: {e}", meta.display()))?;
+        let (crate_version, rule_version) = (field("version")?, &declared["version"]);
+        if rule_version.as_str() != Some(crate_version.as_str()) {
+            return Err(format!(
+                "{}: the crate's version {crate_version} is not rule.json's {rule_version}; give both the rule's release",
+                dir.display()
+            )
+            .into());
+        }
         crates.push((name, dir));
     }
     crates.sort();
