@@ -32,16 +32,28 @@ use serde_json::Value;
 
 /// The breakages whose expected rule `check` fires today: the test fails
 /// if fewer do.
-const CHECK_RECALL_FLOOR: usize = 9;
+const CHECK_RECALL_FLOOR: usize = 10;
 
 /// The breakages named by `check` or by `explain` (first cause) today.
-const NAMED_FLOOR: usize = 194;
+const NAMED_FLOOR: usize = 259;
 
 /// Error findings on reports that are not breakages which come from a
 /// rule, not from what the collector read: each names the report, the
 /// rule and why. The test fails on any other false error, and on an entry
 /// here that no longer happens (then it goes).
 const KNOWN_RULE_FALSE_ERRORS: &[(&str, &str, &str)] = &[];
+
+/// Causes `explain` names for reports that are not breakages, accepted
+/// because the text cannot tell them apart: each names the report, the
+/// rule and why. The test fails on any other false cause, and on an entry
+/// here that no longer happens. The explain evaluation
+/// (`explain/tests/reports.rs`) keeps the same list.
+const KNOWN_FALSE_CAUSES: &[(&str, &str, &str)] = &[(
+    "emma-x-1",
+    "transformers-too-old-for-model-type",
+    "transformers' own message names two causes, a checkpoint whose model type no release knows \
+     and a transformers older than the model; the text holds no version to tell which",
+)];
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/reports")
@@ -259,7 +271,7 @@ fn the_corpus_of_real_reports() {
             }
         } else {
             if let Some(rule) = &first_cause {
-                false_causes.push(format!("{}: {rule}", report.id));
+                false_causes.push((report.id.clone(), rule.clone()));
             }
             if errors.is_empty() {
                 "no error (right)".to_owned()
@@ -310,12 +322,24 @@ fn the_corpus_of_real_reports() {
     for (id, rule, why) in KNOWN_RULE_FALSE_ERRORS {
         table.push_str(&format!("false error from a rule, {id} ({rule}): {why}\n"));
     }
+    for (id, rule, why) in KNOWN_FALSE_CAUSES {
+        table.push_str(&format!("accepted false cause, {id} ({rule}): {why}\n"));
+    }
     println!("{table}");
     assert!(
         unexplained.is_empty(),
         "error findings on reports that are not breakages: {unexplained:?}\n{table}"
     );
+    let (known_causes, false_causes): (Vec<_>, Vec<_>) = false_causes
+        .into_iter()
+        .partition(|(id, rule)| KNOWN_FALSE_CAUSES.iter().any(|(i, r, _)| i == id && r == rule));
     assert!(false_causes.is_empty(), "explain names a cause of a non-breakage: {false_causes:?}");
+    for (id, rule, _) in KNOWN_FALSE_CAUSES {
+        assert!(
+            known_causes.iter().any(|(i, r)| i == id && r == rule),
+            "{id}: {rule} is no longer named; remove it from KNOWN_FALSE_CAUSES"
+        );
+    }
     for (id, rule, _) in KNOWN_RULE_FALSE_ERRORS {
         assert!(
             seen_known.iter().any(|(r, x)| r == id && x == rule),
