@@ -284,14 +284,23 @@ impl Explainer {
     /// The rules scoring at least `threshold` (0 lists every rule a
     /// signature matched, for calibrating the threshold).
     pub fn explain_above(&self, log: &str, threshold: f64) -> Explanation {
-        let log = normalize::normalize(log);
-        let roles = traceback::roles(&log);
+        let mut log = normalize::normalize(log);
+        let mut roles = traceback::roles(&log);
         let has_exceptions = roles.iter().any(|r| *r != Role::Other);
         let mut explanation = Explanation {
             causes: Vec::new(),
             lines_total: log.lines_total,
             lines_distinct: log.lines.len(),
         };
+        // Messages a paste wrapped over two lines, read as one line after
+        // the log's own (with the role of their second half, where an
+        // exception's message goes on): only a match across the join counts.
+        let mut joins: Vec<Option<usize>> = vec![None; log.lines.len()];
+        for wrapped in normalize::wrapped(&log) {
+            roles.push(roles[wrapped.second]);
+            joins.push(Some(wrapped.split));
+            log.lines.push(wrapped.line);
+        }
         let Some(automaton) = &self.automaton else { return explanation };
 
         // Each rule's best match: (rule, line, match, weighted strength).
@@ -319,6 +328,7 @@ impl Explainer {
                     None => best.push((rule, l, s, m, weighted)),
                 }
             };
+            let join = joins[l];
             for hit in automaton.find_overlapping_iter(line.text.as_str()) {
                 for &s in &self.by_anchor[hit.pattern().as_usize()] {
                     if !tried.insert(s) {
@@ -326,9 +336,15 @@ impl Explainer {
                     }
                     let compiled = &self.signatures[s as usize];
                     let Some(m) = compiled.signature.match_line(&line.text) else { continue };
+                    if join.is_some_and(|j| m.start >= j || m.end <= j) {
+                        continue;
+                    }
                     matched.insert(s);
                     keep(s, m);
                 }
+            }
+            if join.is_some() {
+                continue;
             }
             // A message typed again by hand: word by word, for signatures
             // the line did not match as written.
@@ -726,6 +742,22 @@ mod tests {
         let quoted = format!("vllm serve\n{sig}\n");
         let x = e.explain(&quoted);
         assert!(!x.causes[0].described && x.causes[0].score > 0.8, "{x:?}");
+    }
+
+    #[test]
+    fn a_message_the_paste_wrapped_is_matched_across_the_two_lines() {
+        let sig = "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: {int}, Hardware limit: {int}.";
+        let e = Explainer::new(
+            [rule("smem", "Triton kernel needs more shared memory", "triton", &[sig])].iter(),
+        );
+        let wrapped = "vllm serve google/gemma-4\ntriton.runtime.errors.OutOfResources: out of resource: shared memory,\nRequired: 98304, Hardware limit: 65536.\n";
+        let x = e.explain(wrapped);
+        assert_eq!(x.causes.len(), 1, "{x:?}");
+        assert_eq!(x.causes[0].lines, [2, 3]);
+        assert_eq!(x.causes[0].holes, [("int", "98304".to_owned()), ("int", "65536".to_owned())]);
+        // A sentence that ended is not continued by the next line.
+        let ended = "triton.runtime.errors.OutOfResources: out of resource: shared memory.\nRequired: 98304, Hardware limit: 65536.\n";
+        assert!(e.explain(ended).causes.is_empty());
     }
 
     #[test]

@@ -189,6 +189,52 @@ fn strip_prefixes<'t>(mut text: &'t str, components: &mut Vec<&'static str>) -> 
     text
 }
 
+/// Two lines of the user's text that may be one message wrapped by the
+/// paste (a terminal, an issue's editor): `... shared memory,` then
+/// `Required: 98304, Hardware limit: 65536.`, or `...so: undefined` then
+/// `symbol: _ZN3c10...`. Holes never span a line, so such a message is
+/// matched on the two joined by a space.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wrapped {
+    /// The joined text, with both lines' numbers.
+    pub line: Line,
+    /// Where the second line starts in the joined text.
+    pub split: usize,
+    /// The second line's position in [`Log::lines`].
+    pub second: usize,
+}
+
+/// The longest line taken as the first half of a wrapped message: a
+/// paste wraps at a terminal's or an editor's width.
+const WRAP_WIDTH: usize = 200;
+
+/// The adjacent line pairs of `log` that read as one wrapped message: the
+/// first ends inside a sentence (a comma, or a word followed by a line
+/// that starts in lower case).
+pub fn wrapped(log: &Log) -> Vec<Wrapped> {
+    let mut out = Vec::new();
+    for pair in log.order.windows(2) {
+        let (a, b) = (&log.lines[pair[0]], &log.lines[pair[1]]);
+        if pair[0] == pair[1] || a.text.len() > WRAP_WIDTH {
+            continue;
+        }
+        let adjacent = a.numbers.iter().any(|n| b.numbers.contains(&(n + 1)));
+        let last = a.text.chars().next_back();
+        let first = b.text.chars().next();
+        let continues = last == Some(',')
+            || (last.is_some_and(char::is_alphanumeric) && first.is_some_and(char::is_lowercase));
+        if !adjacent || !continues || out.iter().any(|w: &Wrapped| w.second == pair[1]) {
+            continue;
+        }
+        let split = a.text.len() + 1;
+        let mut numbers = a.numbers.clone();
+        numbers.extend(b.numbers.iter().copied().filter(|n| !a.numbers.contains(n)));
+        let line = Line { text: format!("{} {}", a.text, b.text), numbers };
+        out.push(Wrapped { line, split, second: pair[1] });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
