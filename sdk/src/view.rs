@@ -569,6 +569,15 @@ impl Workload<'_> {
         self.m.text("workload.quantization")
     }
 
+    /// Whether `workload.quantization_scheme` is INT8 weights and
+    /// activations (`w8a8-int8`, `w8a8_int8`, `int8`, any case): `None`
+    /// without a scheme.
+    pub fn scheme_is_int8_w8a8(&self) -> Option<bool> {
+        let scheme = self.m.text("workload.quantization_scheme")?;
+        let s = scheme.trim();
+        Some(["w8a8-int8", "w8a8_int8", "int8"].iter().any(|n| s.eq_ignore_ascii_case(n)))
+    }
+
     /// `workload.kv_cache_dtype`.
     pub fn kv_cache_dtype(&self) -> Option<String> {
         self.m.text("workload.kv_cache_dtype")

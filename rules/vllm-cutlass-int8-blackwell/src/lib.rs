@@ -11,13 +11,6 @@ use pitfall_sdk::prelude::*;
 const BLACKWELL: ComputeCapability = ComputeCapability::new(10, 0);
 const SCHEME: &str = "workload.quantization_scheme";
 
-fn is_int8_w8a8(scheme: &str) -> bool {
-    let s = scheme.trim();
-    s.eq_ignore_ascii_case("w8a8-int8")
-        || s.eq_ignore_ascii_case("w8a8_int8")
-        || s.eq_ignore_ascii_case("int8")
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
     let Some(vllm) = m.package("vllm") else {
         return Outcome::clear();
@@ -41,10 +34,10 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some((gpu, cc)) = blackwell else {
         return Outcome::clear();
     };
-    let Some(scheme) = m.text(SCHEME) else {
+    let Some(int8) = m.workload().scheme_is_int8_w8a8() else {
         return Outcome::needs(SCHEME);
     };
-    if !is_int8_w8a8(&scheme) {
+    if !int8 {
         return Outcome::clear();
     }
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));

@@ -36,13 +36,6 @@ const TURING_BUG: &str = ">=0.6.3,<0.6.4";
 const REMEDY_UPGRADE: u32 = 0;
 const REMEDY_GPU: u32 = 1;
 
-fn is_int8_w8a8(scheme: &str) -> bool {
-    let s = scheme.trim();
-    s.eq_ignore_ascii_case("w8a8-int8")
-        || s.eq_ignore_ascii_case("w8a8_int8")
-        || s.eq_ignore_ascii_case("int8")
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
     let Some(vllm) = m.package("vllm") else {
         return Outcome::clear();
@@ -59,10 +52,10 @@ fn evaluate(m: &Manifest) -> Outcome {
     if cc >= AMPERE || cc < VOLTA {
         return Outcome::clear();
     }
-    let Some(scheme) = m.text(SCHEME) else {
+    let Some(int8) = m.workload().scheme_is_int8_w8a8() else {
         return Outcome::needs(SCHEME);
     };
-    if !is_int8_w8a8(&scheme) {
+    if !int8 {
         return Outcome::clear();
     }
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
