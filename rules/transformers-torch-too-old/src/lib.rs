@@ -23,8 +23,8 @@
 //!
 //! 4.50.0 .. 4.51.3 check no torch version but need torch 2.1: their
 //! integrations/flex_attention.py (imported by modeling_utils.py) applies
-//! `@torch.compiler.disable(recursive=False)` at module level (read in the
-//! wheels 4.50.0, 4.50.3, 4.51.0, 4.51.3; absent in 4.48.3 and 4.49.0), and
+//! `@torch.compiler.disable(recursive=False)` at module level (read in every
+//! wheel from 4.50.0 to 4.51.3; absent in 4.48.3 and 4.49.0), and
 //! torch has `torch.compiler` from 2.1.0 (the 2.0.1 wheel has no
 //! torch/compiler). With torch 2.0.x importing a model class fails with
 //! "AttributeError: module 'torch' has no attribute 'compiler'".
