@@ -20,6 +20,14 @@
 //! `_register_pytree_node`). With torch 2.1.x `import transformers` fails
 //! with "AttributeError: module 'torch.utils._pytree' has no attribute
 //! 'register_pytree_node'".
+//!
+//! 4.50.0 .. 4.51.3 check no torch version but need torch 2.1: their
+//! integrations/flex_attention.py (imported by modeling_utils.py) applies
+//! `@torch.compiler.disable(recursive=False)` at module level (read in every
+//! wheel from 4.50.0 to 4.51.3; absent in 4.48.3 and 4.49.0), and
+//! torch has `torch.compiler` from 2.1.0 (the 2.0.1 wheel has no
+//! torch/compiler). With torch 2.0.x importing a model class fails with
+//! "AttributeError: module 'torch' has no attribute 'compiler'".
 #![no_std]
 
 use pitfall_sdk::prelude::*;
@@ -27,11 +35,13 @@ use pitfall_sdk::prelude::*;
 const DISABLED: &str =
     "it disables its PyTorch backend and every model class raises that PyTorch is missing";
 const DISABLED_THEN_PYTREE: &str = "it disables its PyTorch backend and every model class raises that PyTorch is missing (and torch 2.1.x, which passes that check, fails at import: these releases call torch.utils._pytree.register_pytree_node, which torch has from 2.2)";
+const COMPILER: &str = "it checks no torch version, but importing its model classes (transformers.modeling_utils) fails with AttributeError: module 'torch' has no attribute 'compiler', which torch has from 2.1";
 const PYTREE: &str = "its own check (torch >= 2.1) lets it through, but `import transformers` fails with AttributeError: module 'torch.utils._pytree' has no attribute 'register_pytree_node', which torch has from 2.2";
 
 /// (transformers releases, torch versions that fail as a PEP 440 bound,
 /// the floor to print, the torch release that fixes it, what happens).
-const FLOORS: [(&str, &str, &str, &str, &str); 7] = [
+const FLOORS: [(&str, &str, &str, &str, &str); 8] = [
+    (">=4.50.0,<4.52.1", "<2.1.0", "2.1", "2.1.0", COMPILER),
     (">=4.52.1,<4.56.0", "<2.1.0", "2.1", "2.1.0", DISABLED),
     (">=4.56.0,<5.0.0", "<2.1.0", "2.1", "2.2.0", DISABLED_THEN_PYTREE),
     (">=4.56.0,<5.0.0", "<2.2.0", "2.2", "2.2.0", PYTREE),
