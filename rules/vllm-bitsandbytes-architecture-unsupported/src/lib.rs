@@ -3,8 +3,8 @@
 //! the loader (model_loader/loader.py, `BitsAndBytesModelLoader`) raises
 //! "Model {class} does not support BitsAndBytes quantization yet.". Which
 //! registry architectures declare it (directly or through a base class, as
-//! Mistral through Llama) was read in the PyPI sdists of 0.5.0, 0.5.3.post1,
-//! 0.5.4, 0.5.5, 0.6.0, 0.6.1, 0.6.2, 0.6.3, 0.6.3.post1, 0.6.4,
+//! Mistral through Llama) was read in the PyPI sdists of 0.5.0, 0.5.1,
+//! 0.5.2, 0.5.3, 0.5.3.post1, 0.5.4, 0.5.5, 0.6.0, 0.6.1, 0.6.2, 0.6.3, 0.6.3.post1, 0.6.4,
 //! 0.6.4.post1, 0.6.5, 0.6.6 and 0.6.6.post1. From 0.7.0 the loader checks
 //! `packed_modules_mapping` instead, which this rule does not judge.
 #![no_std]
@@ -19,7 +19,7 @@ const CHECKED: &str = ">=0.5.0,<0.7.0";
 /// had it from 0.5.0 and are absent; architectures that got it only in
 /// 0.7.0 (through `packed_modules_mapping`) are left out.
 const FIRST_BNB: &[(&str, &str, &str)] = &[
-    ("Gemma2ForCausalLM", "0.5.3.post1", "0.6.2"),
+    ("Gemma2ForCausalLM", "0.5.1", "0.6.2"),
     ("FalconForCausalLM", "0.5.0", "0.6.3"),
     ("RWForCausalLM", "0.5.0", "0.6.3"),
     ("GemmaForCausalLM", "0.5.0", "0.6.3"),
