@@ -4,9 +4,10 @@
 //! the current GPU. Minimum capability: 70. Current capability: ...".
 //! Read as 70 in the PyPI sdists of 0.5.0 (the first release with
 //! bitsandbytes), 0.5.3.post1, 0.5.4, 0.5.5, 0.6.0 to 0.6.6.post1, 0.7.0 to
-//! 0.7.3, 0.8.0, 0.9.0, 0.10.0, 0.11.0 and 0.12.0; later releases up to the
-//! removal in 0.28.0 were not read. It bites where vLLM itself runs below
-//! 7.0 (community Pascal builds); `vllm-needs-sm70` covers vLLM as a whole.
+//! 0.7.3, 0.8.0, 0.9.0, 0.10.0, 0.11.0, 0.12.0, 0.13.0, 0.20.0, 0.27.0 and
+//! 0.27.1; the other releases up to the removal in 0.28.0 were not read.
+//! It bites where vLLM itself runs below 7.0 (community Pascal builds);
+//! `vllm-needs-sm70` covers vLLM as a whole.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
