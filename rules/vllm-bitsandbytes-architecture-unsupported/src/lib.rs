@@ -1,7 +1,9 @@
 //! vLLM 0.5.0 to 0.6.6.post1 loads bitsandbytes weights only into model
 //! classes that declare `bitsandbytes_stacked_params_mapping`; for any other
 //! the loader (model_loader/loader.py, `BitsAndBytesModelLoader`) raises
-//! "Model {class} does not support BitsAndBytes quantization yet.". Which
+//! "Model {class} does not support BitsAndBytes quantization yet." (up to
+//! 0.5.4 it names `type(self)`, the loader: "Model BitsAndBytesModelLoader
+//! does not support ..."; 0.5.5 names the model class). Which
 //! registry architectures declare it (directly or through a base class, as
 //! Mistral through Llama) was read in the PyPI sdists of 0.5.0, 0.5.1,
 //! 0.5.2, 0.5.3, 0.5.3.post1, 0.5.4, 0.5.5, 0.6.0, 0.6.1, 0.6.2, 0.6.3, 0.6.3.post1, 0.6.4,
