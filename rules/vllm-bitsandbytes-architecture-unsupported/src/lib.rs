@@ -3,12 +3,13 @@
 //! the loader (model_loader/loader.py, `BitsAndBytesModelLoader`) raises
 //! "Model {class} does not support BitsAndBytes quantization yet." (up to
 //! 0.5.4 it names `type(self)`, the loader: "Model BitsAndBytesModelLoader
-//! does not support ..."; 0.5.5 names the model class). Which
-//! registry architectures declare it (directly or through a base class, as
-//! Mistral through Llama) was read in the PyPI sdists of 0.5.0, 0.5.1,
-//! 0.5.2, 0.5.3, 0.5.3.post1, 0.5.4, 0.5.5, 0.6.0, 0.6.1, 0.6.2, 0.6.3, 0.6.3.post1, 0.6.4,
-//! 0.6.4.post1, 0.6.5, 0.6.6 and 0.6.6.post1. From 0.7.0 the loader checks
-//! `packed_modules_mapping` instead, which this rule does not judge.
+//! does not support ..."; 0.5.5 names the model class). Which registry
+//! architectures declare it (directly or through a base class, as Mistral
+//! through Llama) was read in the PyPI sdists of 0.5.0, 0.5.1, 0.5.2,
+//! 0.5.3, 0.5.3.post1, 0.5.4, 0.5.5, 0.6.0, 0.6.1, 0.6.2, 0.6.3,
+//! 0.6.3.post1, 0.6.4, 0.6.4.post1, 0.6.5, 0.6.6 and 0.6.6.post1. From
+//! 0.7.0 the loader checks `packed_modules_mapping` instead, which this
+//! rule does not judge.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
