@@ -12,7 +12,7 @@ use pitfall_sdk::prelude::*;
 
 const A100: ComputeCapability = ComputeCapability::new(8, 0);
 const GA10X: ComputeCapability = ComputeCapability::new(8, 6);
-/// sm_87 (Jetson Orin) and later: not this rule's boundary.
+/// sm_87 (Jetson Orin, boundary not read) and later: not this rule's cases.
 const ORIN: ComputeCapability = ComputeCapability::new(8, 7);
 
 /// The first CUDA release whose nvcc compiles for `cc`.
