@@ -13,13 +13,10 @@
 use pitfall_sdk::prelude::*;
 
 const VOLTA: ComputeCapability = ComputeCapability::new(7, 0);
-/// GPTQ's floor (`GPTQConfig.get_min_capability` returns 60, same sdists).
-const PASCAL: ComputeCapability = ComputeCapability::new(6, 0);
 /// Releases with bitsandbytes (0.5.0 added it, 0.28.0 removed it).
 const WITH_BNB: &str = ">=0.5.0,<0.28.0";
 
 const REMEDY_GPU: u32 = 0;
-const REMEDY_GPTQ: u32 = 1;
 
 fn evaluate(m: &Manifest) -> Outcome {
     // Selectors are a promise: clear whenever they do not hold.
@@ -46,14 +43,13 @@ fn evaluate(m: &Manifest) -> Outcome {
     }
     let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
     let mut cc_buf = [0u8; 24];
-    let outcome = Outcome::matched()
+    Outcome::matched()
         .evidence("workload.quantization")
         .evidence(gpu.field_path("compute_capability").as_str())
         .evidence(vllm.version_path().as_str())
         .param("gpu", &gpu_name)
         .param("cc", cc.write_to(&mut cc_buf))
-        .remedy(REMEDY_GPU);
-    if cc >= PASCAL { outcome.remedy(REMEDY_GPTQ) } else { outcome }
+        .remedy(REMEDY_GPU)
 }
 
 pitfall_sdk::export_rule!(evaluate);
