@@ -3,7 +3,7 @@
 //! every place it appeared (eight tensor-parallel ranks print the same
 //! error eight times).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -213,6 +213,8 @@ const WRAP_WIDTH: usize = 200;
 /// that starts in lower case).
 pub fn wrapped(log: &Log) -> Vec<Wrapped> {
     let mut out = Vec::new();
+    // A line repeated in the log is the second half of one join at most.
+    let mut seconds = HashSet::new();
     for pair in log.order.windows(2) {
         let (a, b) = (&log.lines[pair[0]], &log.lines[pair[1]]);
         if pair[0] == pair[1] || a.text.len() > WRAP_WIDTH {
@@ -223,7 +225,7 @@ pub fn wrapped(log: &Log) -> Vec<Wrapped> {
         let first = b.text.chars().next();
         let continues = last == Some(',')
             || (last.is_some_and(char::is_alphanumeric) && first.is_some_and(char::is_lowercase));
-        if !adjacent || !continues || out.iter().any(|w: &Wrapped| w.second == pair[1]) {
+        if !adjacent || !continues || !seconds.insert(pair[1]) {
             continue;
         }
         let split = a.text.len() + 1;
