@@ -23,6 +23,12 @@ use crate::signature::{LineMatch, Signature};
 /// fewer is a phrase many messages have.
 const MIN_WORDS: usize = 5;
 
+/// A shorter message is retyped-matched only when one of its words is a
+/// code identifier (`ncclCommRegister`, `libcudart.so.12`), and then only
+/// whole and word for word: a title quoting `undefined symbol
+/// ncclCommRegister` without its colon. This many words at least.
+const MIN_SHORT_WORDS: usize = 3;
+
 /// A retyped match may differ by one word in this many (at least one).
 const WORDS_PER_EDIT: usize = 8;
 
@@ -71,6 +77,8 @@ pub struct Index {
     pairs: HashMap<(u32, u32), Vec<u32>>,
     /// By signature: how many of the line's pairs make it a candidate.
     needed: Vec<usize>,
+    /// By signature: fewer than [`MIN_WORDS`] words, matched only whole.
+    short: Vec<bool>,
 }
 
 /// A line read as words.
@@ -86,11 +94,13 @@ impl Index {
     /// Adds the next signature (its position is the count added so far).
     pub fn add(&mut self, signature: &Signature) {
         let mut tokens = Vec::new();
+        let mut identifier = false;
         for (i, segment) in signature.segments().iter().enumerate() {
             match segment {
                 Segment::Literal(l) => {
                     let text = if i == 0 { &l[signature.core_start()..] } else { l.as_str() };
                     for (a, b) in word_spans(text) {
+                        identifier |= is_identifier(&text[a..b]);
                         let word = text[a..b].to_lowercase();
                         let next = self.words.len() as u32;
                         let id = *self.words.entry(word).or_insert(next);
@@ -102,7 +112,9 @@ impl Index {
         }
         let literal = tokens.iter().filter(|t| matches!(t, Token::Word(..))).count();
         let s = self.tokens.len() as u32;
-        if literal >= MIN_WORDS {
+        let short = literal < MIN_WORDS;
+        self.short.push(short);
+        if literal >= MIN_WORDS || (literal >= MIN_SHORT_WORDS && identifier) {
             for pair in tokens.windows(2) {
                 if let [Token::Word(a, _), Token::Word(b, _)] = pair {
                     let list = self.pairs.entry((*a, *b)).or_default();
@@ -208,7 +220,11 @@ impl Index {
             alignment.holes.iter().filter(|(k, a, b)| *k != HoleKind::Text && a == b).count();
         let words_edited = alignment.edits.saturating_sub(left_out);
         let differences = if words_edited == 0 { 0 } else { alignment.edits };
-        if alignment.matched < MIN_WORDS
+        if self.short.get(s as usize).copied().unwrap_or(false) {
+            if alignment.matched < literal || words_edited > 0 {
+                return None;
+            }
+        } else if alignment.matched < MIN_WORDS
             || alignment.matched * 5 < literal * 4
             || differences > allowed
         {
@@ -415,6 +431,23 @@ fn align(tokens: &[Token], line: &str, words: &Words) -> Option<Alignment> {
 /// The words of `text`: runs of letters, digits and dots, without the dots
 /// at either end (`7.5` and `libcudart.so.12` are one word each; `80.` is
 /// `80`).
+/// Whether a message word is a name from code rather than prose: a
+/// camelCase name (not an exception class's `...Error`), a library file
+/// (`libcudart.so`), or letters and digits together, eight bytes or more.
+fn is_identifier(word: &str) -> bool {
+    if word.len() < 8 || word.ends_with("Error") || word.ends_with("Exception") {
+        return false;
+    }
+    let b = word.as_bytes();
+    let camel = b.windows(2).any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+    let dotted = b
+        .windows(3)
+        .any(|w| w[0].is_ascii_alphanumeric() && w[1] == b'.' && w[2].is_ascii_alphabetic());
+    let letters_and_digits =
+        b.iter().any(u8::is_ascii_alphabetic) && b.iter().any(u8::is_ascii_digit);
+    camel || dotted || letters_and_digits
+}
+
 fn word_spans(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut rest = text.char_indices().peekable();
     std::iter::from_fn(move || {
@@ -505,6 +538,24 @@ mod tests {
         )
         .expect("whole");
         assert!(m.strength < whole.strength, "{} vs {}", m.strength, whole.strength);
+    }
+
+    #[test]
+    fn a_short_message_naming_code_matches_whole_without_its_punctuation() {
+        let symbol = "{path}: undefined symbol: ncclCommRegister";
+        let (_, m) = retyped(&[symbol], "undefined symbol ncclCommRegister").expect("retyped");
+        assert_eq!(
+            &"undefined symbol ncclCommRegister"[m.start..m.end],
+            "undefined symbol ncclCommRegister"
+        );
+        assert!(
+            retyped(&[symbol], "undefined symbol in ncclCommRegister").is_none(),
+            "a word added"
+        );
+        assert!(retyped(&[symbol], "undefined symbol ncclCommDestroy").is_none(), "another symbol");
+        let prose = "ValueError: Architecture {word} not supported";
+        assert!(retyped(&[prose], "Architecture is not supported").is_none(), "no code name");
+        assert!(retyped(&[prose], "Architecture qwen3 not supported").is_none(), "no code name");
     }
 
     #[test]
