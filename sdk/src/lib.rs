@@ -48,7 +48,9 @@ pub mod prelude {
     pub use crate::version::{
         ArchEntry, ComputeCapability, Dotted, Version, dotted_ge, dotted_lt, pep440_ge, pep440_lt,
     };
-    pub use crate::view::{Accelerator, ArchList, Manifest, Package, Path, Unanswered, Workload};
+    pub use crate::view::{
+        Accelerator, ArchList, ContainerShm, Manifest, Package, Path, Unanswered, Workload,
+    };
     pub use alloc::string::String;
     pub use alloc::vec::Vec;
 }

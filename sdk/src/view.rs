@@ -299,6 +299,14 @@ impl Manifest {
         self.text("container.image")
     }
 
+    /// The container's shared memory: its IPC mode and /dev/shm size.
+    pub fn container_shm(&self) -> ContainerShm {
+        ContainerShm {
+            ipc: self.text("container.ipc"),
+            size_mib: self.number("container.shm_size_mib"),
+        }
+    }
+
     /// An environment variable.
     pub fn env(&self, name: &str) -> Option<String> {
         self.text(Path::new("env").key(name).as_str())
@@ -684,5 +692,47 @@ mod tests {
         assert!(p.clone().0.capacity() >= PATH_ROOM);
         assert_eq!(p.child("model").as_str(), "accelerators.12.model");
         assert_eq!(p.clone().key("model"), p.child("model"));
+    }
+}
+
+/// A container's shared memory as the manifest states it
+/// (`container.ipc`, `container.shm_size_mib`), read the same way by every
+/// rule about a /dev/shm too small for NCCL, DataLoader workers or vLLM.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerShm {
+    /// `container.ipc` (`host`, `private`, `shareable`, `container:NAME`).
+    pub ipc: Option<String>,
+    /// `container.shm_size_mib`.
+    pub size_mib: Option<f64>,
+}
+
+impl ContainerShm {
+    /// The container shares the host's IPC namespace, so its /dev/shm is
+    /// the host's and no container limit applies.
+    pub fn shares_host(&self) -> bool {
+        self.ipc.as_deref() == Some("host")
+    }
+
+    /// The undetermined outcome naming both fields, when neither is stated:
+    /// a container whose IPC mode and /dev/shm size are unknown may have
+    /// either.
+    pub fn unknown(&self) -> Option<Outcome> {
+        (self.ipc.is_none() && self.size_mib.is_none()).then(|| {
+            Outcome::undetermined().missing("container.ipc").missing("container.shm_size_mib")
+        })
+    }
+
+    /// `outcome` with the `ipc` and `shm` parameters (an unstated IPC mode
+    /// is `unreported`; an unstated size is `default_mib`, the runtime's
+    /// default) and the fields stated as evidence.
+    pub fn annotate(&self, outcome: Outcome, default_mib: f64) -> Outcome {
+        let outcome = match &self.ipc {
+            Some(mode) => outcome.evidence("container.ipc").param("ipc", mode),
+            None => outcome.param("ipc", "unreported"),
+        };
+        match self.size_mib {
+            Some(mib) => outcome.evidence("container.shm_size_mib").param_int("shm", mib as i64),
+            None => outcome.param_int("shm", default_mib as i64),
+        }
     }
 }

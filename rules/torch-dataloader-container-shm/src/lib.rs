@@ -36,30 +36,22 @@ fn evaluate(m: &Manifest) -> Outcome {
         Some(_) => return Outcome::clear(),
         None => return Outcome::needs("workload.mode"),
     }
-    let ipc = m.text("container.ipc");
-    if ipc.as_deref() == Some("host") {
+    let shm = m.container_shm();
+    if shm.shares_host() {
         return Outcome::clear();
     }
-    let shm = m.number("container.shm_size_mib");
-    if ipc.is_none() && shm.is_none() {
-        return Outcome::undetermined().missing("container.ipc").missing("container.shm_size_mib");
+    if let Some(unknown) = shm.unknown() {
+        return unknown;
     }
     // Sizes above Docker's default are not judged (see summary).
-    if shm.is_some_and(|s| s > DOCKER_DEFAULT_SHM_MIB) {
+    if shm.size_mib.is_some_and(|s| s > DOCKER_DEFAULT_SHM_MIB) {
         return Outcome::clear();
     }
-    let mut outcome = Outcome::matched()
+    let outcome = Outcome::matched()
         .evidence("packages.torch")
         .evidence("workload.mode")
         .param("image", &image);
-    outcome = match &ipc {
-        Some(mode) => outcome.evidence("container.ipc").param("ipc", mode),
-        None => outcome.param("ipc", "unreported"),
-    };
-    match shm {
-        Some(mib) => outcome.evidence("container.shm_size_mib").param_int("shm", mib as i64),
-        None => outcome.param_int("shm", DOCKER_DEFAULT_SHM_MIB as i64),
-    }
+    shm.annotate(outcome, DOCKER_DEFAULT_SHM_MIB)
 }
 
 pitfall_sdk::export_rule!(evaluate);

@@ -8,7 +8,7 @@ use pitfall_sdk::prelude::*;
 /// Below this, NCCL's shared-memory segments for several ranks may not fit.
 const SHM_ENOUGH_MIB: f64 = 1024.0;
 /// Docker's default `--shm-size`.
-const DOCKER_DEFAULT_SHM_MIB: i64 = 64;
+const DOCKER_DEFAULT_SHM_MIB: f64 = 64.0;
 
 fn evaluate(m: &Manifest) -> Outcome {
     if m.image().is_none() || m.package("vllm").is_none() {
@@ -18,28 +18,17 @@ fn evaluate(m: &Manifest) -> Outcome {
     if tp <= 1 {
         return Outcome::clear();
     }
-    let ipc = m.text("container.ipc");
-    if ipc.as_deref() == Some("host") {
+    let shm = m.container_shm();
+    if shm.shares_host() || shm.size_mib.is_some_and(|s| s >= SHM_ENOUGH_MIB) {
         return Outcome::clear();
     }
-    let shm = m.number("container.shm_size_mib");
-    if shm.is_some_and(|s| s >= SHM_ENOUGH_MIB) {
-        return Outcome::clear();
+    if let Some(unknown) = shm.unknown() {
+        return unknown;
     }
-    if ipc.is_none() && shm.is_none() {
-        return Outcome::undetermined().missing("container.ipc").missing("container.shm_size_mib");
-    }
-    let mut outcome =
+    let outcome =
         Outcome::matched().evidence("workload.tensor_parallel_size").param_int("tp", i64::from(tp));
-    outcome = match &ipc {
-        Some(mode) => outcome.evidence("container.ipc").param("ipc", mode),
-        None => outcome.param("ipc", "unreported"),
-    };
-    match shm {
-        Some(mib) => outcome.evidence("container.shm_size_mib").param_int("shm", mib as i64),
-        // IPC mode known, /dev/shm size not: Docker's default.
-        None => outcome.param_int("shm", DOCKER_DEFAULT_SHM_MIB),
-    }
+    // IPC mode known, /dev/shm size not: Docker's default.
+    shm.annotate(outcome, DOCKER_DEFAULT_SHM_MIB)
 }
 
 pitfall_sdk::export_rule!(evaluate);
