@@ -1,34 +1,26 @@
-//! vLLM environment variables that later releases no longer read, or refuse
-//! (envs.py and platforms/interface.py at both sides of each boundary):
-//! VLLM_USE_V1 not read from 0.11.1, VLLM_ATTENTION_BACKEND and
-//! VLLM_FLASH_ATTN_VERSION not read from 0.15.0; VLLM_USE_V2_MODEL_RUNNER
-//! and VLLM_MARLIN_INPUT_DTYPE refused at start-up from 0.34.0
-//! (`Platform.validate_environ`, called by `create_engine_config`: a
-//! ValueError), except VLLM_USE_V2_MODEL_RUNNER=1, which 0.34.0 only warns
-//! is redundant.
+//! vLLM environment variables that later releases no longer read
+//! (envs.py at both sides of each boundary): VLLM_USE_V1 from 0.11.1,
+//! VLLM_ATTENTION_BACKEND and VLLM_FLASH_ATTN_VERSION from 0.15.0, and
+//! VLLM_USE_V2_MODEL_RUNNER=1 from 0.34.0, which `Platform.validate_environ`
+//! only warns is redundant. The variables 0.34.0 refuses at start-up
+//! (VLLM_MARLIN_INPUT_DTYPE, VLLM_USE_V2_MODEL_RUNNER other than 1) are
+//! vllm-env-var-refused's.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
 
-/// What a release does with a variable it dropped.
-#[derive(Clone, Copy, PartialEq)]
-enum Fate {
-    /// Not read: the setting has no effect.
-    Ignored,
-    /// Refused at start-up with a ValueError.
-    Refused,
-    /// VLLM_USE_V2_MODEL_RUNNER: `1` is only warned about, any other value refused.
-    RefusedUnlessOne,
-}
+/// (variable, releases that no longer read it, whether this value is only
+/// ignored, remedy index: the remedies of rule.json are in this order, one
+/// per variable).
+type Dropped = (&'static str, &'static str, fn(&str) -> bool, usize);
 
-/// (variable, releases that dropped it, what they do, remedy index: the
-/// remedies of rule.json are in this order, one per variable).
-const DROPPED: [(&str, &str, Fate, usize); 5] = [
-    ("VLLM_USE_V1", ">=0.11.1", Fate::Ignored, 0),
-    ("VLLM_ATTENTION_BACKEND", ">=0.15.0", Fate::Ignored, 1),
-    ("VLLM_FLASH_ATTN_VERSION", ">=0.15.0", Fate::Ignored, 2),
-    ("VLLM_USE_V2_MODEL_RUNNER", ">=0.34.0", Fate::RefusedUnlessOne, 3),
-    ("VLLM_MARLIN_INPUT_DTYPE", ">=0.34.0", Fate::Refused, 4),
+const DROPPED: [Dropped; 4] = [
+    ("VLLM_USE_V1", ">=0.11.1", |_| true, 0),
+    ("VLLM_ATTENTION_BACKEND", ">=0.15.0", |_| true, 1),
+    ("VLLM_FLASH_ATTN_VERSION", ">=0.15.0", |_| true, 2),
+    // platforms/interface.py compares the raw text: `1` is only warned
+    // about, any other value refused (vllm-env-var-refused).
+    ("VLLM_USE_V2_MODEL_RUNNER", ">=0.34.0", |value| value == "1", 3),
 ];
 
 /// Appends `name` to a list joined by " and ".
@@ -44,29 +36,19 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some(vllm) = m.package("vllm") else {
         return Outcome::clear();
     };
-    let (mut names, mut ignored, mut refused) = (String::new(), String::new(), String::new());
-    let (mut count, mut n_ignored, mut n_refused) = (0, 0, 0);
+    let (mut names, mut count) = (String::new(), 0);
     let mut remedies = [false; DROPPED.len()];
     let mut backend = None;
-    for (name, releases, fate, remedy) in DROPPED.iter() {
-        let Some(value) = m.env(name) else { continue };
+    for (name, releases, ignored, remedy) in DROPPED.iter() {
+        let Some(value) = m.env(name).filter(|value| ignored(value)) else {
+            continue;
+        };
         match vllm.version_in(releases) {
             None => return Outcome::needs("packages.vllm.version"),
             Some(false) => continue,
             Some(true) => {}
         }
-        let refuses = match fate {
-            Fate::Ignored => false,
-            Fate::Refused => true,
-            // platforms/interface.py compares the raw text: `value != "1"`.
-            Fate::RefusedUnlessOne => value != "1",
-        };
         push_name(&mut names, &mut count, name);
-        if refuses {
-            push_name(&mut refused, &mut n_refused, name);
-        } else {
-            push_name(&mut ignored, &mut n_ignored, name);
-        }
         remedies[*remedy] = true;
         if *remedy == 1 {
             backend = Some(value);
@@ -74,27 +56,6 @@ fn evaluate(m: &Manifest) -> Outcome {
     }
     if count == 0 {
         return Outcome::clear();
-    }
-    let pronoun = |n: usize| if n > 1 { "them" } else { "it" };
-    let mut verdict = String::new();
-    if n_refused > 0 {
-        verdict.push_str("refuses ");
-        if n_ignored > 0 {
-            verdict.push_str(&refused);
-        } else {
-            verdict.push_str(pronoun(n_refused));
-        }
-        verdict.push_str(" at start-up (ValueError: removed variable)");
-    }
-    if n_ignored > 0 {
-        if n_refused > 0 {
-            verdict.push_str(" and no longer reads ");
-            verdict.push_str(&ignored);
-        } else {
-            verdict.push_str("no longer reads ");
-            verdict.push_str(pronoun(n_ignored));
-            verdict.push_str(": the setting has no effect");
-        }
     }
     let mut outcome = Outcome::matched().evidence(vllm.version_path().as_str());
     for (i, (name, ..)) in DROPPED.iter().enumerate() {
@@ -105,7 +66,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     outcome = outcome
         .param_field("version", vllm.version_path().as_str())
         .param("vars", &names)
-        .param("verdict", &verdict);
+        .param("them", if count > 1 { "them" } else { "it" });
     if let Some(backend) = &backend {
         outcome = outcome.param("backend", backend.trim());
     }
