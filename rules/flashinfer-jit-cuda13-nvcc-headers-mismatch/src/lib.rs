@@ -87,6 +87,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         .param("nvcc", &nvcc_text)
         .param("headers", &headers_text)
         .param("pin", &pin)
+        .param("home", home_path.trim_start_matches("env."))
 }
 
 pitfall_sdk::export_rule!(evaluate);
