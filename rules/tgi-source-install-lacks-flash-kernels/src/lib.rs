@@ -60,12 +60,19 @@ fn evaluate(m: &Manifest) -> Outcome {
         (true, false) => "no flash-attn",
         (false, true) => "no vllm (TGI's paged-attention kernels)",
     };
+    // 0.9.0 to 0.9.2 word the refusal differently (models/__init__.py).
+    let refusal = if server.version_in("<0.9.3") == Some(true) {
+        "requires CUDA and Flash Attention kernels to be installed."
+    } else {
+        "requires Flash Attention enabled models."
+    };
     let release = server.version_text().unwrap_or_default();
     Outcome::matched()
         .evidence(server.version_path().as_str())
         .evidence("workload.tensor_parallel_size")
         .param("tgi", &release)
         .param("missing", missing)
+        .param("refusal", refusal)
         .param_int("tp", i64::from(shards))
         .remedy(REMEDY_IMAGE)
         .remedy(REMEDY_UPGRADE)
