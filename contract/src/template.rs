@@ -456,9 +456,22 @@ pub fn escape(text: &str) -> String {
     text.replace('{', "{{").replace('}', "}}")
 }
 
+/// A template's text as a reader sees it before any value is filled in:
+/// doubled braces single, placeholders (`{version}`) left as they are.
+pub fn unescape(text: &str) -> String {
+    text.replace("{{", "{").replace("}}", "}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unescape_undoes_escape_and_keeps_placeholders() {
+        let text = "e.g. '{\"dtype\":\"int8\"}'";
+        assert_eq!(unescape(&escape(text)), text);
+        assert_eq!(unescape("Use TGI {version} or '{{}}'"), "Use TGI {version} or '{}'");
+    }
 
     #[test]
     fn a_suggested_template_reproduces_its_line_with_holes_for_values() {

@@ -7,6 +7,7 @@ use pitfall_contract::manifest::Manifest;
 use pitfall_contract::meta::RuleMeta;
 use pitfall_contract::report::{CheckResponse, Finding};
 use pitfall_contract::selector::{ManifestFacts, Selector};
+use pitfall_contract::template::unescape;
 
 use crate::Cause;
 
@@ -110,8 +111,13 @@ fn unstated(manifest: &Manifest, meta: &RuleMeta) -> Option<Vec<String>> {
 }
 
 /// The rule's finding as no manifest has filled it: its summary as the
-/// message, its remedies as written.
+/// message, its remedies as written (a doubled brace read as one: no
+/// value is filled in to tell a placeholder from a literal brace).
 pub fn general_finding(meta: &RuleMeta) -> Finding {
+    let mut remedies = meta.remedies.clone();
+    for remedy in &mut remedies {
+        remedy.summary = unescape(&remedy.summary);
+    }
     Finding {
         rule_id: meta.id.clone(),
         rule_version: meta.version.clone(),
@@ -119,7 +125,7 @@ pub fn general_finding(meta: &RuleMeta) -> Finding {
         title: meta.title.clone(),
         message: meta.summary.clone(),
         error_signatures: meta.error_signatures.iter().map(|s| s.template.clone()).collect(),
-        remedies: meta.remedies.clone(),
+        remedies,
         evidence: Vec::new(),
         references: meta.references.clone(),
     }
@@ -236,5 +242,17 @@ mod tests {
         assert_eq!(Outcome::of(&nothing_found(), &listed, &rule), Outcome::Clear);
         let old = meta(&["package:torch<2.0"]);
         assert_eq!(Outcome::of(&nothing_found(), &listed, &old), Outcome::Clear);
+    }
+
+    #[test]
+    fn a_general_finding_reads_doubled_braces_as_one() {
+        let rule: RuleMeta = serde_json::from_value(serde_json::json!({
+            "id": "r", "version": "1.0.0", "title": "t", "severity": "error",
+            "summary": "s", "message": "m", "references": [], "author": "a",
+            "remedies": [{"summary": "Use {version}, e.g. '{{\"dtype\":\"int8\"}}'", "actions": []}],
+        }))
+        .expect("a rule");
+        let finding = general_finding(&rule);
+        assert_eq!(finding.remedies[0].summary, "Use {version}, e.g. '{\"dtype\":\"int8\"}'");
     }
 }
