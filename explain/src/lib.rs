@@ -39,7 +39,7 @@ pub mod signature;
 pub mod traceback;
 pub mod versions;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use pitfall_contract::meta::RuleMeta;
@@ -395,33 +395,45 @@ impl Explainer {
         // The GPUs the log names, parsed once for every rule's ranges.
         let gpus: Vec<Version> =
             capabilities.iter().filter_map(|cc| Version::parse(cc).ok()).collect();
+        // Whether the log names each matched rule's stack, by rule.
+        let named_by: HashMap<u32, f64> = best
+            .iter()
+            .map(|b| {
+                (b.0, context::stack_named(&lower, &log.components, &self.profiles[b.0 as usize]))
+            })
+            .collect();
         // Each cause with the key it is ranked by.
         let mut ranked: Vec<(f64, Cause)> = Vec::with_capacity(best.len());
         for (rule, l, s, m, weighted) in &best {
             let line = &log.lines[*l];
             // A match another rule's match on the same line covers, with
-            // more of its own text, says less of what failed.
+            // more of its own text, says less of what failed: the more
+            // exact text names the component. Not when the log names the
+            // covered rule's stack and not the covering one's: then the
+            // text it adds is a tool's common wording (pip's `(from
+            // versions: ...)`), not the component's.
             let covers = |o: &(u32, usize, u32, signature::LineMatch, f64),
-                          m: &signature::LineMatch| {
+                          (r, m): (u32, &signature::LineMatch)| {
                 o.1 == *l
                     && o.3.start <= m.start
                     && o.3.end >= m.end
                     && o.3.literal >= m.literal + SUBSUME_MARGIN
+                    && (named_by[&o.0] > 0.0 || named_by[&r] == 0.0)
             };
-            let subsumed = best.iter().any(|o| o.0 != *rule && covers(o, m));
+            let subsumed = best.iter().any(|o| o.0 != *rule && covers(o, (*rule, m)));
             // How many rules this line is explained by: a line several
             // rules claim needs the rest of the log to pick one. A claim
             // another match covers does not count.
             let claimants = best
                 .iter()
-                .filter(|b| b.1 == *l && !best.iter().any(|o| o.0 != b.0 && covers(o, &b.3)))
+                .filter(|b| b.1 == *l && !best.iter().any(|o| o.0 != b.0 && covers(o, (b.0, &b.3))))
                 .count()
                 .max(1);
             let profile = &self.profiles[*rule as usize];
             let compiled = &self.signatures[*s as usize];
             let (overlap, shared_words) =
                 self.vocabulary.overlap(profile, &words, &compiled.literal_words);
-            let named = context::stack_named(&lower, &log.components, profile);
+            let named = named_by[rule];
             // A symptom with many causes, like a message described in
             // other words, is this rule's only in a log of its stack: its
             // words alone (`gguf` in another engine's log) do not say whose.
@@ -662,6 +674,31 @@ mod tests {
         let x = e.explain_above(log, 0.0);
         let ranked: Vec<&str> = x.causes.iter().map(|c| c.rule_id.as_str()).collect();
         assert_eq!(ranked, ["flashinfer", "bare"], "{x:?}");
+    }
+
+    #[test]
+    fn a_tools_longer_wording_does_not_outrank_the_component_the_log_names() {
+        let rules = [
+            rule(
+                "python-floor",
+                "no release for this Python",
+                "python",
+                &[
+                    "ERROR: Could not find a version that satisfies the requirement {text} (from versions: {text})",
+                ],
+            ),
+            rule(
+                "transformers-floor",
+                "transformers needs a newer Python",
+                "transformers",
+                &["ERROR: Could not find a version that satisfies the requirement {text}"],
+            ),
+        ];
+        let e = Explainer::new(rules.iter());
+        let log = "ERROR: Could not find a version that satisfies the requirement transformers==4.26.1 (from versions: 4.17.0, 4.18.0)\n";
+        let x = e.explain_above(log, 0.0);
+        let ranked: Vec<&str> = x.causes.iter().map(|c| c.rule_id.as_str()).collect();
+        assert_eq!(ranked, ["transformers-floor", "python-floor"], "{x:?}");
     }
 
     #[test]
