@@ -428,9 +428,6 @@ fn align(tokens: &[Token], line: &str, words: &Words) -> Option<Alignment> {
     Some(alignment)
 }
 
-/// The words of `text`: runs of letters, digits and dots, without the dots
-/// at either end (`7.5` and `libcudart.so.12` are one word each; `80.` is
-/// `80`).
 /// Whether a message word is a name from code rather than prose: a
 /// camelCase name (not an exception class's `...Error`), a library file
 /// (`libcudart.so`), or letters and digits together, eight bytes or more.
@@ -448,6 +445,9 @@ fn is_identifier(word: &str) -> bool {
     camel || dotted || letters_and_digits
 }
 
+/// The words of `text`: runs of letters, digits and dots, without the dots
+/// at either end (`7.5` and `libcudart.so.12` are one word each; `80.` is
+/// `80`).
 fn word_spans(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut rest = text.char_indices().peekable();
     std::iter::from_fn(move || {
