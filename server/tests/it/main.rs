@@ -9,6 +9,7 @@ mod common;
 mod config_file;
 mod contrast;
 mod drain;
+mod explain_corpus;
 mod faults;
 mod from_text;
 mod hostile;
