@@ -29,6 +29,7 @@ pub mod rate_limit;
 pub mod registry;
 pub mod result_cache;
 pub mod runtime;
+pub mod secret_box;
 pub mod server;
 pub mod signing;
 mod state;
