@@ -152,8 +152,15 @@ impl Harness {
         let accepted = pitfall_server::publish::assess_blocking(&engine, first)
             .expect("a bundled module is accepted");
         let template = new_version(&accepted, first);
-        let registry =
-            Arc::new(Registry::open(store.clone(), engine.clone()).await.expect("registry"));
+        let registry = Arc::new(
+            Registry::open(
+                store.clone(),
+                engine.clone(),
+                pitfall_server::secret_box::SealingKey::generate().expect("sealing key"),
+            )
+            .await
+            .expect("registry"),
+        );
         Harness {
             store,
             state: AppState::new(registry, limits),
@@ -316,7 +323,12 @@ async fn prepare(h: &mut Harness, endpoint: &str, caller: &str, n: usize) -> Cel
                     pitfall_server::store::NewWatch {
                         name: format!("alice-watch-{n}"),
                         webhook_url: "https://hooks.example.com/pitfall".into(),
-                        secret: "a-secret-of-sixteen-or-more".into(),
+                        secret: h
+                            .state
+                            .registry()
+                            .sealing_key()
+                            .seal("a-secret-of-sixteen-or-more")
+                            .expect("sealed"),
                         min_severity: "warning".into(),
                         manifests: vec![pitfall_server::store::NewWatchManifest {
                             label: "default".into(),

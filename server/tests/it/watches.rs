@@ -412,9 +412,15 @@ fn two_replicas_on_postgres_deliver_each_event_once() {
     let mia = admin_token(dir_a.path(), url, "mia", "maintainer");
     let alice = admin_token(dir_a.path(), url, "alice", "contributor");
     let receiver = Receiver::start(0);
+    // One registry, one key: a secret sealed by one replica is opened by
+    // whichever delivers.
+    let key_file = dir_a.path().join("shared-watch-secret-key");
+    std::fs::write(&key_file, format!("{}\n", "5e".repeat(32))).expect("key file");
+    let mut env = watch_env("4");
+    env.push(("PITFALL_SECRET_KEY_FILE", key_file.display().to_string()));
     let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| start(dir_a.path(), url, "4"));
-        let b = s.spawn(|| start(dir_b.path(), url, "4"));
+        let a = s.spawn(|| Server::start_with_vars(dir_a.path(), url, false, &env));
+        let b = s.spawn(|| Server::start_with_vars(dir_b.path(), url, false, &env));
         (a.join().expect("a"), b.join().expect("b"))
     });
     let watch = create_watch(&a, &alice, &receiver.url());
@@ -473,7 +479,13 @@ async fn approving_a_rule_evaluates_only_the_manifests_its_selectors_admit() {
         .await
         .expect("seed");
         let registry = Arc::new(
-            pitfall_server::Registry::open(store.clone(), engine.clone()).await.expect("registry"),
+            pitfall_server::Registry::open(
+                store.clone(),
+                engine.clone(),
+                pitfall_server::secret_box::SealingKey::generate().expect("sealing key"),
+            )
+            .await
+            .expect("registry"),
         );
         let account = store
             .create_account("fleet", pitfall_server::store::Role::Contributor, &Actor::System)
@@ -508,7 +520,7 @@ async fn approving_a_rule_evaluates_only_the_manifests_its_selectors_admit() {
                     NewWatch {
                         name: format!("fleet {w}"),
                         webhook_url: "https://hooks.example.com/p".into(),
-                        secret: SECRET.into(),
+                        secret: registry.sealing_key().seal(SECRET).expect("sealed"),
                         min_severity: "warning".into(),
                         manifests,
                         evaluated_revision: revision,
