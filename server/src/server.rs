@@ -190,6 +190,16 @@ pub fn bundle_key(config: &Config) -> anyhow::Result<pitfall_api::PublicKey> {
     Ok(crate::signing::load_or_create(config)?.public_key())
 }
 
+/// `admin secret-key`: the file of the key that seals watch secrets (the
+/// data dir's, created if missing, or `--secret-key-file`'s, read to check
+/// it), for replicas to share.
+pub fn secret_key(config: &Config) -> anyhow::Result<std::path::PathBuf> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
+    crate::secret_key::load_or_create(config)?;
+    Ok(crate::secret_key::path(config))
+}
+
 /// `admin create-token`: an account with `role` (created if missing) and a
 /// fresh token for it, printed once. This is how the first admin exists.
 /// An existing account with another role is refused unless `set_role`.
