@@ -334,6 +334,7 @@ fn with_no_data_dir_the_server_uses_the_users_data_dir_and_says_so() {
     assert!(log.contains("public_key=ed25519:"), "{log}");
     assert!(expected.join("pitfall.db").is_file(), "the database is in the user's data dir");
     assert!(expected.join("bundle-signing-key.pem").is_file(), "and so is the signing key");
+    assert!(expected.join("watch-secret-key").is_file(), "and the watch secret key");
     assert_eq!(
         std::fs::read_dir(started_in.path()).expect("ls").count(),
         0,
