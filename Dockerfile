@@ -18,7 +18,8 @@ RUN groupadd --system --gid 10001 pitfall \
 COPY pitfall-server /usr/local/bin/pitfall-server
 
 # The database (SQLite unless DATABASE_URL names PostgreSQL), the signing
-# key (unless PITFALL_SIGNING_KEY_FILE) and the compiled-rule cache.
+# key (unless PITFALL_SIGNING_KEY_FILE), the watch secret key (unless
+# PITFALL_SECRET_KEY_FILE) and the compiled-rule cache.
 VOLUME /data
 ENV PITFALL_LISTEN=0.0.0.0:8080 \
     PITFALL_DATA_DIR=/data

@@ -85,7 +85,14 @@ async fn run(manifests: usize) -> anyhow::Result<WatchCost> {
         vec![module("rule-aarch64-official-image-needs-sm80")?],
     )
     .await?;
-    let registry = Arc::new(pitfall_server::Registry::open(store.clone(), engine.clone()).await?);
+    let registry = Arc::new(
+        pitfall_server::Registry::open(
+            store.clone(),
+            engine.clone(),
+            pitfall_server::secret_box::SealingKey::generate()?,
+        )
+        .await?,
+    );
     let account = store.create_account("fleet", Role::Contributor, &Actor::System).await?;
     let revision = store.revision().await?;
     let per_watch = 10_000;
@@ -103,7 +110,7 @@ async fn run(manifests: usize) -> anyhow::Result<WatchCost> {
                 NewWatch {
                     name: format!("pool {w}"),
                     webhook_url: "https://hooks.example.com/pitfall".into(),
-                    secret: "a-bench-secret-0123456789".into(),
+                    secret: registry.sealing_key().seal("a-bench-secret-0123456789")?,
                     min_severity: "warning".into(),
                     manifests: rows,
                     evaluated_revision: revision,

@@ -28,7 +28,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Where the server keeps its data: the SQLite database (unless
     /// DATABASE_URL names another), the bundle signing key (unless
-    /// --signing-key-file) and the compiled-code cache. Default: see
+    /// --signing-key-file), the watch secret key (unless --secret-key-file)
+    /// and the compiled-code cache. Default: see
     /// [`default_data_dir`] (a system service's state directory, else the
     /// user's XDG data dir), never the directory it was started from.
     #[arg(long, env = "PITFALL_DATA_DIR", default_value_os_t = default_data_dir())]
@@ -54,6 +55,14 @@ pub struct Config {
     /// generated on first start; `admin bundle-key` prints its public key.
     #[arg(long, env = "PITFALL_SIGNING_KEY_FILE", value_name = "PATH")]
     pub signing_key_file: Option<PathBuf>,
+    /// The key that seals watches' webhook secrets in the database
+    /// (ChaCha20-Poly1305): 32 bytes as 64 hex digits and a newline, as
+    /// `openssl rand -hex 32` writes them, readable by the server only.
+    /// Every replica of one registry needs the same file; without it a
+    /// watch's secret cannot be opened and its deliveries fail. Default:
+    /// `<data-dir>/watch-secret-key`, generated on first start.
+    #[arg(long, env = "PITFALL_SECRET_KEY_FILE", value_name = "PATH")]
+    pub secret_key_file: Option<PathBuf>,
 }
 
 /// How log lines are written.

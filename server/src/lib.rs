@@ -29,6 +29,8 @@ pub mod rate_limit;
 pub mod registry;
 pub mod result_cache;
 pub mod runtime;
+pub mod secret_box;
+pub mod secret_key;
 pub mod server;
 pub mod signing;
 mod state;

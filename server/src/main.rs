@@ -1,6 +1,7 @@
 //! `pitfall-server`: the registry. With no subcommand it serves; `admin
 //! create-token` makes the first admin's token; `admin bundle-key` prints
-//! the public key that verifies its bundles; `config check FILE` validates
+//! the public key that verifies its bundles; `admin secret-key` makes the
+//! key that seals watch secrets; `config check FILE` validates
 //! a config file; `probe` asks a running server whether it is ready (the
 //! container image's health check).
 
@@ -79,6 +80,11 @@ enum Admin {
     /// (`ed25519:...`), for clients to pin (`bundle_public_key` in
     /// `~/.config/pitfall/config.toml`, or `PITFALL_BUNDLE_KEY`).
     BundleKey,
+    /// Make the key that seals watch secrets in the database, if the data
+    /// dir has none (`watch-secret-key`, mode 0600), or check
+    /// --secret-key-file's; print the file's path, never the key. Replicas
+    /// of one registry read one such file (--secret-key-file).
+    SecretKey,
 }
 
 /// A token's scopes and expiry from `create-token`'s flags.
@@ -187,6 +193,8 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         Command::Admin(Admin::BundleKey) => {
             pitfall_server::server::bundle_key(&cli.config).map(|key| println!("{key}"))
         }
+        Command::Admin(Admin::SecretKey) => pitfall_server::server::secret_key(&cli.config)
+            .map(|path| println!("{}", path.display())),
         // Answered in `main`, before the runtime starts.
         Command::Config(_) | Command::Probe => Ok(()),
     };

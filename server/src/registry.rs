@@ -21,6 +21,7 @@ use pitfall_engine::{Engine, Rule, RuleSet};
 
 use crate::as_of::{PastError, PastSet, PastSets};
 use crate::publish;
+use crate::secret_box::SealingKey;
 use crate::store::{NewVersion, Store};
 
 /// The served rule set and where it comes from.
@@ -28,6 +29,9 @@ use crate::store::{NewVersion, Store};
 pub struct Registry {
     store: Store,
     engine: Engine,
+    /// Seals watch secrets as they are stored and opens them to sign
+    /// deliveries (`secret_box.rs`); every replica holds the same key.
+    sealing_key: SealingKey,
     current: RwLock<Arc<RuleSet>>,
     /// Loaded modules by sha256, so unchanged rules survive a swap.
     loaded: Mutex<HashMap<String, Arc<Rule>>>,
@@ -45,11 +49,17 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Loads what the store serves now.
-    pub async fn open(store: Store, engine: Engine) -> anyhow::Result<Registry> {
+    /// Loads what the store serves now; watch secrets are sealed and
+    /// opened with `sealing_key`.
+    pub async fn open(
+        store: Store,
+        engine: Engine,
+        sealing_key: SealingKey,
+    ) -> anyhow::Result<Registry> {
         let registry = Registry {
             store,
             engine,
+            sealing_key,
             current: RwLock::new(Arc::new(RuleSet::new(Vec::new(), "0"))),
             loaded: Mutex::new(HashMap::new()),
             refreshing: tokio::sync::Mutex::new(()),
@@ -70,6 +80,11 @@ impl Registry {
     /// The engine.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The key watch secrets are sealed with in the store.
+    pub fn sealing_key(&self) -> &SealingKey {
+        &self.sealing_key
     }
 
     /// The rule set checks run against now.

@@ -19,8 +19,15 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
     // What to back up is there (the database, unless DATABASE_URL names
-    // another, and the signing key): say where it is.
+    // another, and the keys): say where it is.
     tracing::info!(data_dir = %config.data_dir.display(), "data dir");
+    let sealing_key = crate::secret_key::load_or_create(config)?;
+    if config.secret_key_file.is_none() && config.database_url().starts_with("postgres") {
+        tracing::warn!(
+            "watch secrets are sealed with this data dir's own key; replicas of one registry must share one: set --secret-key-file"
+        );
+    }
+    tracing::info!(key_file = %crate::secret_key::path(config).display(), "watch secrets sealed");
     let store = connect(config).await?;
     let limits = Limits { memo_bytes: config.limits.rule_memo_bytes, ..Limits::default() };
     let engine = Engine::with_cache_dir(limits, config.data_dir.join("compiled"))
@@ -29,7 +36,7 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
         tracing::warn!("{why}; rules are compiled afresh at each start");
     }
     if !config.seed_bundled {
-        return Ok(Arc::new(Registry::open(store, engine).await?));
+        return Ok(Arc::new(Registry::open(store, engine, sealing_key).await?));
     }
     // A registry that never held a rule waits for the bundled ones, so its
     // first answers are not empty. One that holds rules serves them at
@@ -51,9 +58,9 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     if unstored.is_empty() || plan.store_was_empty {
         let inserted = seed_unstored(&store, &engine, unstored).await?;
         tracing::info!(inserted, "bundled rules seeded");
-        return Ok(Arc::new(Registry::open(store, engine).await?));
+        return Ok(Arc::new(Registry::open(store, engine, sealing_key).await?));
     }
-    let registry = Arc::new(Registry::open(store, engine).await?);
+    let registry = Arc::new(Registry::open(store, engine, sealing_key).await?);
     let seeding = Arc::clone(&registry);
     tracing::info!(
         unstored = unstored.len(),
@@ -181,6 +188,16 @@ pub fn bundle_key(config: &Config) -> anyhow::Result<pitfall_api::PublicKey> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
     Ok(crate::signing::load_or_create(config)?.public_key())
+}
+
+/// `admin secret-key`: the file of the key that seals watch secrets (the
+/// data dir's, created if missing, or `--secret-key-file`'s, read to check
+/// it), for replicas to share.
+pub fn secret_key(config: &Config) -> anyhow::Result<std::path::PathBuf> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
+    crate::secret_key::load_or_create(config)?;
+    Ok(crate::secret_key::path(config))
 }
 
 /// `admin create-token`: an account with `role` (created if missing) and a

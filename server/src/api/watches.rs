@@ -58,6 +58,13 @@ pub async fn create(
     };
     let manifests = manifests(&state, request.manifests)?;
     let (manifests, revision) = evaluate(&state, manifests).await?;
+    // Sealed before it reaches the store: a dump of the database alone
+    // cannot sign as the registry.
+    let sealed = state
+        .registry()
+        .sealing_key()
+        .seal(&secret)
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("sealing a watch secret: {e}")))?;
     let store = state.registry().store();
     let id = store
         .create_watch(
@@ -65,7 +72,7 @@ pub async fn create(
             NewWatch {
                 name,
                 webhook_url: request.webhook_url,
-                secret: secret.clone(),
+                secret: sealed,
                 min_severity,
                 manifests,
                 evaluated_revision: revision,

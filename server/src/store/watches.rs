@@ -13,6 +13,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use super::{Backend, Result, Store, StoreError, UnixMillis, is_unique_violation, now};
+use crate::secret_box::SealedSecret;
 
 /// A finding as stored for a manifest: what the next evaluation compares with.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -45,8 +46,9 @@ pub struct NewWatch {
     pub name: String,
     /// Where notifications go (validated by the caller).
     pub webhook_url: String,
-    /// The HMAC key of the signatures.
-    pub secret: String,
+    /// The HMAC key of the signatures, sealed (the store never holds it
+    /// in the clear).
+    pub secret: SealedSecret,
     /// The least severity notified.
     pub min_severity: String,
     /// The manifests, each evaluated against `evaluated_revision`.
@@ -195,8 +197,9 @@ pub struct ClaimedDelivery {
     pub lease_until: UnixMillis,
     /// Where to send it.
     pub webhook_url: String,
-    /// The HMAC key.
-    pub secret: String,
+    /// The HMAC key as stored: sealed, or in the clear if it was stored
+    /// before sealing existed; the deliverer opens it.
+    pub secret: SealedSecret,
 }
 
 /// A delivery and its tries, for the delivery log.
@@ -286,7 +289,7 @@ impl Store {
         .bind(account_id)
         .bind(&new.name)
         .bind(&new.webhook_url)
-        .bind(&new.secret)
+        .bind(new.secret.as_stored())
         .bind(&new.min_severity)
         .bind(at)
         .bind(new.evaluated_revision)
@@ -750,7 +753,7 @@ impl Store {
             attempts: row.try_get("attempts")?,
             lease_until: until,
             webhook_url: target.try_get("webhook_url")?,
-            secret: target.try_get("secret")?,
+            secret: SealedSecret::from_stored(target.try_get("secret")?),
         }))
     }
 

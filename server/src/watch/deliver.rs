@@ -5,12 +5,20 @@
 //! `"<t>.<body>"`, and refuses a `t` far from its clock (a replayed
 //! request). `Pitfall-Event-Id` is the same on every try of one event, so
 //! a receiver that saw it already answers 2xx and does nothing.
+//!
+//! The secret is stored sealed (`secret_box.rs`) and opened here, for one
+//! try. One that does not open (another key sealed it, or the row was
+//! altered) fails the try without sending: the reason is recorded and
+//! logged, never the secret, and the delivery is retried like any failed
+//! one, so a replica with the right key, or this one restarted with it,
+//! can still deliver it within the window.
 
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use crate::secret_box::SealingKey;
 use crate::store::{ClaimedDelivery, TryOutcome, UnixMillis};
 
 /// The signature header.
@@ -74,28 +82,33 @@ fn random_u64() -> u64 {
     u64::from_le_bytes(bytes)
 }
 
-/// Sends a claimed delivery once (blocking); the outcome to record and
-/// how long it took.
+/// Sends a claimed delivery once (blocking), signed with its secret opened
+/// under `key`; the outcome to record and how long it took.
 pub fn try_once(
     agent: &ureq::Agent,
     claimed: &ClaimedDelivery,
+    key: &SealingKey,
     backoff: &Backoff,
 ) -> (TryOutcome, i64) {
     let started = std::time::Instant::now();
+    let failed = |status: Option<u16>, error: String| TryOutcome::Failed {
+        status,
+        error,
+        retry_at: backoff.retry_at(claimed.attempts, claimed.created_at, crate::store::now_ms()),
+    };
+    let secret = match key.open(&claimed.secret) {
+        Ok(secret) => secret,
+        Err(why) => return (failed(None, format!("not sent: the watch's secret: {why}")), 0),
+    };
     let now_ms = crate::store::now_ms();
     let headers = [
-        (SIGNATURE_HEADER, signature(&claimed.secret, now_ms / 1000, claimed.body.as_bytes())),
+        (SIGNATURE_HEADER, signature(&secret, now_ms / 1000, claimed.body.as_bytes())),
         (EVENT_ID_HEADER, claimed.event_id.clone()),
         (EVENT_HEADER, claimed.kind.clone()),
     ];
     let result =
         super::target::post(agent, &claimed.webhook_url, &headers, claimed.body.as_bytes());
     let elapsed = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-    let failed = |status: Option<u16>, error: String| TryOutcome::Failed {
-        status,
-        error,
-        retry_at: backoff.retry_at(claimed.attempts, claimed.created_at, crate::store::now_ms()),
-    };
     let outcome = match result {
         Ok(status) if (200..300).contains(&status) => TryOutcome::Delivered { status },
         Ok(status) if (300..400).contains(&status) => {

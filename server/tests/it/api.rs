@@ -56,7 +56,15 @@ impl Harness {
                 store.issue_token(account.id, "test", &Actor::System).await.expect("token").0,
             );
         }
-        let registry = Arc::new(Registry::open(store.clone(), engine).await.expect("registry"));
+        let registry = Arc::new(
+            Registry::open(
+                store.clone(),
+                engine,
+                pitfall_server::secret_box::SealingKey::generate().expect("sealing key"),
+            )
+            .await
+            .expect("registry"),
+        );
         let [admin, maintainer, alice, bob] = <[String; 4]>::try_from(tokens).expect("four tokens");
         Harness {
             _db: db,

@@ -152,8 +152,15 @@ impl Harness {
         let accepted = pitfall_server::publish::assess_blocking(&engine, first)
             .expect("a bundled module is accepted");
         let template = new_version(&accepted, first);
-        let registry =
-            Arc::new(Registry::open(store.clone(), engine.clone()).await.expect("registry"));
+        let registry = Arc::new(
+            Registry::open(
+                store.clone(),
+                engine.clone(),
+                pitfall_server::secret_box::SealingKey::generate().expect("sealing key"),
+            )
+            .await
+            .expect("registry"),
+        );
         Harness {
             store,
             state: AppState::new(registry, limits),
@@ -300,11 +307,18 @@ async fn prepare(h: &mut Harness, endpoint: &str, caller: &str, n: usize) -> Cel
             (method.into(), format!("/v1/tokens/{}", info.id), "application/json", Vec::new(), None)
         }
         "POST /v1/watches" => {
-            let body = json!({
+            let mut body = json!({
                 "name": format!("watch-{n}"),
                 "webhook_url": "https://hooks.example.com/pitfall",
                 "manifests": {"default": {"manifest_version": 1, "packages": [{"name": "vllm", "version": "0.27.1"}]}},
             });
+            // Every other cell gives its own secret; the rest get one made
+            // (kept from the answer).
+            if n.is_multiple_of(2) {
+                let secret = format!("a-watch-secret-given-in-cell-{n:04}");
+                body["secret"] = json!(secret);
+                h.secrets.push(secret);
+            }
             (method.into(), "/v1/watches".into(), "application/json", json_body(body), None)
         }
         "PATCH /v1/watches/{id}" | "DELETE /v1/watches/{id}" | "POST /v1/watches/{id}/test" => {
@@ -316,7 +330,12 @@ async fn prepare(h: &mut Harness, endpoint: &str, caller: &str, n: usize) -> Cel
                     pitfall_server::store::NewWatch {
                         name: format!("alice-watch-{n}"),
                         webhook_url: "https://hooks.example.com/pitfall".into(),
-                        secret: "a-secret-of-sixteen-or-more".into(),
+                        secret: h
+                            .state
+                            .registry()
+                            .sealing_key()
+                            .seal(STORED_WATCH_SECRET)
+                            .expect("sealed"),
                         min_severity: "warning".into(),
                         manifests: vec![pitfall_server::store::NewWatchManifest {
                             label: "default".into(),
@@ -357,6 +376,10 @@ impl std::io::Write for LogSink {
         Ok(())
     }
 }
+
+/// The secret of the watches the store is given directly (sealed, as the
+/// API seals them).
+const STORED_WATCH_SECRET: &str = "a-secret-of-sixteen-or-more";
 
 /// The whole database's text, searched for secrets in the clear.
 async fn stored_text(db: &TestDb) -> Vec<u8> {
@@ -426,6 +449,9 @@ fn every_write_endpoint_refuses_every_caller_it_should_and_stores_no_secret_in_t
                     if let Some(secret) = answer["token"].as_str() {
                         h.secrets.push(secret.to_owned());
                     }
+                    if let Some(secret) = answer["secret"].as_str() {
+                        h.secrets.push(secret.to_owned());
+                    }
                     let after = snapshot(&h.store, target_ref).await;
                     let allowed = (200..300).contains(&status);
                     let cell = format!("{backend}: {endpoint} as {caller}");
@@ -446,8 +472,10 @@ fn every_write_endpoint_refuses_every_caller_it_should_and_stores_no_secret_in_t
             assert!(failures.is_empty(), "{} cells wrong:\n{}", failures.len(), failures.join("\n"));
             eprintln!("{backend}: {n} cells as expected");
             let stored = stored_text(&db).await;
+            h.secrets.push(STORED_WATCH_SECRET.to_owned());
+            assert!(h.secrets.iter().any(|s| s.starts_with("whsec_")), "a made watch secret is checked too");
             for secret in &h.secrets {
-                assert!(!contains(&stored, secret.as_bytes()), "{backend} stores a token in the clear");
+                assert!(!contains(&stored, secret.as_bytes()), "{backend} stores a secret in the clear");
             }
             all_secrets.extend(h.secrets);
             h.store.close().await;
@@ -460,7 +488,7 @@ fn every_write_endpoint_refuses_every_caller_it_should_and_stores_no_secret_in_t
         log.len()
     );
     for secret in &all_secrets {
-        assert!(!contains(&log, secret.as_bytes()), "a token reached the log");
+        assert!(!contains(&log, secret.as_bytes()), "a secret reached the log");
     }
     eprintln!("{} secrets absent from {} bytes of debug log", all_secrets.len(), log.len());
 }

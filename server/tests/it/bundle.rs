@@ -56,8 +56,15 @@ async fn the_bundle_is_the_served_set_signed_and_tagged_on_both_backends() {
             .filter(|m| SEEDED.contains(&m.crate_name))
             .collect();
         seed_modules(&store, &engine, seeded).await.expect("seed");
-        let registry =
-            Arc::new(Registry::open(store.clone(), engine.clone()).await.expect("registry"));
+        let registry = Arc::new(
+            Registry::open(
+                store.clone(),
+                engine.clone(),
+                pitfall_server::secret_box::SealingKey::generate().expect("sealing key"),
+            )
+            .await
+            .expect("registry"),
+        );
         let signer = BundleSigner::from_seed(&[5; 32]);
         let key = signer.public_key();
         let limits = ServerLimits { bundle_validity_hours: 2, ..ServerLimits::default() };

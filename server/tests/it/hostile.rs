@@ -48,7 +48,15 @@ async fn hostile_modules_are_refused_at_publish_on_both_backends() {
             .expect("account");
         let token = store.issue_token(account.id, "test", &Actor::System).await.expect("token").0;
         let engine = Engine::new(Limits::default()).expect("engine");
-        let registry = Arc::new(Registry::open(store.clone(), engine).await.expect("registry"));
+        let registry = Arc::new(
+            Registry::open(
+                store.clone(),
+                engine,
+                pitfall_server::secret_box::SealingKey::generate().expect("sealing key"),
+            )
+            .await
+            .expect("registry"),
+        );
         // 60+ publishes with one token in a few seconds: the publish rate
         // limits (tested in authz.rs) would answer 429 long before the end.
         let limits = ServerLimits {

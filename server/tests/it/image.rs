@@ -234,6 +234,10 @@ fn compose_runs_two_replicas_on_postgres_with_one_signing_key() {
         .trim()
         .parse()
         .expect("a public key");
+    // secret-keygen made the one watch secret key the replicas read, and
+    // printed where, not what.
+    let made = project.logs("secret-keygen");
+    assert!(made.contains("/data/watch-secret-key"), "{made}");
     let body = g5g();
     let mut bundles = Vec::new();
     for addr in &replicas {

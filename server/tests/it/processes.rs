@@ -231,6 +231,54 @@ fn admin_create_token_needs_a_role_and_changes_one_only_with_set_role() {
     assert_eq!(answer["role"], "admin", "{answer}");
 }
 
+/// `admin secret-key` makes the data dir's key once, owner-only, and
+/// prints its path, never the key; a malformed key file stops both it and
+/// the server at start, naming the file, with exit code 2.
+#[test]
+fn the_watch_secret_key_is_made_once_and_a_malformed_one_stops_the_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |args: &[&str]| {
+        Command::new(SERVER)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["--seed-bundled", "false", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("DATABASE_URL")
+            .env_remove("PITFALL_SECRET_KEY_FILE")
+            .output()
+            .expect("run pitfall-server")
+    };
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    let made = run(&["admin", "secret-key"]);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let path = dir.path().join("watch-secret-key");
+    assert_eq!(text(&made.stdout).trim(), path.display().to_string());
+    let key = std::fs::read_to_string(&path).expect("the key file");
+    assert!(!text(&made.stdout).contains(key.trim()), "the key is never printed");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "readable by its owner only");
+    }
+    assert!(run(&["admin", "secret-key"]).status.success());
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), key, "made once, then kept");
+
+    let bad = dir.path().join("truncated-key");
+    std::fs::write(&bad, &key[..20]).expect("write");
+    let flag = ["--secret-key-file", bad.to_str().expect("utf-8")];
+    for args in [&[&flag[..], &["admin", "secret-key"]].concat(), &flag[..]] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(err.contains("truncated-key") && err.contains("64 hex digits"), "{err}");
+    }
+    let missing = dir.path().join("no-such-key");
+    let out = run(&["--secret-key-file", missing.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!missing.exists(), "a named key file is never made");
+    assert!(text(&out.stderr).contains("no-such-key"), "{}", text(&out.stderr));
+}
+
 fn admin_token_with(data_dir: &Path, args: &[&str]) -> String {
     let output = Command::new(SERVER)
         .arg("--data-dir")
@@ -286,6 +334,7 @@ fn with_no_data_dir_the_server_uses_the_users_data_dir_and_says_so() {
     assert!(log.contains("public_key=ed25519:"), "{log}");
     assert!(expected.join("pitfall.db").is_file(), "the database is in the user's data dir");
     assert!(expected.join("bundle-signing-key.pem").is_file(), "and so is the signing key");
+    assert!(expected.join("watch-secret-key").is_file(), "and the watch secret key");
     assert_eq!(
         std::fs::read_dir(started_in.path()).expect("ls").count(),
         0,

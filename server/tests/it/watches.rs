@@ -412,9 +412,15 @@ fn two_replicas_on_postgres_deliver_each_event_once() {
     let mia = admin_token(dir_a.path(), url, "mia", "maintainer");
     let alice = admin_token(dir_a.path(), url, "alice", "contributor");
     let receiver = Receiver::start(0);
+    // One registry, one key: a secret sealed by one replica is opened by
+    // whichever delivers.
+    let key_file = dir_a.path().join("shared-watch-secret-key");
+    std::fs::write(&key_file, format!("{}\n", "5e".repeat(32))).expect("key file");
+    let mut env = watch_env("4");
+    env.push(("PITFALL_SECRET_KEY_FILE", key_file.display().to_string()));
     let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| start(dir_a.path(), url, "4"));
-        let b = s.spawn(|| start(dir_b.path(), url, "4"));
+        let a = s.spawn(|| Server::start_with_vars(dir_a.path(), url, false, &env));
+        let b = s.spawn(|| Server::start_with_vars(dir_b.path(), url, false, &env));
         (a.join().expect("a"), b.join().expect("b"))
     });
     let watch = create_watch(&a, &alice, &receiver.url());
@@ -451,6 +457,154 @@ fn two_replicas_on_postgres_deliver_each_event_once() {
     drop(db);
 }
 
+/// The database URL a test server uses: `database_url`, else the SQLite
+/// file in its data dir.
+fn db_url(data_dir: &Path, database_url: Option<&str>) -> String {
+    database_url.map_or_else(
+        || format!("sqlite://{}", data_dir.join("pitfall.db").display()),
+        str::to_owned,
+    )
+}
+
+/// Runs `f` on a pool of the database at `url`.
+fn with_pool<T>(url: &str, f: impl AsyncFnOnce(&sqlx::AnyPool) -> T) -> T {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(url).await.expect("connect");
+        let value = f(&pool).await;
+        pool.close().await;
+        value
+    })
+}
+
+/// The secret column of watch `id`, as stored.
+fn stored_secret(url: &str, id: i64) -> String {
+    use sqlx::Row as _;
+    with_pool(url, async |pool| {
+        let row = sqlx::query("SELECT secret FROM watches WHERE id = $1")
+            .bind(id)
+            .fetch_one(pool)
+            .await
+            .expect("a watch row");
+        row.get::<String, _>(0)
+    })
+}
+
+/// Writes `text` into watch `id`'s secret column, as another writer would.
+fn store_secret(url: &str, id: i64, text: &str) {
+    with_pool(url, async |pool| {
+        let done = sqlx::query("UPDATE watches SET secret = $1 WHERE id = $2")
+            .bind(text)
+            .bind(id)
+            .execute(pool)
+            .await
+            .expect("update");
+        assert_eq!(done.rows_affected(), 1);
+    });
+}
+
+/// Pings the watch; its delivery log once the ping's delivery has `tries`
+/// tries.
+fn ping_and_await_tries(server: &Server, token: &str, watch: i64, tries: usize) -> Value {
+    let (status, ping) =
+        server.call("POST", &format!("/v1/watches/{watch}/test"), Some(token), b"");
+    assert_eq!(status, 202, "{ping}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, log) =
+            server.call("GET", &format!("/v1/watches/{watch}/deliveries"), Some(token), b"");
+        let ours = log
+            .as_array()
+            .and_then(|l| l.iter().find(|d| d["event_id"] == ping["event_id"]))
+            .cloned();
+        if let Some(delivery) =
+            ours.filter(|d| d["tries"].as_array().is_some_and(|t| t.len() >= tries))
+        {
+            return delivery;
+        }
+        assert!(Instant::now() < deadline, "{tries} tries not made: {log}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A watch's secret at rest: sealed by create and left sealed by a
+/// change, so the row holds nothing a receiver's key could be read from;
+/// deliveries still verify with the secret given. A row stored before
+/// sealing existed still delivers; one sealed under another key fails
+/// each try with the reason recorded and logged, sends nothing, and the
+/// server goes on.
+fn secrets_are_sealed_at_rest(database_url: Option<&str>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let alice = admin_token(dir.path(), database_url, "alice", "contributor");
+    let receiver = Receiver::start(0);
+    let server = start(dir.path(), database_url, "2");
+    let url = db_url(dir.path(), database_url);
+    let watch = create_watch(&server, &alice, &receiver.url());
+
+    let created = stored_secret(&url, watch);
+    assert!(created.starts_with("sealed:v1:"), "{created}");
+    assert!(!created.contains(SECRET), "the row holds the secret in the clear");
+    let (status, changed) = server.call(
+        "PATCH",
+        &format!("/v1/watches/{watch}"),
+        Some(&alice),
+        json!({"webhook_url": format!("{}?changed", receiver.url()), "min_severity": "info"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(status, 200, "{changed}");
+    assert!(changed.get("secret").is_none(), "a change never answers the secret: {changed}");
+    assert_eq!(stored_secret(&url, watch), created, "a change leaves the sealed secret as it is");
+
+    let sealed = ping_and_await_tries(&server, &alice, watch, 1);
+    assert_eq!(sealed["state"], "delivered", "{sealed}");
+    verify(&receiver.await_delivered(1, Duration::from_secs(10))[0], SECRET);
+
+    // As a row written before sealing existed holds it.
+    let legacy = "a-legacy-secret-in-the-clear";
+    store_secret(&url, watch, legacy);
+    let delivery = ping_and_await_tries(&server, &alice, watch, 1);
+    assert_eq!(delivery["state"], "delivered", "{delivery}");
+    verify(&receiver.await_delivered(2, Duration::from_secs(10))[1], legacy);
+
+    // Sealed by a registry with another key (a replica without the shared
+    // --secret-key-file).
+    let foreign =
+        pitfall_server::secret_box::SealingKey::from_bytes([7; 32]).seal(SECRET).expect("sealed");
+    store_secret(&url, watch, foreign.as_stored());
+    let delivery = ping_and_await_tries(&server, &alice, watch, 2);
+    let tries = delivery["tries"].as_array().expect("tries");
+    for t in tries {
+        let error = t["error"].as_str().unwrap_or_default();
+        assert!(error.contains("does not open with this server's secret key"), "{delivery}");
+        assert_eq!(t["status"], Value::Null, "nothing was sent: {delivery}");
+    }
+    assert_eq!(delivery["state"], "pending", "retried, as another replica may hold the key");
+    assert_eq!(receiver.received().len(), 2, "nothing reached the receiver");
+    let (status, _) = server.call("GET", "/healthz", None, b"");
+    assert_eq!(status, 200, "the server goes on");
+    let log = server.log();
+    assert!(log.contains("does not open with this server's secret key"), "the reason is logged");
+    assert!(!log.contains("panicked"), "{log}");
+    for secret in [SECRET, legacy] {
+        assert!(!log.contains(secret), "a secret reached the log");
+    }
+}
+
+#[test]
+fn a_watch_secret_is_sealed_at_rest_and_old_or_foreign_rows_are_handled_on_sqlite() {
+    secrets_are_sealed_at_rest(None);
+}
+
+#[test]
+fn a_watch_secret_is_sealed_at_rest_and_old_or_foreign_rows_are_handled_on_postgres() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let db = runtime.block_on(postgres());
+    secrets_are_sealed_at_rest(Some(db.url()));
+    drop(db);
+}
+
 /// The index's promise, counted: a rule whose selectors admit 1% of
 /// 20,000 stored manifests is evaluated on those 1% only, though half of
 /// the fleet lists the rule's package.
@@ -473,7 +627,13 @@ async fn approving_a_rule_evaluates_only_the_manifests_its_selectors_admit() {
         .await
         .expect("seed");
         let registry = Arc::new(
-            pitfall_server::Registry::open(store.clone(), engine.clone()).await.expect("registry"),
+            pitfall_server::Registry::open(
+                store.clone(),
+                engine.clone(),
+                pitfall_server::secret_box::SealingKey::generate().expect("sealing key"),
+            )
+            .await
+            .expect("registry"),
         );
         let account = store
             .create_account("fleet", pitfall_server::store::Role::Contributor, &Actor::System)
@@ -508,7 +668,7 @@ async fn approving_a_rule_evaluates_only_the_manifests_its_selectors_admit() {
                     NewWatch {
                         name: format!("fleet {w}"),
                         webhook_url: "https://hooks.example.com/p".into(),
-                        secret: SECRET.into(),
+                        secret: registry.sealing_key().seal(SECRET).expect("sealed"),
                         min_severity: "warning".into(),
                         manifests,
                         evaluated_revision: revision,

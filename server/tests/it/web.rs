@@ -55,7 +55,15 @@ impl Site {
                 store.issue_token(account.id, "test", &Actor::System).await.expect("token").0,
             );
         }
-        let registry = Arc::new(Registry::open(store, engine).await.expect("registry"));
+        let registry = Arc::new(
+            Registry::open(
+                store,
+                engine,
+                pitfall_server::secret_box::SealingKey::generate().expect("sealing key"),
+            )
+            .await
+            .expect("registry"),
+        );
         let [maintainer, contributor] = <[String; 2]>::try_from(tokens).expect("two tokens");
         Site {
             _db: db,
@@ -768,7 +776,12 @@ async fn the_watches_page_shows_an_accounts_watches_and_failing_deliveries() {
                 NewWatch {
                     name: "mia's private pool".into(),
                     webhook_url: "https://hooks.example.com/mia".into(),
-                    secret: "a-secret-of-sixteen-or-more".into(),
+                    secret: site
+                        .state
+                        .registry()
+                        .sealing_key()
+                        .seal("a-secret-of-sixteen-or-more")
+                        .expect("sealed"),
                     min_severity: "warning".into(),
                     manifests: vec![NewWatchManifest {
                         label: "x".into(),
