@@ -21,6 +21,7 @@ use axum::http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use pitfall_engine::{Engine, Limits};
 use pitfall_server::registry::{Registry, seed_modules};
+use pitfall_server::secret_box::SealingKey;
 use pitfall_server::store::Store;
 use pitfall_server::{AppState, ServerLimits, app};
 use serde::Deserialize;
@@ -148,7 +149,8 @@ async fn the_evaluation_set_through_the_api_names_the_cause_or_leads_to_it() {
         let store = Store::connect(db.url()).await.expect("store");
         let engine = Engine::new(Limits::default()).expect("engine");
         seed_modules(&store, &engine, pitfall_bundled_rules::MODULES.to_vec()).await.expect("seed");
-        let registry = Arc::new(Registry::open(store, engine).await.expect("registry"));
+        let key = SealingKey::generate().expect("sealing key");
+        let registry = Arc::new(Registry::open(store, engine, key).await.expect("registry"));
         let state = AppState::new(registry, ServerLimits::default());
         let figures = measure(&state).await;
         let pct = |n: usize| 100.0 * n as f64 / figures.breakages as f64;
