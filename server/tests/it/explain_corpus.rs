@@ -48,6 +48,7 @@ struct Report {
     equivalent_rules: Vec<String>,
     #[serde(default = "yes")]
     error_text: bool,
+    batch: Option<String>,
 }
 
 fn yes() -> bool {
@@ -67,6 +68,9 @@ struct Figures {
     by_lead: usize,
     /// Each report's answer: the causes' and the leads' rule ids.
     answers: Vec<(String, Vec<String>, Vec<String>)>,
+    /// By batch (`tests/reports/README.md`): excerpts, and those whose
+    /// answer names the expected rule in its first three causes or leads.
+    batches: std::collections::BTreeMap<String, (usize, usize)>,
 }
 
 fn corpus() -> PathBuf {
@@ -130,6 +134,10 @@ async fn measure(state: &AppState) -> Figures {
         let by_lead = causes.is_empty() && leads.iter().take(3).any(right);
         figures.answer_top3 += (in_causes || by_lead) as usize;
         figures.by_lead += by_lead as usize;
+        let batch =
+            figures.batches.entry(report.batch.unwrap_or_else(|| "first".into())).or_default();
+        batch.0 += 1;
+        batch.1 += (in_causes || by_lead) as usize;
         let name = dir.file_name().expect("name").to_string_lossy().into_owned();
         if !in_causes && !by_lead {
             eprintln!(
@@ -166,6 +174,11 @@ async fn the_evaluation_set_through_the_api_names_the_cause_or_leads_to_it() {
             pct(figures.answer_top3),
             figures.by_lead,
         );
+        for (batch, (n, named)) in &figures.batches {
+            eprintln!(
+                "  {backend} batch {batch}: {named} of {n} in the first three causes or leads"
+            );
+        }
         measured.push((backend, figures));
         drop(db);
     }
