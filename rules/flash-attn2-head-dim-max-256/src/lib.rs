@@ -14,6 +14,13 @@
 //! 11.x only (flash_attn.py supports_head_size and vllm_flash_attn
 //! _is_fa4_supported at 0.20.0 and 0.34.0; absent at 0.19.1): there the rule
 //! stays silent. GPUs below 8.0 are left to `flash-attn2-needs-sm80`.
+//!
+//! On AMD GPUs flash-attn's ROCm build uses Composable Kernel (csrc/
+//! flash_attn_ck, from v2.6.2; v2.6.1 has none), whose forward raises "CK
+//! only supports head dimension at most 256" (mha_fwd.cpp and
+//! mha_varlen_fwd.cpp at v2.6.2 to v2.8.3.post1 and on main). Judged only
+//! without vLLM (whose ROCm attention backends are others) and without
+//! FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE (the Triton backend, not read).
 #![no_std]
 
 use pitfall_sdk::prelude::*;
@@ -36,16 +43,71 @@ const VLLM_BEFORE_V1_DEFAULT: &str = "<0.8.0";
 const VLLM_BEFORE_V0_REMOVED: &str = "<0.11.0";
 /// vLLM whose FLASH_ATTN backend takes heads up to 512 through FA4.
 const VLLM_FA4_HEADS: &str = ">=0.20.0";
+/// flash-attn releases with the Composable Kernel ROCm backend.
+const FLASH_ATTN_CK: &str = ">=2.6.2";
+/// flash-attn's switch to its Triton backend on ROCm (setup.py, runtime).
+const TRITON_AMD: &str = "FLASH_ATTENTION_TRITON_AMD_ENABLE";
 
 /// FA4's GPU families (vllm_flash_attn `_is_fa4_supported`: 9.x, 10.x, 11.x).
 fn fa4_family(cc: ComputeCapability) -> bool {
     matches!(cc.major, 9..=11)
 }
 
-fn evaluate(m: &Manifest) -> Outcome {
-    // Selectors are a promise: clear whenever they do not hold.
-    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia")) {
+/// The largest head dimension and its index, or the outcome to return.
+fn largest_head(m: &Manifest) -> Result<(usize, u32), Outcome> {
+    let head_dims = m.workload().head_dims();
+    head_dims
+        .iter()
+        .copied()
+        .enumerate()
+        .max_by_key(|&(_, d)| d)
+        .ok_or_else(|| Outcome::needs("workload.head_dims"))
+}
+
+/// flash-attn's Composable Kernel backend on AMD GPUs.
+fn evaluate_amd(m: &Manifest, amd: &Accelerator) -> Outcome {
+    let Some(selection) = Selection::of(m) else {
         return Outcome::clear();
+    };
+    // vLLM on ROCm has its own attention backends; not judged here.
+    if m.package("vllm").is_some() {
+        return Outcome::clear();
+    }
+    if m.env(TRITON_AMD).is_some_and(|v| v.trim().eq_ignore_ascii_case("TRUE")) {
+        return Outcome::clear();
+    }
+    let flash_attn = m.package("flash-attn");
+    if let Some(fa) = &flash_attn
+        && fa.version_in(FLASH_ATTN_CK) == Some(false)
+    {
+        return Outcome::clear();
+    }
+    let (index, head_dim) = match largest_head(m) {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
+    };
+    if head_dim <= FA2_MAX_HEAD_DIM {
+        return Outcome::clear();
+    }
+    let mut outcome = Outcome::matched()
+        .evidence(Path::new("workload.head_dims").index(index).as_str())
+        .evidence(amd.field_path("vendor").as_str());
+    outcome = selection.cite(outcome);
+    if let Some(fa) = &flash_attn
+        && fa.version_text().is_some()
+    {
+        outcome = outcome.evidence(fa.version_path().as_str());
+    }
+    outcome.param_int("head_dim", i64::from(head_dim))
+}
+
+fn evaluate(m: &Manifest) -> Outcome {
+    if !m.accelerators().any(|a| a.vendor().as_deref() == Some("nvidia")) {
+        // AMD GPUs: flash-attn's CK backend has the same limit.
+        return match m.accelerators().find(|a| a.vendor().as_deref() == Some("amd")) {
+            Some(amd) => evaluate_amd(m, &amd),
+            None => Outcome::clear(),
+        };
     }
     let Some(selection) = Selection::of(m) else {
         return Outcome::clear();
@@ -54,10 +116,9 @@ fn evaluate(m: &Manifest) -> Outcome {
     if weakest.as_ref().is_some_and(|(_, cc)| *cc < AMPERE) {
         return Outcome::clear();
     }
-    let head_dims = m.workload().head_dims();
-    let Some((index, head_dim)) = head_dims.iter().copied().enumerate().max_by_key(|&(_, d)| d)
-    else {
-        return Outcome::needs("workload.head_dims");
+    let (index, head_dim) = match largest_head(m) {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
     };
     if head_dim <= FA2_MAX_HEAD_DIM {
         return Outcome::clear();
