@@ -25,7 +25,10 @@ fn release(v: &Version) -> Option<(u64, u64)> {
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
-    let Some(flashinfer) = m.package("flashinfer-python") else {
+    // PyPI's distribution is flashinfer-python; some environment reports
+    // (SGLang's check_env) name the import, flashinfer.
+    let Some(flashinfer) = m.package("flashinfer-python").or_else(|| m.package("flashinfer"))
+    else {
         return Outcome::clear();
     };
     match flashinfer.version_in(JIT) {
