@@ -18,6 +18,7 @@ pub mod config;
 pub mod config_file;
 mod error;
 pub mod extract;
+pub mod key_file;
 pub mod listen;
 pub mod manifest;
 pub mod metrics;

@@ -9,10 +9,7 @@
 //! a database dump can sign as the registry; losing it makes every sealed
 //! secret unusable (each watch must be created again).
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-
-use anyhow::{Context, bail};
 
 use crate::config::Config;
 use crate::secret_box::{KEY_BYTES, SealingKey};
@@ -37,13 +34,23 @@ pub fn path(config: &Config) -> PathBuf {
 /// created on first use.
 pub fn load_or_create(config: &Config) -> anyhow::Result<SealingKey> {
     let (path, may_create) = key_path(config);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => read_hex(&path, &text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && may_create => create(&path),
-        Err(e) => {
-            Err(e).with_context(|| format!("reading the watch secret key {}", path.display()))
-        }
+    let fresh = || {
+        let mut bytes = [0u8; KEY_BYTES];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| anyhow::anyhow!("no randomness from the OS: {e}"))?;
+        Ok((SealingKey::from_bytes(bytes), format!("{}\n", to_hex(&bytes))))
+    };
+    let (key, created) = crate::key_file::load_or_create(
+        &path,
+        may_create,
+        "watch secret key",
+        |text| read_hex(&path, text),
+        fresh,
+    )?;
+    if created {
+        tracing::info!(path = %path.display(), "generated a watch secret key");
     }
+    Ok(key)
 }
 
 /// The key a file's text holds: 64 hex digits and at most a newline.
@@ -74,37 +81,6 @@ fn parse_hex(text: &str) -> Option<[u8; KEY_BYTES]> {
 
 fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Writes a new key, readable by its owner only. Two processes starting on
-/// one data dir at once agree: the second finds the first's file.
-fn create(path: &Path) -> anyhow::Result<SealingKey> {
-    let mut bytes = [0u8; KEY_BYTES];
-    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness from the OS: {e}"))?;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    match options.open(path) {
-        Ok(mut file) => {
-            file.write_all(format!("{}\n", to_hex(&bytes)).as_bytes())
-                .and_then(|()| file.sync_all())
-                .with_context(|| format!("writing the new watch secret key {}", path.display()))?;
-            tracing::info!(path = %path.display(), "generated a watch secret key");
-            Ok(SealingKey::from_bytes(bytes))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            if text.is_empty() {
-                bail!("{} is being written by another process; start again", path.display());
-            }
-            read_hex(path, &text)
-        }
-        Err(e) => {
-            Err(e).with_context(|| format!("creating the watch secret key {}", path.display()))
-        }
-    }
 }
 
 #[cfg(test)]
