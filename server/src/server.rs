@@ -29,6 +29,11 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     }
     tracing::info!(key_file = %crate::secret_key::path(config).display(), "watch secrets sealed");
     let store = connect(config).await?;
+    // Watch secrets stored before sealing existed are sealed now.
+    let sealed = store.seal_clear_watch_secrets(&sealing_key).await?;
+    if sealed > 0 {
+        tracing::info!(sealed, "watch secrets stored in the clear were sealed");
+    }
     let limits = Limits { memo_bytes: config.limits.rule_memo_bytes, ..Limits::default() };
     let engine = Engine::with_cache_dir(limits, config.data_dir.join("compiled"))
         .context("starting the rule engine")?;

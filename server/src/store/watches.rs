@@ -13,7 +13,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use super::{Backend, Result, Store, StoreError, UnixMillis, is_unique_violation, now};
-use crate::secret_box::SealedSecret;
+use crate::secret_box::{SealedSecret, SealingKey};
 
 /// A finding as stored for a manifest: what the next evaluation compares with.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -274,6 +274,30 @@ impl Store {
         .fetch_one(conn)
         .await?;
         Ok((row.try_get("seq")?, row.try_get("revision")?))
+    }
+
+    /// Seals with `key` the watch secrets stored in the clear (rows
+    /// written before secrets were sealed), so a database dump holds none;
+    /// the number sealed. Each row is replaced only if it still holds what
+    /// was read, so replicas starting at once seal each row once.
+    pub async fn seal_clear_watch_secrets(&self, key: &SealingKey) -> Result<usize> {
+        let rows = sqlx::query("SELECT id, secret FROM watches WHERE secret NOT LIKE 'sealed:%'")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut sealed = 0;
+        for row in rows {
+            let id: i64 = row.try_get("id")?;
+            let clear: String = row.try_get("secret")?;
+            let secret = key.seal(&clear).map_err(|e| StoreError::Invalid(e.to_string()))?;
+            let done = sqlx::query("UPDATE watches SET secret = $1 WHERE id = $2 AND secret = $3")
+                .bind(secret.as_stored())
+                .bind(id)
+                .bind(&clear)
+                .execute(&self.pool)
+                .await?;
+            sealed += done.rows_affected() as usize;
+        }
+        Ok(sealed)
     }
 
     /// Stores a watch of `account_id`; its id. A name the account uses

@@ -531,7 +531,8 @@ fn ping_and_await_tries(server: &Server, token: &str, watch: i64, tries: usize) 
 /// A watch's secret at rest: sealed by create and left sealed by a
 /// change, so the row holds nothing a receiver's key could be read from;
 /// deliveries still verify with the secret given. A row stored before
-/// sealing existed still delivers; one sealed under another key fails
+/// sealing existed still delivers, and the next start seals it; one
+/// sealed under another key fails
 /// each try with the reason recorded and logged, sends nothing, and the
 /// server goes on.
 fn secrets_are_sealed_at_rest(database_url: Option<&str>) {
@@ -568,6 +569,16 @@ fn secrets_are_sealed_at_rest(database_url: Option<&str>) {
     assert_eq!(delivery["state"], "delivered", "{delivery}");
     verify(&receiver.await_delivered(2, Duration::from_secs(10))[1], legacy);
 
+    // The next start seals it; deliveries still sign with it.
+    drop(server);
+    let server = start(dir.path(), database_url, "2");
+    let resealed = stored_secret(&url, watch);
+    assert!(resealed.starts_with("sealed:v1:"), "sealed at start: {resealed}");
+    assert!(!resealed.contains(legacy), "the row holds the secret in the clear");
+    let delivery = ping_and_await_tries(&server, &alice, watch, 1);
+    assert_eq!(delivery["state"], "delivered", "{delivery}");
+    verify(&receiver.await_delivered(3, Duration::from_secs(10))[2], legacy);
+
     // Sealed by a registry with another key (a replica without the shared
     // --secret-key-file).
     let foreign =
@@ -581,7 +592,7 @@ fn secrets_are_sealed_at_rest(database_url: Option<&str>) {
         assert_eq!(t["status"], Value::Null, "nothing was sent: {delivery}");
     }
     assert_eq!(delivery["state"], "pending", "retried, as another replica may hold the key");
-    assert_eq!(receiver.received().len(), 2, "nothing reached the receiver");
+    assert_eq!(receiver.received().len(), 3, "nothing reached the receiver");
     let (status, _) = server.call("GET", "/healthz", None, b"");
     assert_eq!(status, 200, "the server goes on");
     let log = server.log();
