@@ -23,7 +23,7 @@ struct Pin {
     torch: [u64; 3],
     /// Another torch some of its wheels pin (0.16.2's cp312 wheels).
     also: Option<[u64; 3]>,
-    /// Any patch release of the pinned minor fits (0.18.0).
+    /// Its pin names no patch release (0.18.0: torch>=2.3.0, built for 2.3).
     any_patch: bool,
 }
 
@@ -72,11 +72,11 @@ fn release3(v: &Version) -> [u64; 3] {
     ]
 }
 
+/// Whether `torch` is of a minor release the pin names. A patch apart is
+/// not reported: the wheels pin it, but no report shows such a pair
+/// failing to import, and libtorch keeps its symbols within a minor.
 fn fits(p: &Pin, torch: [u64; 3]) -> bool {
-    if p.any_patch {
-        return torch[..2] == p.torch[..2];
-    }
-    torch == p.torch || p.also == Some(torch)
+    torch[..2] == p.torch[..2] || p.also.is_some_and(|also| torch[..2] == also[..2])
 }
 
 fn push_version(out: &mut String, parts: &[u64]) {
@@ -121,12 +121,9 @@ fn evaluate(m: &Manifest) -> Outcome {
         .param_field("torch", torch.version_path().as_str())
         .param("built_for", &built_for)
         .param("torch_fix", &torch_fix);
-    // The torchtext release built for the installed torch, if any (the
-    // last one whose wheels all pin it).
-    let fix = PINS
-        .iter()
-        .rev()
-        .find(|q| q.torch == torch_release || (q.any_patch && q.torch[..2] == torch_release[..2]));
+    // The torchtext release built for the installed torch, if any: the
+    // last one pinning its minor release.
+    let fix = PINS.iter().rev().find(|q| q.torch[..2] == torch_release[..2]);
     match fix {
         Some(q) => {
             let mut tt_fix = String::new();
