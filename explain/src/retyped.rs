@@ -77,8 +77,6 @@ pub struct Index {
     pairs: HashMap<(u32, u32), Vec<u32>>,
     /// By signature: how many of the line's pairs make it a candidate.
     needed: Vec<usize>,
-    /// By signature: fewer than [`MIN_WORDS`] words, matched only whole.
-    short: Vec<bool>,
 }
 
 /// A line read as words.
@@ -112,8 +110,6 @@ impl Index {
         }
         let literal = tokens.iter().filter(|t| matches!(t, Token::Word(..))).count();
         let s = self.tokens.len() as u32;
-        let short = literal < MIN_WORDS;
-        self.short.push(short);
         if literal >= MIN_WORDS || (literal >= MIN_SHORT_WORDS && identifier) {
             for pair in tokens.windows(2) {
                 if let [Token::Word(a, _), Token::Word(b, _)] = pair {
@@ -220,7 +216,9 @@ impl Index {
             alignment.holes.iter().filter(|(k, a, b)| *k != HoleKind::Text && a == b).count();
         let words_edited = alignment.edits.saturating_sub(left_out);
         let differences = if words_edited == 0 { 0 } else { alignment.edits };
-        if self.short.get(s as usize).copied().unwrap_or(false) {
+        // A message shorter than MIN_WORDS (indexed for naming code) is
+        // matched only whole, word for word.
+        if literal < MIN_WORDS {
             if alignment.matched < literal || words_edited > 0 {
                 return None;
             }
