@@ -35,3 +35,24 @@ fn the_triton_gpu_too_old_error_goes_to_the_stack_the_log_names() {
         format!("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n{TRITON}\n");
     assert_eq!(first(&explainer, &torch), "triton-torch-compile-below-sm70");
 }
+
+const NOTHING_TO_DO: &str = "nv-fabricmanager[4177]: request to query NVSwitch device information from NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]";
+
+/// Fabric Manager's NV_WARN_NOTHING_TO_DO has two causes: no NVSwitch at
+/// all (`fabricmanager-without-nvswitch`), or an NVLink5 board whose
+/// NVSwitches Fabric Manager could not reach without NVLSM
+/// (`fabricmanager-nvlink5-needs-nvlsm`); the GPU the log names decides.
+#[test]
+fn fabric_managers_nothing_to_do_goes_to_the_gpu_the_log_names() {
+    let rules = [rule("fabricmanager-without-nvswitch"), rule("fabricmanager-nvlink5-needs-nvlsm")];
+    let explainer = Explainer::new(rules.iter());
+    let first = |log: &str| {
+        let x = explainer.explain(log);
+        assert!(!x.causes.is_empty(), "the line is explained: {x:?}");
+        x.causes[0].rule_id.clone()
+    };
+    let b200 = format!("8x NVIDIA B200, driver 570.133.20\n{NOTHING_TO_DO}\n");
+    assert_eq!(first(&b200), "fabricmanager-nvlink5-needs-nvlsm");
+    let rtx = format!("2x NVIDIA GeForce RTX 4090 on Ubuntu 24.04\n{NOTHING_TO_DO}\n");
+    assert_eq!(first(&rtx), "fabricmanager-without-nvswitch");
+}
