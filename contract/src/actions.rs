@@ -131,6 +131,23 @@ pub enum Action {
     },
 }
 
+impl Action {
+    /// Whether a text field holds an unfilled `{name}` placeholder: such an
+    /// action, shown before a manifest has given its values, is not one a
+    /// tool can apply.
+    pub fn has_placeholder(&self) -> bool {
+        fn any(value: &Value) -> bool {
+            match value {
+                Value::String(s) => crate::template::has_placeholder(s),
+                Value::Array(items) => items.iter().any(any),
+                Value::Object(fields) => fields.values().any(any),
+                _ => false,
+            }
+        }
+        serde_json::to_value(self).map(|v| any(&v)).unwrap_or(true)
+    }
+}
+
 impl std::fmt::Display for Action {
     /// One line, for people and terminals: what to run or change.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

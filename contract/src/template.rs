@@ -457,9 +457,55 @@ pub fn escape(text: &str) -> String {
 }
 
 /// A template's text as a reader sees it before any value is filled in:
-/// doubled braces single, placeholders (`{version}`) left as they are.
-pub fn unescape(text: &str) -> String {
-    text.replace("{{", "{").replace("}}", "}")
+/// doubled braces single, and each placeholder shown as `<name>`, the
+/// usual mark of a value the reader supplies (`pip install
+/// torch==<torch_pin>`), so it is not mistaken for a literal brace.
+pub fn unfilled(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            out.push_str(&tail[..1]);
+            rest = &tail[2..];
+        } else if let Some(name) = placeholder_at(tail) {
+            out.push('<');
+            out.push_str(name);
+            out.push('>');
+            rest = &tail[name.len() + 2..];
+        } else {
+            out.push_str(&tail[..1]);
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The name of the placeholder `tail` starts with: `{name}`, the name a
+/// word without blanks or braces (`{ or }` is prose).
+fn placeholder_at(tail: &str) -> Option<&str> {
+    let inner = tail.strip_prefix('{')?;
+    let name = &inner[..inner.find('}')?];
+    (!name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == '{')).then_some(name)
+}
+
+/// Whether `text` holds a placeholder (`{name}`), not only literal
+/// (doubled) braces.
+pub fn has_placeholder(text: &str) -> bool {
+    let mut rest = text;
+    while let Some(i) = rest.find(['{', '}']) {
+        let tail = &rest[i..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            rest = &tail[2..];
+        } else if placeholder_at(tail).is_some() {
+            return true;
+        } else {
+            rest = &tail[1..];
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -467,10 +513,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unescape_undoes_escape_and_keeps_placeholders() {
+    fn unfilled_undoes_escape_and_marks_placeholders() {
         let text = "e.g. '{\"dtype\":\"int8\"}'";
-        assert_eq!(unescape(&escape(text)), text);
-        assert_eq!(unescape("Use TGI {version} or '{{}}'"), "Use TGI {version} or '{}'");
+        assert_eq!(unfilled(&escape(text)), text);
+        assert_eq!(unfilled("Use TGI {version} or '{{}}'"), "Use TGI <version> or '{}'");
+        assert_eq!(
+            unfilled("torch=={torch_pin}, +cuda{{torch.version.cuda}}"),
+            "torch==<torch_pin>, +cuda{torch.version.cuda}"
+        );
+        assert_eq!(unfilled("a lone { or } stays"), "a lone { or } stays");
+    }
+
+    #[test]
+    fn a_placeholder_is_told_from_literal_braces() {
+        assert!(has_placeholder("torch=={torch_pin}"));
+        assert!(!has_placeholder("'{{\"dtype\":\"int8\"}}'"));
+        assert!(!has_placeholder("no braces"));
+        assert!(!has_placeholder("a lone } then {"));
     }
 
     #[test]

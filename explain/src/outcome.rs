@@ -7,7 +7,7 @@ use pitfall_contract::manifest::Manifest;
 use pitfall_contract::meta::RuleMeta;
 use pitfall_contract::report::{CheckResponse, Finding};
 use pitfall_contract::selector::{ManifestFacts, Selector};
-use pitfall_contract::template::unescape;
+use pitfall_contract::template::unfilled;
 
 use crate::Cause;
 
@@ -111,12 +111,15 @@ fn unstated(manifest: &Manifest, meta: &RuleMeta) -> Option<Vec<String>> {
 }
 
 /// The rule's finding as no manifest has filled it: its summary as the
-/// message, its remedies as written (a doubled brace read as one: no
-/// value is filled in to tell a placeholder from a literal brace).
+/// message, its remedies as written, each placeholder shown as `<name>`
+/// for the reader to fill in (a doubled brace read as one). An action
+/// holding a placeholder is left out: with no value for it, it is not
+/// one a tool can apply.
 pub fn general_finding(meta: &RuleMeta) -> Finding {
     let mut remedies = meta.remedies.clone();
     for remedy in &mut remedies {
-        remedy.summary = unescape(&remedy.summary);
+        remedy.summary = unfilled(&remedy.summary);
+        remedy.actions.retain(|action| !action.has_placeholder());
     }
     Finding {
         rule_id: meta.id.clone(),
@@ -245,14 +248,26 @@ mod tests {
     }
 
     #[test]
-    fn a_general_finding_reads_doubled_braces_as_one() {
+    fn a_general_finding_marks_placeholders_and_keeps_only_applicable_actions() {
         let rule: RuleMeta = serde_json::from_value(serde_json::json!({
             "id": "r", "version": "1.0.0", "title": "t", "severity": "error",
             "summary": "s", "message": "m", "references": [], "author": "a",
-            "remedies": [{"summary": "Use {version}, e.g. '{{\"dtype\":\"int8\"}}'", "actions": []}],
+            "remedies": [{
+                "summary": "Use {version}, e.g. '{{\"dtype\":\"int8\"}}'",
+                "actions": [
+                    {"kind": "pin_package", "package": "torch", "version": "{version}"},
+                    {"kind": "build_from_source", "package": "k2"},
+                ],
+            }],
         }))
         .expect("a rule");
         let finding = general_finding(&rule);
-        assert_eq!(finding.remedies[0].summary, "Use {version}, e.g. '{\"dtype\":\"int8\"}'");
+        assert_eq!(finding.remedies[0].summary, "Use <version>, e.g. '{\"dtype\":\"int8\"}'");
+        let kinds: Vec<String> = finding.remedies[0]
+            .actions
+            .iter()
+            .map(|a| serde_json::to_value(a).expect("json")["kind"].to_string())
+            .collect();
+        assert_eq!(kinds, ["\"build_from_source\""]);
     }
 }
