@@ -20,6 +20,12 @@ const PREFIXES: &[&str] = &[
     "NVIDIA_",
     "TRITON_",
     "SGLANG_",
+    "FLASHINFER_",
+    "FLASH_ATTENTION_",
+    "XFORMERS_",
+    "HSA_",
+    "NVCC_",
+    "CMAKE_",
 ];
 
 /// Single variables outside those prefixes that change behaviour.
@@ -31,6 +37,15 @@ const NAMES: &[&str] = &[
     "HF_DATASETS_OFFLINE",
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
+    // TGI's attention switch, and what a source build compiles with.
+    "USE_FLASH_ATTENTION",
+    "CFLAGS",
+    "CPPFLAGS",
+    "CXXFLAGS",
+    "RUSTFLAGS",
+    // Which Python environment pip installs into.
+    "VIRTUAL_ENV",
+    "PIP_BREAK_SYSTEM_PACKAGES",
 ];
 
 /// Name parts that mark a secret, even under an allowed prefix
@@ -106,6 +121,32 @@ mod tests {
         ] {
             assert!(!name_allowed(name), "{name}");
         }
+    }
+
+    /// A rule that reads a variable the scan never collects can only be
+    /// undetermined on a scanned host: every `env.NAME` a bundled rule
+    /// declares in `reads` must be one the scan may carry.
+    #[test]
+    fn every_variable_a_bundled_rule_reads_is_collected() {
+        let rules = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules");
+        let mut refused = Vec::new();
+        let mut read = 0;
+        for entry in std::fs::read_dir(&rules).expect("rules/").flatten() {
+            let Ok(text) = std::fs::read_to_string(entry.path().join("rule.json")) else {
+                continue;
+            };
+            let meta: serde_json::Value = serde_json::from_str(&text).expect("rule.json");
+            for field in meta["reads"].as_array().into_iter().flatten().filter_map(|f| f.as_str()) {
+                if let Some(name) = field.strip_prefix("env.") {
+                    read += 1;
+                    if !name_allowed(name) {
+                        refused.push(format!("{}: {name}", entry.file_name().to_string_lossy()));
+                    }
+                }
+            }
+        }
+        assert!(read > 0, "no rule reads an environment variable: is {} the rules?", rules.display());
+        assert!(refused.is_empty(), "variables rules read that a scan drops: {refused:?}");
     }
 
     #[test]
