@@ -55,4 +55,7 @@ fn fabric_managers_nothing_to_do_goes_to_the_gpu_the_log_names() {
     assert_eq!(first(&b200), "fabricmanager-nvlink5-needs-nvlsm");
     let rtx = format!("2x NVIDIA GeForce RTX 4090 on Ubuntu 24.04\n{NOTHING_TO_DO}\n");
     assert_eq!(first(&rtx), "fabricmanager-without-nvswitch");
+    // Blackwell too, but a GeForce (12.0): no NVSwitch, no NVLSM.
+    let rtx5090 = format!("GPU 0: NVIDIA GeForce RTX 5090\n{NOTHING_TO_DO}\n");
+    assert_eq!(first(&rtx5090), "fabricmanager-without-nvswitch");
 }

@@ -19,8 +19,9 @@ const NVLINK5_BOARDS: &[&str] = &["B100", "B200", "B300"];
 fn on_nvlink5_board(gpu: &Accelerator) -> bool {
     let model = gpu.model();
     let named = model.as_deref().is_some_and(|m| NVLINK5_BOARDS.contains(&m));
-    // A capability the client states below 10.0 is not one of these GPUs.
-    named && gpu.compute_capability().is_none_or(|cc| cc.major >= 10)
+    // B100 and B200 are 10.0, B300 10.3: a capability the client states
+    // outside 10.x is not one of these GPUs.
+    named && gpu.compute_capability().is_none_or(|cc| cc.major == 10)
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
