@@ -1,0 +1,68 @@
+//! NCCL added Blackwell in 2.25.1 (v2.25.1-1: "Add Blackwell/SM100
+//! support"; makefiles/common.mk compiles sm_100 and sm_120 from then on,
+//! with CUDA 12.8 or newer; v2.24.3-1 stops at sm_90). Its maintainers
+//! call 2.25.1 the first release that supports Blackwell (NCCL issue
+//! 1611: 2.21.5 on GB200 crashed at 10 and 12 nodes, 2.25.1 ran). The PyPI
+//! wheels of nvidia-nccl-cu12 before 2.25.1 carry SASS for sm_50 to sm_90
+//! only (plus compute_90 PTX in relocatable objects); the error an older
+//! NCCL prints on a Blackwell GPU was not read in any source, so this is a
+//! warning.
+//!
+//! NCCL runs only when GPUs talk to each other: one GPU is clear.
+#![no_std]
+
+use pitfall_sdk::prelude::*;
+
+/// NCCL's own releases before Blackwell support (PEP 440, by the host).
+const BEFORE_BLACKWELL: &str = "<2.25.1";
+/// The packages that carry libnccl: PyPI's CUDA 12 build, conda's `nccl`.
+const NCCL_PACKAGES: [&str; 2] = ["nvidia-nccl-cu12", "nccl"];
+
+const REMEDY_PIP: u32 = 0;
+const REMEDY_OTHER: u32 = 1;
+
+fn is_blackwell(cc: ComputeCapability) -> bool {
+    cc.major == 10 || cc.major == 12
+}
+
+/// Whether the workload uses more than one GPU (NCCL's only use).
+fn uses_several_gpus(m: &Manifest) -> bool {
+    let w = m.workload();
+    m.device_count() >= 2
+        || w.tensor_parallel_size().is_some_and(|n| n >= 2)
+        || w.pipeline_parallel_size().is_some_and(|n| n >= 2)
+}
+
+fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
+    let found = m
+        .nvidia_gpus()
+        .find_map(|g| g.compute_capability().filter(|cc| is_blackwell(*cc)).map(|cc| (g, cc)));
+    let Some((gpu, cc)) = found else {
+        return match m.nvidia_gpus().find(|g| g.compute_capability().is_none()) {
+            Some(g) => Err(Outcome::needs(g.field_path("compute_capability").as_str())),
+            None => Ok(Outcome::clear()),
+        };
+    };
+    if !uses_several_gpus(m) {
+        return Ok(Outcome::clear());
+    }
+    for (i, name) in NCCL_PACKAGES.iter().enumerate() {
+        let Some(nccl) = m.package(name) else { continue };
+        if !nccl.need_version_in(BEFORE_BLACKWELL)? {
+            continue;
+        }
+        let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
+        let mut buf = [0u8; 24];
+        return Ok(Outcome::matched()
+            .evidence(nccl.version_path().as_str())
+            .evidence(gpu.field_path("compute_capability").as_str())
+            .param("package", name)
+            .param_field("nccl", nccl.version_path().as_str())
+            .param("gpu", &gpu_name)
+            .param("cc", cc.write_to(&mut buf))
+            .remedy(if i == 0 { REMEDY_PIP } else { REMEDY_OTHER }));
+    }
+    Ok(Outcome::clear())
+}
+
+pitfall_sdk::export_rule!(evaluate);
