@@ -845,15 +845,19 @@ impl Store {
         Ok(true)
     }
 
-    /// A watch's deliveries, newest first, with their tries.
+    /// A watch's deliveries, newest first, with their tries, as of one
+    /// moment: both reads run in one read transaction ([`Store::begin_read`]),
+    /// so a try recorded meanwhile shows with its delivery's new state or
+    /// not at all (`record_delivery_try` writes the two together).
     pub async fn watch_deliveries(&self, watch_id: i64, limit: i64) -> Result<Vec<DeliveryRecord>> {
+        let mut tx = self.begin_read().await?;
         let rows = sqlx::query(
             "SELECT id, event_id, kind, state, attempts, created_at, next_attempt_at, last_status, last_error, delivered_at \
              FROM watch_deliveries WHERE watch_id = $1 ORDER BY id DESC LIMIT $2",
         )
         .bind(watch_id)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *tx)
         .await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -863,7 +867,7 @@ impl Store {
                 "SELECT at, status, error, elapsed_ms FROM watch_attempts WHERE delivery_id = $1 ORDER BY id",
             )
             .bind(id)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *tx)
             .await?
             .iter()
             .map(|r| {
@@ -893,6 +897,8 @@ impl Store {
                 tries,
             });
         }
+        // Read only: ending it either way changes nothing.
+        tx.commit().await?;
         Ok(out)
     }
 }

@@ -1,0 +1,211 @@
+//! Watch storage on both backends, without a server process: the
+//! delivery log read as of one moment.
+
+use std::time::Duration;
+
+use pitfall_server::secret_box::SealingKey;
+use pitfall_server::store::{
+    Actor, DeliveryRecord, NewEvent, NewWatch, NewWatchManifest, Role, Store, TryOutcome, now_ms,
+};
+use sqlx::{Connection as _, Executor as _};
+
+use crate::common::{self, TestDb};
+
+async fn connect(db: &TestDb) -> Store {
+    Store::connect(db.url()).await.unwrap_or_else(|e| panic!("connect {}: {e}", db.url()))
+}
+
+/// A watch of one manifest, owned by a fresh account; its id.
+async fn watch(store: &Store, key: &SealingKey, name: &str) -> i64 {
+    let account = match store.account_by_name("owner").await.expect("account") {
+        Some(account) => account,
+        None => {
+            store.create_account("owner", Role::Contributor, &Actor::System).await.expect("account")
+        }
+    };
+    store
+        .create_watch(
+            account.id,
+            NewWatch {
+                name: name.to_owned(),
+                webhook_url: "https://hooks.example.com/p".into(),
+                secret: key.seal("a-webhook-secret-for-tests").expect("sealed"),
+                min_severity: "warning".into(),
+                manifests: vec![NewWatchManifest {
+                    label: "host-1".into(),
+                    manifest: r#"{"manifest_version": 1}"#.into(),
+                    findings: Vec::new(),
+                }],
+                evaluated_revision: store.revision().await.expect("revision"),
+            },
+        )
+        .await
+        .expect("watch")
+}
+
+/// Enqueues a ping for `watch`; its event id.
+async fn ping(store: &Store, watch: i64, n: usize) -> String {
+    let event_id = format!("w{watch}-ping-{n}");
+    store
+        .enqueue_watch_event(&NewEvent {
+            watch_id: watch,
+            event_id: event_id.clone(),
+            kind: "ping",
+            body: "{}".into(),
+        })
+        .await
+        .expect("enqueued");
+    event_id
+}
+
+/// What the log may never show: a delivery still pending (or given up)
+/// whose last try succeeded, or a delivered one whose last try did not.
+/// `record_delivery_try` writes the try and the state in one transaction,
+/// so only a read that mixes two moments sees either.
+fn torn(d: &DeliveryRecord) -> bool {
+    let succeeded = d.tries.last().and_then(|t| t.status).is_some_and(|s| (200..300).contains(&s));
+    succeeded != (d.state == "delivered")
+}
+
+/// The reader stops between its two reads on a lock the test holds on
+/// `watch_attempts` (PostgreSQL makes a statement wait for its table's
+/// lock), the try is recorded and committed meanwhile, then the reader
+/// goes on. Read in one `REPEATABLE READ` snapshot, the log shows the
+/// delivery pending with no try; read statement by statement (as before),
+/// it showed it pending with a try that succeeded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_delivery_log_is_one_snapshot_when_a_try_commits_between_its_reads_on_postgres() {
+    let db = common::postgres().await;
+    let store = connect(&db).await;
+    let key = SealingKey::generate().expect("key");
+    let watch = watch(&store, &key, "torn reads").await;
+    let event = ping(&store, watch, 0).await;
+    let claimed = store.claim_delivery(now_ms() + 60_000).await.expect("claim").expect("claimed");
+    assert_eq!(claimed.event_id, event);
+
+    let mut writer = sqlx::PgConnection::connect(db.url()).await.expect("writer");
+    writer.execute("BEGIN").await.expect("begin");
+    writer.execute("LOCK TABLE watch_attempts IN ACCESS EXCLUSIVE MODE").await.expect("lock");
+    let reading = tokio::spawn({
+        let store = store.clone();
+        async move { store.watch_deliveries(watch, 50).await.expect("log") }
+    });
+    // The reader has read the delivery and waits for the tries' table.
+    let mut watcher = sqlx::PgConnection::connect(db.url()).await.expect("watcher");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event_type = 'Lock' AND query LIKE '%FROM watch_attempts%'",
+        )
+        .fetch_one(&mut watcher)
+        .await
+        .expect("pg_stat_activity");
+        if waiting > 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the reader never reached the tries");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // As `record_delivery_try` writes a success: the state and the try together.
+    let at = now_ms();
+    sqlx::query(
+        "UPDATE watch_deliveries SET state = 'delivered', lease_until = NULL, last_status = 200, \
+         delivered_at = $1 WHERE id = $2",
+    )
+    .bind(at)
+    .bind(claimed.id)
+    .execute(&mut writer)
+    .await
+    .expect("state");
+    sqlx::query(
+        "INSERT INTO watch_attempts (delivery_id, at, status, error, elapsed_ms) VALUES ($1, $2, 200, NULL, 3)",
+    )
+    .bind(claimed.id)
+    .bind(at)
+    .execute(&mut writer)
+    .await
+    .expect("try");
+    writer.execute("COMMIT").await.expect("commit");
+
+    let log = tokio::time::timeout(Duration::from_secs(20), reading)
+        .await
+        .expect("the reader finished")
+        .expect("joined");
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].state, "pending", "the delivery as it was when the read began");
+    assert!(log[0].tries.is_empty(), "and its tries as of the same moment: {:?}", log[0]);
+    // Read afresh, both moved together.
+    let after = store.watch_deliveries(watch, 50).await.expect("log");
+    assert_eq!(after[0].state, "delivered");
+    assert_eq!(after[0].tries.len(), 1);
+    store.close().await;
+    drop(db);
+}
+
+/// Deliveries tried and recorded while the log is read over and over: no
+/// read shows a try without its delivery's state. SQLite's readers never
+/// wait for a writer (WAL), so the reader cannot be stopped between its
+/// reads as on PostgreSQL; this races them instead, a writer recording a
+/// try every few hundred microseconds (statement by statement, the log
+/// read torn within the first few hundred reads here). On PostgreSQL too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_read_of_the_delivery_log_shows_a_try_without_its_state() {
+    for db in common::databases().await {
+        let store = connect(&db).await;
+        let key = SealingKey::generate().expect("key");
+        let watch = watch(&store, &key, "racing reads").await;
+        let rounds = 300;
+        let writer = tokio::spawn({
+            let store = store.clone();
+            async move {
+                for n in 0..rounds {
+                    ping(&store, watch, n).await;
+                    let claimed = store
+                        .claim_delivery(now_ms() + 60_000)
+                        .await
+                        .expect("claim")
+                        .expect("claimed");
+                    // Every other delivery fails once before it succeeds.
+                    if n % 2 == 1 {
+                        let failed = TryOutcome::Failed {
+                            status: Some(500),
+                            error: "500".into(),
+                            retry_at: Some(now_ms()),
+                        };
+                        assert!(
+                            store.record_delivery_try(&claimed, &failed, 1).await.expect("try")
+                        );
+                        let again = store
+                            .claim_delivery(now_ms() + 60_000)
+                            .await
+                            .expect("claim")
+                            .expect("claimed again");
+                        let ok = TryOutcome::Delivered { status: 200 };
+                        assert!(store.record_delivery_try(&again, &ok, 1).await.expect("try"));
+                    } else {
+                        let ok = TryOutcome::Delivered { status: 204 };
+                        assert!(store.record_delivery_try(&claimed, &ok, 1).await.expect("try"));
+                    }
+                }
+            }
+        });
+        let mut reads = 0;
+        while !writer.is_finished() {
+            let log = store.watch_deliveries(watch, 5).await.expect("log");
+            reads += 1;
+            if let Some(d) = log.iter().find(|d| torn(d)) {
+                panic!("{}: read {reads} shows a torn delivery: {d:?}", db.backend().as_str());
+            }
+        }
+        writer.await.expect("writer");
+        assert!(
+            reads > 10,
+            "{}: the reader raced the writer ({reads} reads)",
+            db.backend().as_str()
+        );
+        let log = store.watch_deliveries(watch, 200).await.expect("log");
+        assert!(log.iter().all(|d| d.state == "delivered" && !torn(d)));
+        store.close().await;
+    }
+}
