@@ -35,10 +35,16 @@ const V1: &str = "v1:";
 /// Authenticated with every value: what it is sealed for.
 const ASSOCIATED_DATA: &[u8] = b"pitfall watch secret v1";
 
+/// The context of the key id's derivation (BLAKE3 `derive_key`).
+const KEY_ID_CONTEXT: &str = "pitfall 2026 watch secret key id";
+/// Bytes of the derived id kept (shown as twice as many hex digits).
+const KEY_ID_BYTES: usize = 8;
+
 /// The key that seals and opens secrets. Its `Debug` shows nothing of it.
 #[derive(Clone)]
 pub struct SealingKey {
     cipher: ChaCha20Poly1305,
+    id: String,
 }
 
 impl std::fmt::Debug for SealingKey {
@@ -48,9 +54,10 @@ impl std::fmt::Debug for SealingKey {
 }
 
 /// A secret as the database holds it: sealed, or a value stored before
-/// sealing existed. Only [`SealingKey::seal`] makes one to be written, so
-/// nothing stores a secret in the clear by mistake. Its `Debug` shows only
-/// which of the two it is.
+/// sealing existed. Only [`SealingKey::seal`] makes one to be written
+/// (the store's writes take this type, and the server makes it from text
+/// only for what it read back), so nothing stores a secret in the clear
+/// by mistake. Its `Debug` shows only which of the two it is.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SealedSecret(String);
 
@@ -62,8 +69,8 @@ impl std::fmt::Debug for SealedSecret {
 }
 
 impl SealedSecret {
-    /// A value read from the database, as it is there.
-    pub(crate) fn from_stored(text: String) -> SealedSecret {
+    /// A value read from the database, as it is there, to be opened.
+    pub fn from_stored(text: String) -> SealedSecret {
         SealedSecret(text)
     }
 
@@ -111,7 +118,17 @@ pub enum OpenError {
 impl SealingKey {
     /// The key made of these bytes.
     pub fn from_bytes(bytes: [u8; KEY_BYTES]) -> SealingKey {
-        SealingKey { cipher: ChaCha20Poly1305::new(&Key::from(bytes)) }
+        let derived = blake3::derive_key(KEY_ID_CONTEXT, &bytes);
+        let id = derived[..KEY_ID_BYTES].iter().map(|b| format!("{b:02x}")).collect();
+        SealingKey { cipher: ChaCha20Poly1305::new(&Key::from(bytes)), id }
+    }
+
+    /// The key's id: 16 hex digits derived from it one way (BLAKE3's
+    /// `derive_key`), the same in every process that reads the same key,
+    /// and telling nothing of the key. The store records which key its
+    /// secrets were sealed under by it; the start-up log shows it.
+    pub fn id(&self) -> &str {
+        &self.id
     }
 
     /// A fresh key from the OS's randomness (tests and in-process uses; a
@@ -227,6 +244,16 @@ mod tests {
         assert!(!legacy.is_sealed());
         assert_eq!(key(1).open(&legacy), Ok(SECRET.to_owned()));
         assert_eq!(key(2).open(&legacy), Ok(SECRET.to_owned()), "whatever the key");
+    }
+
+    #[test]
+    fn a_key_id_is_the_keys_own_and_tells_nothing_of_it() {
+        let id = key(1).id().to_owned();
+        assert_eq!(id.len(), 16);
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{id}");
+        assert_eq!(key(1).id(), id, "the same key, the same id");
+        assert_ne!(key(2).id(), id, "another key, another id");
+        assert!(!"01".repeat(KEY_BYTES).contains(&id), "not the key's own bytes");
     }
 
     #[test]

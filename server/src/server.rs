@@ -12,7 +12,7 @@ use crate::app::app;
 use crate::config::Config;
 use crate::registry::{Registry, plan_seed, seed_unstored};
 use crate::state::AppState;
-use crate::store::{Actor, Role, Store};
+use crate::store::{Actor, Role, SecretSealing, Store};
 
 /// Opens the registry a config names: data dir, store, engine, seed.
 pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
@@ -27,12 +27,19 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
             "watch secrets are sealed with this data dir's own key; replicas of one registry must share one: set --secret-key-file"
         );
     }
-    tracing::info!(key_file = %crate::secret_key::path(config).display(), "watch secrets sealed");
+    tracing::info!(
+        key_file = %crate::secret_key::path(config).display(),
+        key_id = sealing_key.id(),
+        "watch secrets sealed"
+    );
     let store = connect(config).await?;
-    // Watch secrets stored before sealing existed are sealed now.
-    let sealed = store.seal_clear_watch_secrets(&sealing_key).await?;
-    if sealed > 0 {
-        tracing::info!(sealed, "watch secrets stored in the clear were sealed");
+    // Watch secrets stored before sealing existed are sealed now, unless
+    // an earlier start recorded that none is left.
+    match store.seal_watch_secrets(&sealing_key).await? {
+        SecretSealing::Skipped => {}
+        SecretSealing::Scanned { sealed, recorded } => {
+            tracing::info!(sealed, recorded, "watch secrets stored in the clear were sealed");
+        }
     }
     let limits = Limits { memo_bytes: config.limits.rule_memo_bytes, ..Limits::default() };
     let engine = Engine::with_cache_dir(limits, config.data_dir.join("compiled"))

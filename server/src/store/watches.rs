@@ -261,6 +261,27 @@ const WATCH_SELECT: &str = "SELECT w.id, w.account_id, a.name AS account_name, w
 const MANIFEST_SELECT: &str = "SELECT m.id, m.watch_id, m.seq, m.label, m.manifest, w.evaluated_revision \
      FROM watch_manifests m JOIN watches w ON w.id = m.watch_id";
 
+/// A `watches` row whose secret is stored in the clear (case-sensitive on
+/// both backends).
+const IN_THE_CLEAR: &str = "substr(secret, 1, 7) <> 'sealed:'";
+
+/// What the start-up's sealing of watch secrets did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretSealing {
+    /// A start with the same key recorded that none is in the clear: the
+    /// table was not read.
+    Skipped,
+    /// The table was read and `sealed` rows sealed; `recorded`: none in
+    /// the clear is left, and the record now says so.
+    Scanned {
+        /// Rows this call sealed (a row another replica sealed first is
+        /// not counted).
+        sealed: usize,
+        /// Whether the record was written.
+        recorded: bool,
+    },
+}
+
 /// Most ids in one `IN (...)` list.
 const IN_CHUNK: usize = 500;
 
@@ -277,11 +298,25 @@ impl Store {
     }
 
     /// Seals with `key` the watch secrets stored in the clear (rows
-    /// written before secrets were sealed), so a database dump holds none;
-    /// the number sealed. Each row is replaced only if it still holds what
-    /// was read, so replicas starting at once seal each row once.
-    pub async fn seal_clear_watch_secrets(&self, key: &SealingKey) -> Result<usize> {
-        let rows = sqlx::query("SELECT id, secret FROM watches WHERE secret NOT LIKE 'sealed:%'")
+    /// written before secrets were sealed), so a database dump holds none,
+    /// unless `watch_state.secrets_sealed_under` records that a start with
+    /// this key found none left: then the table is not read. Each row is
+    /// replaced only if it still holds what was read, so replicas starting
+    /// at once seal each row once; the record is written only if no row in
+    /// the clear is left, in the statement that checks it. Every write
+    /// stores a secret sealed, so once written the record stays true.
+    pub async fn seal_watch_secrets(&self, key: &SealingKey) -> Result<SecretSealing> {
+        let recorded: Option<String> =
+            sqlx::query("SELECT secrets_sealed_under FROM watch_state WHERE id = 1")
+                .fetch_one(&self.pool)
+                .await?
+                .try_get("secrets_sealed_under")?;
+        if recorded.as_deref() == Some(key.id()) {
+            return Ok(SecretSealing::Skipped);
+        }
+        // `substr`, not `NOT LIKE`: SQLite's LIKE ignores ASCII case, so
+        // a secret "Sealed:..." given in the clear would pass as sealed.
+        let rows = sqlx::query(&format!("SELECT id, secret FROM watches WHERE {IN_THE_CLEAR}"))
             .fetch_all(&self.pool)
             .await?;
         let mut sealed = 0;
@@ -297,7 +332,16 @@ impl Store {
                 .await?;
             sealed += done.rows_affected() as usize;
         }
-        Ok(sealed)
+        let recorded = sqlx::query(&format!(
+            "UPDATE watch_state SET secrets_sealed_under = $1 WHERE id = 1 \
+             AND NOT EXISTS (SELECT 1 FROM watches WHERE {IN_THE_CLEAR})"
+        ))
+        .bind(key.id())
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1;
+        Ok(SecretSealing::Scanned { sealed, recorded })
     }
 
     /// Stores a watch of `account_id`; its id. A name the account uses

@@ -1,11 +1,13 @@
 //! Watch storage on both backends, without a server process: the
-//! delivery log read as of one moment.
+//! delivery log read as of one moment; watch secrets sealed at start
+//! until the store records that none is left in the clear.
 
 use std::time::Duration;
 
-use pitfall_server::secret_box::SealingKey;
+use pitfall_server::secret_box::{SealedSecret, SealingKey};
 use pitfall_server::store::{
-    Actor, DeliveryRecord, NewEvent, NewWatch, NewWatchManifest, Role, Store, TryOutcome, now_ms,
+    Actor, DeliveryRecord, NewEvent, NewWatch, NewWatchManifest, Role, SecretSealing, Store,
+    TryOutcome, now_ms,
 };
 use sqlx::{Connection as _, Executor as _};
 
@@ -207,5 +209,152 @@ async fn no_read_of_the_delivery_log_shows_a_try_without_its_state() {
         let log = store.watch_deliveries(watch, 200).await.expect("log");
         assert!(log.iter().all(|d| d.state == "delivered" && !torn(d)));
         store.close().await;
+    }
+}
+
+/// Runs `f` on a pool of its own on the database (as another process, or
+/// an older server, would write it).
+async fn with_pool<T>(db: &TestDb, f: impl AsyncFnOnce(&sqlx::AnyPool) -> T) -> T {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(db.url()).await.expect("pool");
+    let value = f(&pool).await;
+    pool.close().await;
+    value
+}
+
+/// Watch `id`'s secret column as stored.
+async fn stored_secret(db: &TestDb, id: i64) -> String {
+    with_pool(db, async |pool| {
+        sqlx::query_scalar("SELECT secret FROM watches WHERE id = $1")
+            .bind(id)
+            .fetch_one(pool)
+            .await
+            .expect("a watch row")
+    })
+    .await
+}
+
+/// Writes `text` into watch `id`'s secret column, as a server from before
+/// sealing did.
+async fn store_in_the_clear(db: &TestDb, id: i64, text: &str) {
+    with_pool(db, async |pool| {
+        let done = sqlx::query("UPDATE watches SET secret = $1 WHERE id = $2")
+            .bind(text)
+            .bind(id)
+            .execute(pool)
+            .await
+            .expect("update");
+        assert_eq!(done.rows_affected(), 1);
+    })
+    .await;
+}
+
+/// `watch_state.secrets_sealed_under`.
+async fn sealed_under(db: &TestDb) -> Option<String> {
+    with_pool(db, async |pool| {
+        sqlx::query_scalar("SELECT secrets_sealed_under FROM watch_state WHERE id = 1")
+            .fetch_one(pool)
+            .await
+            .expect("watch_state")
+    })
+    .await
+}
+
+/// What a start does with watch secrets: a database with some in the
+/// clear and no record has them sealed and the record written; a start
+/// after it does not read the table (a row put in the clear behind its
+/// back stays as it is); a start with another key reads it again.
+#[tokio::test]
+async fn a_start_seals_what_is_in_the_clear_once_then_skips_the_table() {
+    for db in common::databases().await {
+        let backend = db.backend().as_str();
+        let store = connect(&db).await;
+        let key = SealingKey::generate().expect("key");
+        let ids = [
+            watch(&store, &key, "a").await,
+            watch(&store, &key, "b").await,
+            watch(&store, &key, "c").await,
+        ];
+        // As rows from before sealing: "Sealed:" in another case is a
+        // secret in the clear too (SQLite's LIKE would take it as sealed).
+        let clear = ["a-legacy-secret-0123456789", "Sealed:a-legacy-secret-in-the-clear"];
+        store_in_the_clear(&db, ids[0], clear[0]).await;
+        store_in_the_clear(&db, ids[1], clear[1]).await;
+        let untouched = stored_secret(&db, ids[2]).await;
+        assert_eq!(sealed_under(&db).await, None, "{backend}: no record on a new database");
+
+        assert_eq!(
+            store.seal_watch_secrets(&key).await.expect("sealing"),
+            SecretSealing::Scanned { sealed: 2, recorded: true },
+            "{backend}"
+        );
+        for (id, secret) in ids.iter().zip(clear) {
+            let stored = stored_secret(&db, *id).await;
+            assert!(stored.starts_with("sealed:v1:") && !stored.contains(secret), "{stored}");
+            let opened = key.open(&SealedSecret::from_stored(stored)).expect("opens");
+            assert_eq!(opened, secret, "{backend}");
+        }
+        assert_eq!(stored_secret(&db, ids[2]).await, untouched, "a sealed row is left as it is");
+        assert_eq!(sealed_under(&db).await.as_deref(), Some(key.id()), "{backend}");
+
+        // The next start does not read the table: a row put in the clear
+        // behind the record's back (no server writes one) stays so.
+        assert_eq!(store.seal_watch_secrets(&key).await.expect("again"), SecretSealing::Skipped);
+        store_in_the_clear(&db, ids[0], clear[0]).await;
+        assert_eq!(store.seal_watch_secrets(&key).await.expect("again"), SecretSealing::Skipped);
+        assert_eq!(
+            stored_secret(&db, ids[0]).await,
+            clear[0],
+            "{backend}: the row was not touched"
+        );
+
+        // A start with another key reads it again.
+        let other = SealingKey::generate().expect("key");
+        assert_eq!(
+            store.seal_watch_secrets(&other).await.expect("another key"),
+            SecretSealing::Scanned { sealed: 1, recorded: true },
+            "{backend}"
+        );
+        let stored = SealedSecret::from_stored(stored_secret(&db, ids[0]).await);
+        assert_eq!(other.open(&stored).as_deref(), Ok(clear[0]));
+        assert_eq!(sealed_under(&db).await.as_deref(), Some(other.id()));
+        store.close().await;
+    }
+}
+
+/// Two replicas starting at once on a database with 40 secrets in the
+/// clear: each row is sealed once (the sums agree), every one opens to
+/// its secret, and the record is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_starting_together_seal_each_row_once() {
+    for db in common::databases().await {
+        let backend = db.backend().as_str();
+        let (a, b) = (connect(&db).await, connect(&db).await);
+        let key = SealingKey::generate().expect("key");
+        let mut rows = Vec::new();
+        for n in 0..40 {
+            let id = watch(&a, &key, &format!("w{n}")).await;
+            let secret = format!("a-legacy-secret-number-{n:04}");
+            store_in_the_clear(&db, id, &secret).await;
+            rows.push((id, secret));
+        }
+        let (ra, rb) = tokio::join!(a.seal_watch_secrets(&key), b.seal_watch_secrets(&key));
+        let sealed = |r: SecretSealing| match r {
+            SecretSealing::Scanned { sealed, recorded } => {
+                assert!(recorded, "{backend}: none is left when either finishes");
+                sealed
+            }
+            SecretSealing::Skipped => 0,
+        };
+        let (ra, rb) = (sealed(ra.expect("a")), sealed(rb.expect("b")));
+        assert_eq!(ra + rb, 40, "{backend}: each row sealed once ({ra} + {rb})");
+        for (id, secret) in &rows {
+            let stored = SealedSecret::from_stored(stored_secret(&db, *id).await);
+            assert!(stored.is_sealed());
+            assert_eq!(key.open(&stored).as_deref(), Ok(secret.as_str()), "{backend}");
+        }
+        assert_eq!(sealed_under(&db).await.as_deref(), Some(key.id()));
+        a.close().await;
+        b.close().await;
     }
 }

@@ -537,8 +537,8 @@ fn ping_and_await_tries(server: &Server, token: &str, watch: i64, tries: usize) 
 /// A watch's secret at rest: sealed by create and left sealed by a
 /// change, so the row holds nothing a receiver's key could be read from;
 /// deliveries still verify with the secret given. A row stored before
-/// sealing existed still delivers, and the next start seals it; one
-/// sealed under another key fails
+/// sealing existed still delivers, and a start seals it unless an earlier
+/// one recorded that none is left; one sealed under another key fails
 /// each try with the reason recorded and logged, sends nothing, and the
 /// server goes on.
 fn secrets_are_sealed_at_rest(database_url: Option<&str>) {
@@ -575,8 +575,20 @@ fn secrets_are_sealed_at_rest(database_url: Option<&str>) {
     assert_eq!(delivery["state"], "delivered", "{delivery}");
     verify(&receiver.await_delivered(2, Duration::from_secs(10))[1], legacy);
 
-    // The next start seals it; deliveries still sign with it.
+    // A start reads the table only while no start recorded that none is
+    // in the clear (the first start did; no server writes one since): the
+    // row is left. A database from before the record has none, and the
+    // start seals it; deliveries still sign with it.
     drop(server);
+    let server = start(dir.path(), database_url, "2");
+    assert_eq!(stored_secret(&url, watch), legacy, "a start after the record reads no row");
+    drop(server);
+    with_pool(&url, async |pool| {
+        sqlx::query("UPDATE watch_state SET secrets_sealed_under = NULL")
+            .execute(pool)
+            .await
+            .expect("the record dropped")
+    });
     let server = start(dir.path(), database_url, "2");
     let resealed = stored_secret(&url, watch);
     assert!(resealed.starts_with("sealed:v1:"), "sealed at start: {resealed}");
