@@ -120,6 +120,25 @@ pub struct ManifestRow {
     pub watch_revision: i64,
 }
 
+/// What a fact index reads to catch up ([`Store::watch_index_changes`]).
+#[derive(Debug, Clone)]
+pub struct IndexChanges {
+    /// The `watch_state` seq these are current at.
+    pub seq: i64,
+    /// Manifest rows written since, in seq order.
+    pub rows: Vec<ManifestRow>,
+    /// Watches deleted since, in seq order.
+    pub deleted_watches: Vec<i64>,
+    /// The highest seq of a deletion no longer kept: an index that had
+    /// read less than it may have missed one, and is built afresh.
+    pub deletions_pruned_to: i64,
+}
+
+/// How long a watch's deletion is kept for replicas' indexes to read: a
+/// replica catches up at every poll, so only one stopped this long misses
+/// one, and that one builds its index afresh.
+pub const DELETIONS_KEPT_MS: i64 = 24 * 60 * 60 * 1000;
+
 /// The evaluator's cursor.
 #[derive(Debug, Clone)]
 pub struct WatchCursor {
@@ -160,9 +179,9 @@ pub struct FindingsUpdate {
 #[derive(Debug, Clone, Default)]
 pub struct EvaluationResult {
     /// For a transition: the lease owner that claimed it, the revision and
-    /// served set the cursor moves to, and the highest manifest seq the
-    /// pass's index had read (later rows evaluated against an older set
-    /// are marked for a full evaluation).
+    /// served set the cursor moves to, and the `watch_state` seq the
+    /// pass's index had read up to (later rows evaluated against an older
+    /// set are marked for a full evaluation).
     pub transition: Option<(String, i64, String, i64)>,
     /// For a full evaluation of one watch: its id (the pass is void if
     /// another replica did it first).
@@ -427,10 +446,13 @@ impl Store {
     }
 
     /// Deletes a watch, its manifests, findings and deliveries; false if
-    /// there was none.
+    /// there was none. The deletion is recorded with the write's seq, so
+    /// every replica's fact index forgets the manifests when it next
+    /// catches up ([`Store::watch_index_changes`]); deletions older than
+    /// [`DELETIONS_KEPT_MS`] are pruned here.
     pub async fn delete_watch(&self, id: i64) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
-        Store::lock_watch_state(&mut tx).await?;
+        let (seq, _) = Store::lock_watch_state(&mut tx).await?;
         // Children first: SQLite enforces the cascades only with its
         // foreign-key pragma on, which every pooled connection sets, but
         // the order makes the intent plain on both.
@@ -460,8 +482,38 @@ impl Store {
             .await?
             .rows_affected()
             == 1;
+        if !deleted {
+            return Ok(false);
+        }
+        let at = now();
+        sqlx::query("INSERT INTO watch_deletions (seq, watch_id, deleted_at) VALUES ($1, $2, $3)")
+            .bind(seq)
+            .bind(id)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+        let pruned: Option<i64> =
+            sqlx::query("SELECT MAX(seq) AS seq FROM watch_deletions WHERE deleted_at < $1")
+                .bind(at - DELETIONS_KEPT_MS)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("seq")?;
+        if let Some(pruned) = pruned {
+            // Recorded first: an index that had not read up to here
+            // rebuilds rather than miss what goes.
+            sqlx::query(
+                "UPDATE watch_state SET deletions_pruned_to = $1 WHERE id = 1 AND deletions_pruned_to < $1",
+            )
+            .bind(pruned)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("DELETE FROM watch_deletions WHERE seq <= $1")
+                .bind(pruned)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
-        Ok(deleted)
+        Ok(true)
     }
 
     /// One watch.
@@ -569,13 +621,44 @@ impl Store {
         Ok(())
     }
 
-    /// Manifest rows written after `seq`, in seq order (the index's catch-up).
-    pub async fn watch_manifests_after(&self, seq: i64) -> Result<Vec<ManifestRow>> {
-        let rows = sqlx::query(&format!("{MANIFEST_SELECT} WHERE m.seq > $1 ORDER BY m.seq, m.id"))
-            .bind(seq)
-            .fetch_all(&self.pool)
+    /// What a fact index that has read up to `watch_state` seq `after`
+    /// must read to be current (its catch-up): the manifest rows written
+    /// and the watches deleted since, in seq order, as of one snapshot
+    /// ([`Store::begin_read`]) whose `watch_state` seq it has then read up
+    /// to. Rows and deletions commit in seq order (each write holds the
+    /// row lock it took its seq under until it commits), so nothing below
+    /// that seq can commit later.
+    pub async fn watch_index_changes(&self, after: i64) -> Result<IndexChanges> {
+        let mut tx = self.begin_read().await?;
+        let state = sqlx::query("SELECT seq, deletions_pruned_to FROM watch_state WHERE id = 1")
+            .fetch_one(&mut *tx)
             .await?;
-        rows.iter().map(manifest_from_row).collect()
+        let mut changes = IndexChanges {
+            seq: state.try_get("seq")?,
+            rows: Vec::new(),
+            deleted_watches: Vec::new(),
+            deletions_pruned_to: state.try_get("deletions_pruned_to")?,
+        };
+        if changes.seq != after {
+            changes.rows =
+                sqlx::query(&format!("{MANIFEST_SELECT} WHERE m.seq > $1 ORDER BY m.seq, m.id"))
+                    .bind(after)
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(manifest_from_row)
+                    .collect::<Result<_>>()?;
+            changes.deleted_watches =
+                sqlx::query("SELECT watch_id FROM watch_deletions WHERE seq > $1 ORDER BY seq")
+                    .bind(after)
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(|r| Ok(r.try_get("watch_id")?))
+                    .collect::<Result<_>>()?;
+        }
+        tx.commit().await?;
+        Ok(changes)
     }
 
     /// The manifest rows among `ids` that still exist.

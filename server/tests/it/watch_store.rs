@@ -1,14 +1,17 @@
 //! Watch storage on both backends, without a server process: the
 //! delivery log read as of one moment; watch secrets sealed at start
-//! until the store records that none is left in the clear.
+//! until the store records that none is left in the clear; the fact
+//! index of every replica following deleted and replaced manifests.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use pitfall_server::secret_box::{SealedSecret, SealingKey};
 use pitfall_server::store::{
     Actor, DeliveryRecord, NewEvent, NewWatch, NewWatchManifest, Role, SecretSealing, Store,
-    TryOutcome, now_ms,
+    TryOutcome, WatchChange, now_ms,
 };
+use pitfall_server::watch::{WatchOptions, Watcher};
 use sqlx::{Connection as _, Executor as _};
 
 use crate::common::{self, TestDb};
@@ -19,6 +22,12 @@ async fn connect(db: &TestDb) -> Store {
 
 /// A watch of one manifest, owned by a fresh account; its id.
 async fn watch(store: &Store, key: &SealingKey, name: &str) -> i64 {
+    fleet(store, key, name, 1).await
+}
+
+/// A watch of `hosts` manifests (vLLM on an H100 each), owned by a fresh
+/// account; its id.
+async fn fleet(store: &Store, key: &SealingKey, name: &str, hosts: usize) -> i64 {
     let account = match store.account_by_name("owner").await.expect("account") {
         Some(account) => account,
         None => {
@@ -33,16 +42,26 @@ async fn watch(store: &Store, key: &SealingKey, name: &str) -> i64 {
                 webhook_url: "https://hooks.example.com/p".into(),
                 secret: key.seal("a-webhook-secret-for-tests").expect("sealed"),
                 min_severity: "warning".into(),
-                manifests: vec![NewWatchManifest {
-                    label: "host-1".into(),
-                    manifest: r#"{"manifest_version": 1}"#.into(),
-                    findings: Vec::new(),
-                }],
+                manifests: hosts_of(name, hosts),
                 evaluated_revision: store.revision().await.expect("revision"),
             },
         )
         .await
         .expect("watch")
+}
+
+/// `hosts` manifests labelled after `name`.
+fn hosts_of(name: &str, hosts: usize) -> Vec<NewWatchManifest> {
+    (0..hosts)
+        .map(|i| NewWatchManifest {
+            label: format!("{name}-{i}"),
+            manifest:
+                r#"{"manifest_version": 1, "packages": [{"name": "vllm", "version": "0.27.1"}],
+                "accelerators": [{"vendor": "nvidia", "model": "H100", "count": 1}]}"#
+                    .into(),
+            findings: Vec::new(),
+        })
+        .collect()
 }
 
 /// Enqueues a ping for `watch`; its event id.
@@ -356,5 +375,86 @@ async fn two_replicas_starting_together_seal_each_row_once() {
         assert_eq!(sealed_under(&db).await.as_deref(), Some(key.id()));
         a.close().await;
         b.close().await;
+    }
+}
+
+/// A replica: its own pool, engine, registry (no rules) and watcher.
+async fn replica(db: &TestDb, key: &SealingKey) -> Arc<Watcher> {
+    let store = connect(db).await;
+    let engine = pitfall_engine::Engine::new(pitfall_engine::Limits::default()).expect("engine");
+    let registry = Arc::new(
+        pitfall_server::Registry::open(store, engine, key.clone()).await.expect("registry"),
+    );
+    Watcher::new(
+        registry,
+        WatchOptions::from_settings(
+            &pitfall_server::ServerLimits::default().watch,
+            Duration::from_secs(1),
+        ),
+    )
+}
+
+/// Each replica's index size after its next pass.
+async fn indexed_after_a_pass(replicas: &[&Arc<Watcher>]) -> Vec<usize> {
+    let mut sizes = Vec::new();
+    for r in replicas {
+        r.pass().await.expect("pass");
+        sizes.push(r.indexed_manifests().await);
+    }
+    sizes
+}
+
+/// Manifests replaced by a PATCH and a deleted watch's manifests leave
+/// the fact index of every replica at its next pass, whichever replica
+/// wrote (before, only a rule change that admitted them removed them). A
+/// replica that did not catch up while a deletion was kept (a day;
+/// aged here) builds its index afresh and is exact too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_manifests_leave_every_replicas_index_at_its_next_pass() {
+    for db in common::databases().await {
+        let backend = db.backend().as_str();
+        let key = SealingKey::generate().expect("key");
+        let (a, b) = (replica(&db, &key).await, replica(&db, &key).await);
+        let (sa, sb) = (a.registry().store(), b.registry().store());
+        let pool_a = fleet(sa, &key, "pool-a", 3).await;
+        let pool_b = fleet(sb, &key, "pool-b", 2).await;
+        assert_eq!(indexed_after_a_pass(&[&a, &b]).await, [5, 5], "{backend}");
+
+        let replaced = WatchChange {
+            manifests: Some(hosts_of("pool-a-new", 1)),
+            evaluated_revision: sa.revision().await.expect("revision"),
+            ..WatchChange::default()
+        };
+        assert!(sb.change_watch(pool_a, replaced).await.expect("patch"));
+        assert_eq!(indexed_after_a_pass(&[&a, &b]).await, [3, 3], "{backend}: replaced");
+        assert!(sa.delete_watch(pool_b).await.expect("delete"));
+        assert_eq!(indexed_after_a_pass(&[&a, &b]).await, [1, 1], "{backend}: deleted");
+
+        // B stops catching up while pool-c is deleted; its deletion ages
+        // past a day and the next deletion prunes it.
+        let pool_c = fleet(sa, &key, "pool-c", 2).await;
+        let pool_d = fleet(sa, &key, "pool-d", 1).await;
+        assert_eq!(indexed_after_a_pass(&[&a, &b]).await, [4, 4], "{backend}");
+        assert!(sa.delete_watch(pool_c).await.expect("delete"));
+        with_pool(&db, async |pool| {
+            sqlx::query("UPDATE watch_deletions SET deleted_at = 0")
+                .execute(pool)
+                .await
+                .expect("aged")
+        })
+        .await;
+        assert_eq!(indexed_after_a_pass(&[&a]).await, [2], "{backend}");
+        assert!(sa.delete_watch(pool_d).await.expect("delete"));
+        let kept: i64 = with_pool(&db, async |pool| {
+            sqlx::query_scalar("SELECT COUNT(*) FROM watch_deletions")
+                .fetch_one(pool)
+                .await
+                .expect("count")
+        })
+        .await;
+        assert_eq!(kept, 1, "{backend}: the aged deletion was pruned");
+        assert_eq!(indexed_after_a_pass(&[&a, &b]).await, [1, 1], "{backend}: B built afresh");
+        a.registry().store().close().await;
+        b.registry().store().close().await;
     }
 }
