@@ -13,7 +13,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use super::{Backend, Result, Store, StoreError, UnixMillis, is_unique_violation, now};
-use crate::secret_box::{SealedSecret, SealingKey};
+use crate::secret_box::{SealedSecret, SealingKey, SealingKeys};
 
 /// A finding as stored for a manifest: what the next evaluation compares with.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -280,22 +280,20 @@ const WATCH_SELECT: &str = "SELECT w.id, w.account_id, a.name AS account_name, w
 const MANIFEST_SELECT: &str = "SELECT m.id, m.watch_id, m.seq, m.label, m.manifest, w.evaluated_revision \
      FROM watch_manifests m JOIN watches w ON w.id = m.watch_id";
 
-/// A `watches` row whose secret is stored in the clear (case-sensitive on
-/// both backends).
-const IN_THE_CLEAR: &str = "substr(secret, 1, 7) <> 'sealed:'";
-
 /// What the start-up's sealing of watch secrets did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecretSealing {
-    /// A start with the same key recorded that none is in the clear: the
-    /// table was not read.
+    /// A start with the same key recorded that every secret is sealed
+    /// under it: the table was not read.
     Skipped,
-    /// The table was read and `sealed` rows sealed; `recorded`: none in
-    /// the clear is left, and the record now says so.
+    /// The table was read and `sealed` rows sealed under the current key;
+    /// `recorded`: none is left to seal, and the record now says so.
     Scanned {
         /// Rows this call sealed (a row another replica sealed first is
         /// not counted).
         sealed: usize,
+        /// Rows no key held opens, left as they are.
+        unopenable: usize,
         /// Whether the record was written.
         recorded: bool,
     },
@@ -316,51 +314,92 @@ impl Store {
         Ok((row.try_get("seq")?, row.try_get("revision")?))
     }
 
-    /// Seals with `key` the watch secrets stored in the clear (rows
-    /// written before secrets were sealed), so a database dump holds none,
-    /// unless `watch_state.secrets_sealed_under` records that a start with
-    /// this key found none left: then the table is not read. Each row is
-    /// replaced only if it still holds what was read, so replicas starting
-    /// at once seal each row once; the record is written only if no row in
-    /// the clear is left, in the statement that checks it. Every write
-    /// stores a secret sealed, so once written the record stays true.
-    pub async fn seal_watch_secrets(&self, key: &SealingKey) -> Result<SecretSealing> {
+    /// Seals under the current key of `keys` every watch secret not yet
+    /// sealed under it: those stored in the clear (before sealing
+    /// existed), sealed without a key id (`sealed:v1`), or under the
+    /// previous key (a rotation), so a database dump holds none in the
+    /// clear and the previous key can go. Unless
+    /// `watch_state.secrets_sealed_under` records that a start with this
+    /// key left none: then the table is not read. Each row is replaced
+    /// only if it still holds what was read, so replicas starting at once
+    /// seal each row once; one that no key held opens is left as it is
+    /// (its deliveries fail with the reason) and counted.
+    ///
+    /// The record is written only if no row is left to seal, checked after
+    /// taking the `watch_state` row lock, which every watch write takes
+    /// first; a write that stores a secret under another key (a process
+    /// that has not read a rotation yet) clears it in its transaction
+    /// (`create_watch`). So the record is true whenever it is read.
+    pub async fn seal_watch_secrets(&self, keys: &SealingKeys) -> Result<SecretSealing> {
+        let current = keys.current();
         let recorded: Option<String> =
             sqlx::query("SELECT secrets_sealed_under FROM watch_state WHERE id = 1")
                 .fetch_one(&self.pool)
                 .await?
                 .try_get("secrets_sealed_under")?;
-        if recorded.as_deref() == Some(key.id()) {
+        if recorded.as_deref() == Some(current.id()) {
             return Ok(SecretSealing::Skipped);
         }
-        // `substr`, not `NOT LIKE`: SQLite's LIKE ignores ASCII case, so
-        // a secret "Sealed:..." given in the clear would pass as sealed.
-        let rows = sqlx::query(&format!("SELECT id, secret FROM watches WHERE {IN_THE_CLEAR}"))
+        // `substr`, not `NOT LIKE`: SQLite's LIKE ignores ASCII case.
+        let prefix = current.stored_prefix();
+        let not_current = format!("substr(secret, 1, {}) <> $1", prefix.len());
+        let rows = sqlx::query(&format!("SELECT id, secret FROM watches WHERE {not_current}"))
+            .bind(&prefix)
             .fetch_all(&self.pool)
             .await?;
-        let mut sealed = 0;
+        let (mut sealed, mut unopenable) = (0, 0);
         for row in rows {
             let id: i64 = row.try_get("id")?;
-            let clear: String = row.try_get("secret")?;
-            let secret = key.seal(&clear).map_err(|e| StoreError::Invalid(e.to_string()))?;
+            let stored: String = row.try_get("secret")?;
+            let secret = match keys.open(&SealedSecret::from_stored(stored.clone())) {
+                Ok(secret) => secret,
+                Err(e) => {
+                    tracing::warn!(watch = id, error = %e, "a watch secret opens with no key held; left as it is");
+                    unopenable += 1;
+                    continue;
+                }
+            };
+            let resealed = keys.seal(&secret).map_err(|e| StoreError::Invalid(e.to_string()))?;
             let done = sqlx::query("UPDATE watches SET secret = $1 WHERE id = $2 AND secret = $3")
-                .bind(secret.as_stored())
+                .bind(resealed.as_stored())
                 .bind(id)
-                .bind(&clear)
+                .bind(&stored)
                 .execute(&self.pool)
                 .await?;
             sealed += done.rows_affected() as usize;
         }
-        let recorded = sqlx::query(&format!(
-            "UPDATE watch_state SET secrets_sealed_under = $1 WHERE id = 1 \
-             AND NOT EXISTS (SELECT 1 FROM watches WHERE {IN_THE_CLEAR})"
+        let mut tx = self.pool.begin().await?;
+        // The row lock first: the count below then sees every watch write
+        // committed before it, and a later one clears the record.
+        sqlx::query("UPDATE watch_state SET seq = seq WHERE id = 1").execute(&mut *tx).await?;
+        let left: i64 =
+            sqlx::query(&format!("SELECT COUNT(*) AS n FROM watches WHERE {not_current}"))
+                .bind(&prefix)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("n")?;
+        if left == 0 {
+            sqlx::query("UPDATE watch_state SET secrets_sealed_under = $1 WHERE id = 1")
+                .bind(current.id())
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(SecretSealing::Scanned { sealed, unopenable, recorded: left == 0 })
+    }
+
+    /// Watch secrets not sealed under `key` (in the clear, `sealed:v1`, or
+    /// under another key): what a start with `key` would re-seal.
+    pub async fn watch_secrets_not_under(&self, key: &SealingKey) -> Result<i64> {
+        let prefix = key.stored_prefix();
+        let row = sqlx::query(&format!(
+            "SELECT COUNT(*) AS n FROM watches WHERE substr(secret, 1, {}) <> $1",
+            prefix.len()
         ))
-        .bind(key.id())
-        .execute(&self.pool)
-        .await?
-        .rows_affected()
-            == 1;
-        Ok(SecretSealing::Scanned { sealed, recorded })
+        .bind(&prefix)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get("n")?)
     }
 
     /// Stores a watch of `account_id`; its id. A name the account uses
@@ -391,6 +430,15 @@ impl Store {
             }
         })?;
         let id: i64 = row.try_get("id")?;
+        // A secret sealed under another key than the one the start-up
+        // recorded (this process has not read a rotation yet): the record
+        // no longer holds, and the next start reads the table again.
+        sqlx::query(
+            "UPDATE watch_state SET secrets_sealed_under = NULL WHERE id = 1 AND secrets_sealed_under <> $1",
+        )
+        .bind(new.secret.key_id().unwrap_or_default())
+        .execute(&mut *tx)
+        .await?;
         insert_manifests(&mut tx, id, seq, &new.manifests).await?;
         tx.commit().await?;
         Ok(id)

@@ -498,7 +498,7 @@ impl Watcher {
     async fn deliver_loop(self: Arc<Self>, worker: usize) {
         let agent = target::agent(self.options.policy, self.options.timeout);
         let store = self.registry.store().clone();
-        let key = self.registry.sealing_key().clone();
+        let keys = self.registry.secret_keys().clone();
         // The lease outlives the try's own bound, so only a dead worker's
         // delivery is taken over.
         let lease_ms = i64::try_from(self.options.timeout.as_millis()).unwrap_or(i64::MAX) + 30_000;
@@ -507,10 +507,10 @@ impl Watcher {
                 Ok(Some(claimed)) => {
                     let agent = agent.clone();
                     let backoff = self.options.backoff;
-                    let key = key.clone();
+                    let keys = keys.clone();
                     let sent = tokio::task::spawn_blocking(move || {
                         let (outcome, elapsed) =
-                            deliver::try_once(&agent, &claimed, &key, &backoff);
+                            deliver::try_once(&agent, &claimed, &keys, &backoff);
                         (claimed, outcome, elapsed)
                     })
                     .await;

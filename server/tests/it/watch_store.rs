@@ -1,12 +1,13 @@
 //! Watch storage on both backends, without a server process: the
-//! delivery log read as of one moment; watch secrets sealed at start
-//! until the store records that none is left in the clear; the fact
+//! delivery log read as of one moment; watch secrets sealed under the
+//! current key at start (from the clear, or the previous key after a
+//! rotation) until the store records that none is left; the fact
 //! index of every replica following deleted and replaced manifests.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use pitfall_server::secret_box::{SealedSecret, SealingKey};
+use pitfall_server::secret_box::{SealedSecret, SealingKey, SealingKeys};
 use pitfall_server::store::{
     Actor, DeliveryRecord, NewEvent, NewWatch, NewWatchManifest, Role, SecretSealing, Store,
     TryOutcome, WatchChange, now_ms,
@@ -282,13 +283,14 @@ async fn sealed_under(db: &TestDb) -> Option<String> {
 /// What a start does with watch secrets: a database with some in the
 /// clear and no record has them sealed and the record written; a start
 /// after it does not read the table (a row put in the clear behind its
-/// back stays as it is); a start with another key reads it again.
+/// back stays as it is).
 #[tokio::test]
 async fn a_start_seals_what_is_in_the_clear_once_then_skips_the_table() {
     for db in common::databases().await {
         let backend = db.backend().as_str();
         let store = connect(&db).await;
         let key = SealingKey::generate().expect("key");
+        let keys = SealingKeys::new(key.clone());
         let ids = [
             watch(&store, &key, "a").await,
             watch(&store, &key, "b").await,
@@ -303,13 +305,16 @@ async fn a_start_seals_what_is_in_the_clear_once_then_skips_the_table() {
         assert_eq!(sealed_under(&db).await, None, "{backend}: no record on a new database");
 
         assert_eq!(
-            store.seal_watch_secrets(&key).await.expect("sealing"),
-            SecretSealing::Scanned { sealed: 2, recorded: true },
+            store.seal_watch_secrets(&keys).await.expect("sealing"),
+            SecretSealing::Scanned { sealed: 2, unopenable: 0, recorded: true },
             "{backend}"
         );
         for (id, secret) in ids.iter().zip(clear) {
             let stored = stored_secret(&db, *id).await;
-            assert!(stored.starts_with("sealed:v1:") && !stored.contains(secret), "{stored}");
+            assert!(
+                stored.starts_with(&key.stored_prefix()) && !stored.contains(secret),
+                "{stored}"
+            );
             let opened = key.open(&SealedSecret::from_stored(stored)).expect("opens");
             assert_eq!(opened, secret, "{backend}");
         }
@@ -318,49 +323,121 @@ async fn a_start_seals_what_is_in_the_clear_once_then_skips_the_table() {
 
         // The next start does not read the table: a row put in the clear
         // behind the record's back (no server writes one) stays so.
-        assert_eq!(store.seal_watch_secrets(&key).await.expect("again"), SecretSealing::Skipped);
+        assert_eq!(store.seal_watch_secrets(&keys).await.expect("again"), SecretSealing::Skipped);
         store_in_the_clear(&db, ids[0], clear[0]).await;
-        assert_eq!(store.seal_watch_secrets(&key).await.expect("again"), SecretSealing::Skipped);
+        assert_eq!(store.seal_watch_secrets(&keys).await.expect("again"), SecretSealing::Skipped);
         assert_eq!(
             stored_secret(&db, ids[0]).await,
             clear[0],
             "{backend}: the row was not touched"
         );
+        store.close().await;
+    }
+}
 
-        // A start with another key reads it again.
-        let other = SealingKey::generate().expect("key");
+/// A rotation in the store: a start holding the new key and the previous
+/// one re-seals every row under the new key (the one in the clear too)
+/// and records it; a process that has not read the rotation yet, writing
+/// under the previous key, clears the record, and the next start re-seals
+/// its row. A start that holds neither key leaves the rows as they are,
+/// counts them and records nothing.
+#[tokio::test]
+async fn a_start_after_a_rotation_reseals_under_the_new_key() {
+    for db in common::databases().await {
+        let backend = db.backend().as_str();
+        let store = connect(&db).await;
+        let (old, new) =
+            (SealingKey::generate().expect("key"), SealingKey::generate().expect("key"));
+        let rows = [
+            (watch(&store, &old, "a").await, "a-webhook-secret-for-tests"),
+            (watch(&store, &old, "b").await, "a-webhook-secret-for-tests"),
+            (watch(&store, &old, "c").await, "a-legacy-secret-0123456789"),
+        ];
+        store_in_the_clear(&db, rows[2].0, rows[2].1).await;
+        let before = SealingKeys::new(old.clone());
+        assert!(matches!(
+            store.seal_watch_secrets(&before).await.expect("sealing"),
+            SecretSealing::Scanned { sealed: 1, recorded: true, .. }
+        ));
+        assert_eq!(store.watch_secrets_not_under(&new).await.expect("count"), 3);
+
+        let rotating = SealingKeys::rotating(new.clone(), old.clone());
         assert_eq!(
-            store.seal_watch_secrets(&other).await.expect("another key"),
-            SecretSealing::Scanned { sealed: 1, recorded: true },
+            store.seal_watch_secrets(&rotating).await.expect("sealing"),
+            SecretSealing::Scanned { sealed: 3, unopenable: 0, recorded: true },
             "{backend}"
         );
-        let stored = SealedSecret::from_stored(stored_secret(&db, ids[0]).await);
-        assert_eq!(other.open(&stored).as_deref(), Ok(clear[0]));
-        assert_eq!(sealed_under(&db).await.as_deref(), Some(other.id()));
+        for (id, secret) in rows {
+            let stored = SealedSecret::from_stored(stored_secret(&db, id).await);
+            assert_eq!(stored.key_id(), Some(new.id()), "{backend}");
+            assert_eq!(new.open(&stored).as_deref(), Ok(secret), "the new key alone opens it");
+        }
+        assert_eq!(sealed_under(&db).await.as_deref(), Some(new.id()));
+        assert_eq!(store.watch_secrets_not_under(&new).await.expect("count"), 0);
+        assert_eq!(
+            store.seal_watch_secrets(&rotating).await.expect("again"),
+            SecretSealing::Skipped
+        );
+
+        // A process still on the old key writes a watch: the record goes.
+        let late = watch(&store, &old, "written-late").await;
+        assert_eq!(sealed_under(&db).await, None, "{backend}: a write under another key clears it");
+        assert_eq!(
+            store.seal_watch_secrets(&rotating).await.expect("sealing"),
+            SecretSealing::Scanned { sealed: 1, unopenable: 0, recorded: true },
+            "{backend}"
+        );
+        let stored = SealedSecret::from_stored(stored_secret(&db, late).await);
+        assert_eq!(stored.key_id(), Some(new.id()));
+        // A write under the recorded key leaves the record.
+        watch(&store, &new, "written-new").await;
+        assert_eq!(sealed_under(&db).await.as_deref(), Some(new.id()));
+
+        // A start holding neither key (a replica without the shared file).
+        let foreign = SealingKeys::new(SealingKey::generate().expect("key"));
+        let all = stored_secret(&db, rows[0].0).await;
+        assert_eq!(
+            store.seal_watch_secrets(&foreign).await.expect("sealing"),
+            SecretSealing::Scanned { sealed: 0, unopenable: 5, recorded: false },
+            "{backend}"
+        );
+        assert_eq!(stored_secret(&db, rows[0].0).await, all, "left as it is");
+        assert_eq!(sealed_under(&db).await.as_deref(), Some(new.id()), "the record is left");
         store.close().await;
     }
 }
 
 /// Two replicas starting at once on a database with 40 secrets in the
-/// clear: each row is sealed once (the sums agree), every one opens to
-/// its secret, and the record is written.
+/// clear or under the previous key: each row is sealed once (the sums
+/// agree), every one opens to its secret with the new key, and the record
+/// is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_starting_together_seal_each_row_once() {
     for db in common::databases().await {
         let backend = db.backend().as_str();
         let (a, b) = (connect(&db).await, connect(&db).await);
-        let key = SealingKey::generate().expect("key");
+        let (old, new) =
+            (SealingKey::generate().expect("key"), SealingKey::generate().expect("key"));
         let mut rows = Vec::new();
         for n in 0..40 {
-            let id = watch(&a, &key, &format!("w{n}")).await;
-            let secret = format!("a-legacy-secret-number-{n:04}");
-            store_in_the_clear(&db, id, &secret).await;
+            let id = watch(&a, &old, &format!("w{n}")).await;
+            let secret = if n % 2 == 0 {
+                let secret = format!("a-legacy-secret-number-{n:04}");
+                store_in_the_clear(&db, id, &secret).await;
+                secret
+            } else {
+                "a-webhook-secret-for-tests".to_owned()
+            };
             rows.push((id, secret));
         }
-        let (ra, rb) = tokio::join!(a.seal_watch_secrets(&key), b.seal_watch_secrets(&key));
+        let keys = SealingKeys::rotating(new.clone(), old.clone());
+        let (ra, rb) = tokio::join!(a.seal_watch_secrets(&keys), b.seal_watch_secrets(&keys));
         let sealed = |r: SecretSealing| match r {
-            SecretSealing::Scanned { sealed, recorded } => {
-                assert!(recorded, "{backend}: none is left when either finishes");
+            SecretSealing::Scanned { sealed, unopenable, recorded } => {
+                assert!(
+                    recorded && unopenable == 0,
+                    "{backend}: none is left when either finishes"
+                );
                 sealed
             }
             SecretSealing::Skipped => 0,
@@ -369,10 +446,9 @@ async fn two_replicas_starting_together_seal_each_row_once() {
         assert_eq!(ra + rb, 40, "{backend}: each row sealed once ({ra} + {rb})");
         for (id, secret) in &rows {
             let stored = SealedSecret::from_stored(stored_secret(&db, *id).await);
-            assert!(stored.is_sealed());
-            assert_eq!(key.open(&stored).as_deref(), Ok(secret.as_str()), "{backend}");
+            assert_eq!(new.open(&stored).as_deref(), Ok(secret.as_str()), "{backend}");
         }
-        assert_eq!(sealed_under(&db).await.as_deref(), Some(key.id()));
+        assert_eq!(sealed_under(&db).await.as_deref(), Some(new.id()));
         a.close().await;
         b.close().await;
     }
