@@ -110,7 +110,7 @@ async fn run(manifests: usize) -> anyhow::Result<WatchCost> {
                 NewWatch {
                     name: format!("pool {w}"),
                     webhook_url: "https://hooks.example.com/pitfall".into(),
-                    secret: registry.sealing_key().seal("a-bench-secret-0123456789")?,
+                    secret: registry.secret_keys().seal("a-bench-secret-0123456789")?,
                     min_severity: "warning".into(),
                     manifests: rows,
                     evaluated_revision: revision,

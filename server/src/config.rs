@@ -60,7 +60,9 @@ pub struct Config {
     /// `openssl rand -hex 32` writes them, readable by the server only.
     /// Every replica of one registry needs the same file; without it a
     /// watch's secret cannot be opened and its deliveries fail. Default:
-    /// `<data-dir>/watch-secret-key`, generated on first start.
+    /// `<data-dir>/watch-secret-key`, generated on first start. During a
+    /// rotation (`admin secret-key rotate`) the key it replaced is read
+    /// from the same path with `.previous` appended.
     #[arg(long, env = "PITFALL_SECRET_KEY_FILE", value_name = "PATH")]
     pub secret_key_file: Option<PathBuf>,
 }

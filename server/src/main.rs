@@ -1,7 +1,8 @@
 //! `pitfall-server`: the registry. With no subcommand it serves; `admin
 //! create-token` makes the first admin's token; `admin bundle-key` prints
 //! the public key that verifies its bundles; `admin secret-key` makes the
-//! key that seals watch secrets; `config check FILE` validates
+//! key that seals watch secrets, `admin secret-key rotate` replaces it;
+//! `config check FILE` validates
 //! a config file; `probe` asks a running server whether it is ready (the
 //! container image's health check).
 
@@ -84,7 +85,24 @@ enum Admin {
     /// dir has none (`watch-secret-key`, mode 0600), or check
     /// --secret-key-file's; print the file's path, never the key. Replicas
     /// of one registry read one such file (--secret-key-file).
-    SecretKey,
+    SecretKey {
+        #[command(subcommand)]
+        action: Option<SecretKeyAction>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SecretKeyAction {
+    /// Replace the key: the key file's key moves to the same path with
+    /// `.previous` appended, and a fresh key takes its place (each file
+    /// replaced whole, mode 0600). Servers read both: the new key seals,
+    /// the previous one still opens what it sealed, and each start
+    /// re-seals those secrets under the new key; a server started before
+    /// reads the files again when it meets the new key. Then restart every
+    /// server. Refused while the last rotation is not finished (a secret
+    /// not yet re-sealed). Reads the database: run it with the servers'
+    /// DATABASE_URL. Prints the new key's id.
+    Rotate,
 }
 
 /// A token's scopes and expiry from `create-token`'s flags.
@@ -193,8 +211,23 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         Command::Admin(Admin::BundleKey) => {
             pitfall_server::server::bundle_key(&cli.config).map(|key| println!("{key}"))
         }
-        Command::Admin(Admin::SecretKey) => pitfall_server::server::secret_key(&cli.config)
-            .map(|path| println!("{}", path.display())),
+        Command::Admin(Admin::SecretKey { action: None }) => {
+            pitfall_server::server::secret_key(&cli.config)
+                .map(|path| println!("{}", path.display()))
+        }
+        Command::Admin(Admin::SecretKey { action: Some(SecretKeyAction::Rotate) }) => {
+            pitfall_server::server::rotate_secret_key(&cli.config).await.map(|rotated| {
+                // The id alone on stdout, for scripts; what to do next on stderr.
+                println!("{}", rotated.key_id);
+                eprintln!(
+                    "pitfall-server: {} holds the new watch secret key {}; {} the previous one, {}. Restart every server: each start re-seals the watch secrets under the new key.",
+                    rotated.path.display(),
+                    rotated.key_id,
+                    rotated.previous.0.display(),
+                    rotated.previous.1
+                );
+            })
+        }
         // Answered in `main`, before the runtime starts.
         Command::Config(_) | Command::Probe => Ok(()),
     };

@@ -162,7 +162,7 @@ pub fn operations() -> Vec<Operation> {
             request: Some((JSON, schema::<ChangeWatchRequest>)), query: None, response: 200 JSON => schema::<WatchDetail>),
         op!("DELETE" "/v1/watches/{id}", Token, "Delete a watch, its manifests and its deliveries.",
             request: None, query: None, response: 200 JSON => schema::<WatchView>),
-        op!("GET" "/v1/watches/{id}/deliveries", Token, "The delivery log, newest first: each event's state, tries, status codes and errors.",
+        op!("GET" "/v1/watches/{id}/deliveries", Token, "The delivery log, newest first: each event's state, tries, status codes and errors, all read as of one moment (a try shows with the state it left its event in).",
             request: None, query: Some(schema::<crate::api::watches::DeliveriesQuery>), response: 200 JSON => schema::<Vec<DeliveryView>>),
         op!("POST" "/v1/watches/{id}/test", Token, "Enqueue a signed ping to the webhook, delivered (and retried) as any event.",
             request: None, query: None, response: 202 JSON => schema::<PingQueued>),

@@ -21,7 +21,7 @@ use pitfall_engine::{Engine, Rule, RuleSet};
 
 use crate::as_of::{PastError, PastSet, PastSets};
 use crate::publish;
-use crate::secret_box::SealingKey;
+use crate::secret_key::SecretKeys;
 use crate::store::{NewVersion, Store};
 
 /// The served rule set and where it comes from.
@@ -29,9 +29,10 @@ use crate::store::{NewVersion, Store};
 pub struct Registry {
     store: Store,
     engine: Engine,
-    /// Seals watch secrets as they are stored and opens them to sign
-    /// deliveries (`secret_box.rs`); every replica holds the same key.
-    sealing_key: SealingKey,
+    /// Seal watch secrets as they are stored and open them to sign
+    /// deliveries (`secret_box.rs`, `secret_key.rs`); every replica holds
+    /// the same keys.
+    secret_keys: SecretKeys,
     current: RwLock<Arc<RuleSet>>,
     /// Loaded modules by sha256, so unchanged rules survive a swap.
     loaded: Mutex<HashMap<String, Arc<Rule>>>,
@@ -50,16 +51,17 @@ pub struct Registry {
 
 impl Registry {
     /// Loads what the store serves now; watch secrets are sealed and
-    /// opened with `sealing_key`.
+    /// opened with `secret_keys` (a [`crate::secret_box::SealingKey`] for
+    /// one key never read again).
     pub async fn open(
         store: Store,
         engine: Engine,
-        sealing_key: SealingKey,
+        secret_keys: impl Into<SecretKeys>,
     ) -> anyhow::Result<Registry> {
         let registry = Registry {
             store,
             engine,
-            sealing_key,
+            secret_keys: secret_keys.into(),
             current: RwLock::new(Arc::new(RuleSet::new(Vec::new(), "0"))),
             loaded: Mutex::new(HashMap::new()),
             refreshing: tokio::sync::Mutex::new(()),
@@ -82,9 +84,9 @@ impl Registry {
         &self.engine
     }
 
-    /// The key watch secrets are sealed with in the store.
-    pub fn sealing_key(&self) -> &SealingKey {
-        &self.sealing_key
+    /// The keys watch secrets are sealed and opened with.
+    pub fn secret_keys(&self) -> &SecretKeys {
+        &self.secret_keys
     }
 
     /// The rule set checks run against now.

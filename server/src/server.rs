@@ -11,8 +11,10 @@ use pitfall_engine::{Engine, Limits};
 use crate::app::app;
 use crate::config::Config;
 use crate::registry::{Registry, plan_seed, seed_unstored};
+use crate::secret_box::SealingKey;
+use crate::secret_key::SecretKeys;
 use crate::state::AppState;
-use crate::store::{Actor, Role, Store};
+use crate::store::{Actor, Role, SecretSealing, Store};
 
 /// Opens the registry a config names: data dir, store, engine, seed.
 pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
@@ -21,18 +23,40 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     // What to back up is there (the database, unless DATABASE_URL names
     // another, and the keys): say where it is.
     tracing::info!(data_dir = %config.data_dir.display(), "data dir");
-    let sealing_key = crate::secret_key::load_or_create(config)?;
+    let secret_keys = SecretKeys::load_or_create(config)?;
     if config.secret_key_file.is_none() && config.database_url().starts_with("postgres") {
         tracing::warn!(
             "watch secrets are sealed with this data dir's own key; replicas of one registry must share one: set --secret-key-file"
         );
     }
-    tracing::info!(key_file = %crate::secret_key::path(config).display(), "watch secrets sealed");
+    let keys = secret_keys.get();
+    tracing::info!(
+        key_file = %crate::secret_key::path(config).display(),
+        key_id = keys.current().id(),
+        previous_key_id = keys.previous().map(SealingKey::id),
+        "watch secrets sealed"
+    );
     let store = connect(config).await?;
-    // Watch secrets stored before sealing existed are sealed now.
-    let sealed = store.seal_clear_watch_secrets(&sealing_key).await?;
-    if sealed > 0 {
-        tracing::info!(sealed, "watch secrets stored in the clear were sealed");
+    // Watch secrets in the clear (stored before sealing existed) or under
+    // the previous key (a rotation) are sealed under the current key now,
+    // unless an earlier start with this key recorded that none is left.
+    match store.seal_watch_secrets(&keys).await? {
+        SecretSealing::Skipped => {}
+        SecretSealing::Scanned { sealed, unopenable, recorded } => {
+            tracing::info!(sealed, recorded, "watch secrets sealed under the current key");
+            if unopenable > 0 {
+                tracing::warn!(
+                    unopenable,
+                    "watch secrets open with no key held (sealed under another key, or altered): their deliveries fail until the watch is made again"
+                );
+            }
+            if recorded && let Some(previous) = keys.previous() {
+                tracing::info!(
+                    previous_key_id = previous.id(),
+                    "every watch secret is sealed under the current key: the previous key file is no longer needed"
+                );
+            }
+        }
     }
     let limits = Limits { memo_bytes: config.limits.rule_memo_bytes, ..Limits::default() };
     let engine = Engine::with_cache_dir(limits, config.data_dir.join("compiled"))
@@ -41,7 +65,7 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
         tracing::warn!("{why}; rules are compiled afresh at each start");
     }
     if !config.seed_bundled {
-        return Ok(Arc::new(Registry::open(store, engine, sealing_key).await?));
+        return Ok(Arc::new(Registry::open(store, engine, secret_keys.clone()).await?));
     }
     // A registry that never held a rule waits for the bundled ones, so its
     // first answers are not empty. One that holds rules serves them at
@@ -63,9 +87,9 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<Registry>> {
     if unstored.is_empty() || plan.store_was_empty {
         let inserted = seed_unstored(&store, &engine, unstored).await?;
         tracing::info!(inserted, "bundled rules seeded");
-        return Ok(Arc::new(Registry::open(store, engine, sealing_key).await?));
+        return Ok(Arc::new(Registry::open(store, engine, secret_keys.clone()).await?));
     }
-    let registry = Arc::new(Registry::open(store, engine, sealing_key).await?);
+    let registry = Arc::new(Registry::open(store, engine, secret_keys.clone()).await?);
     let seeding = Arc::clone(&registry);
     tracing::info!(
         unstored = unstored.len(),
@@ -201,8 +225,51 @@ pub fn bundle_key(config: &Config) -> anyhow::Result<pitfall_api::PublicKey> {
 pub fn secret_key(config: &Config) -> anyhow::Result<std::path::PathBuf> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data dir {}", config.data_dir.display()))?;
-    crate::secret_key::load_or_create(config)?;
+    SecretKeys::load_or_create(config)?;
     Ok(crate::secret_key::path(config))
+}
+
+/// `admin secret-key rotate`: the key file's key moves to its `.previous`
+/// file and a fresh key takes its place (`secret_key::rotate`). Refused
+/// while a previous key file is there and a stored secret is not yet
+/// sealed under the current key: that secret may need the previous key,
+/// which this would overwrite (a rotation not finished: restart every
+/// server first, each start re-seals). Reads the registry's database, so
+/// it runs with the servers' DATABASE_URL; a SQLite file that does not
+/// exist is refused rather than made.
+pub async fn rotate_secret_key(config: &Config) -> anyhow::Result<crate::secret_key::Rotated> {
+    let path = crate::secret_key::path(config);
+    if !path.is_file() {
+        anyhow::bail!(
+            "no watch secret key at {} to rotate (`admin secret-key` makes one)",
+            path.display()
+        );
+    }
+    let keys = SecretKeys::load_or_create(config)?.get();
+    let url = config.database_url();
+    if let Some(file) = url.strip_prefix("sqlite://") {
+        let file = std::path::Path::new(file.split('?').next().unwrap_or(file));
+        if !file.is_file() {
+            anyhow::bail!(
+                "no database at {}: set DATABASE_URL to the registry's database, which the rotation reads first",
+                file.display()
+            );
+        }
+    }
+    let store = connect(config).await?;
+    let left = store.watch_secrets_not_under(keys.current()).await;
+    store.close().await;
+    let left = left?;
+    if let Some(previous) = keys.previous()
+        && left > 0
+    {
+        anyhow::bail!(
+            "{left} watch secret(s) are not yet sealed under the current key {} (the last rotation, from {}, is not finished): restart every server, whose start re-seals them, then rotate again (a secret a start reports opening with no key held stays: make that watch again)",
+            keys.current().id(),
+            previous.id()
+        );
+    }
+    crate::secret_key::rotate(&path)
 }
 
 /// `admin create-token`: an account with `role` (created if missing) and a

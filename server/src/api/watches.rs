@@ -62,7 +62,7 @@ pub async fn create(
     // cannot sign as the registry.
     let sealed = state
         .registry()
-        .sealing_key()
+        .secret_keys()
         .seal(&secret)
         .map_err(|e| AppError::Internal(anyhow::anyhow!("sealing a watch secret: {e}")))?;
     let store = state.registry().store();

@@ -167,6 +167,20 @@ impl Store {
         Ok(tx)
     }
 
+    /// Starts a read-only transaction whose reads all see one snapshot:
+    /// on PostgreSQL `REPEATABLE READ` (its snapshot is taken at the first
+    /// statement and kept; the default `READ COMMITTED` takes one per
+    /// statement); on SQLite a deferred `BEGIN`, whose first read fixes the
+    /// WAL snapshot every later read of the transaction sees. For reads of
+    /// several statements that must agree (a row and its children).
+    async fn begin_read(&self) -> Result<sqlx::Transaction<'static, Any>> {
+        let begin = match self.backend {
+            Backend::Postgres => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            Backend::Sqlite => "BEGIN DEFERRED",
+        };
+        Ok(self.pool.begin_with(begin).await?)
+    }
+
     /// Closes the pool, waiting for connections to be returned.
     pub async fn close(&self) {
         self.pool.close().await;

@@ -13,7 +13,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use super::{Backend, Result, Store, StoreError, UnixMillis, is_unique_violation, now};
-use crate::secret_box::{SealedSecret, SealingKey};
+use crate::secret_box::{SealedSecret, SealingKey, SealingKeys};
 
 /// A finding as stored for a manifest: what the next evaluation compares with.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -120,6 +120,25 @@ pub struct ManifestRow {
     pub watch_revision: i64,
 }
 
+/// What a fact index reads to catch up ([`Store::watch_index_changes`]).
+#[derive(Debug, Clone)]
+pub struct IndexChanges {
+    /// The `watch_state` seq these are current at.
+    pub seq: i64,
+    /// Manifest rows written since, in seq order.
+    pub rows: Vec<ManifestRow>,
+    /// Watches deleted since, in seq order.
+    pub deleted_watches: Vec<i64>,
+    /// The highest seq of a deletion no longer kept: an index that had
+    /// read less than it may have missed one, and is built afresh.
+    pub deletions_pruned_to: i64,
+}
+
+/// How long a watch's deletion is kept for replicas' indexes to read: a
+/// replica catches up at every poll, so only one stopped this long misses
+/// one, and that one builds its index afresh.
+pub const DELETIONS_KEPT_MS: i64 = 24 * 60 * 60 * 1000;
+
 /// The evaluator's cursor.
 #[derive(Debug, Clone)]
 pub struct WatchCursor {
@@ -160,9 +179,9 @@ pub struct FindingsUpdate {
 #[derive(Debug, Clone, Default)]
 pub struct EvaluationResult {
     /// For a transition: the lease owner that claimed it, the revision and
-    /// served set the cursor moves to, and the highest manifest seq the
-    /// pass's index had read (later rows evaluated against an older set
-    /// are marked for a full evaluation).
+    /// served set the cursor moves to, and the `watch_state` seq the
+    /// pass's index had read up to (later rows evaluated against an older
+    /// set are marked for a full evaluation).
     pub transition: Option<(String, i64, String, i64)>,
     /// For a full evaluation of one watch: its id (the pass is void if
     /// another replica did it first).
@@ -261,6 +280,25 @@ const WATCH_SELECT: &str = "SELECT w.id, w.account_id, a.name AS account_name, w
 const MANIFEST_SELECT: &str = "SELECT m.id, m.watch_id, m.seq, m.label, m.manifest, w.evaluated_revision \
      FROM watch_manifests m JOIN watches w ON w.id = m.watch_id";
 
+/// What the start-up's sealing of watch secrets did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretSealing {
+    /// A start with the same key recorded that every secret is sealed
+    /// under it: the table was not read.
+    Skipped,
+    /// The table was read and `sealed` rows sealed under the current key;
+    /// `recorded`: none is left to seal, and the record now says so.
+    Scanned {
+        /// Rows this call sealed (a row another replica sealed first is
+        /// not counted).
+        sealed: usize,
+        /// Rows no key held opens, left as they are.
+        unopenable: usize,
+        /// Whether the record was written.
+        recorded: bool,
+    },
+}
+
 /// Most ids in one `IN (...)` list.
 const IN_CHUNK: usize = 500;
 
@@ -276,28 +314,92 @@ impl Store {
         Ok((row.try_get("seq")?, row.try_get("revision")?))
     }
 
-    /// Seals with `key` the watch secrets stored in the clear (rows
-    /// written before secrets were sealed), so a database dump holds none;
-    /// the number sealed. Each row is replaced only if it still holds what
-    /// was read, so replicas starting at once seal each row once.
-    pub async fn seal_clear_watch_secrets(&self, key: &SealingKey) -> Result<usize> {
-        let rows = sqlx::query("SELECT id, secret FROM watches WHERE secret NOT LIKE 'sealed:%'")
+    /// Seals under the current key of `keys` every watch secret not yet
+    /// sealed under it: those stored in the clear (before sealing
+    /// existed), sealed without a key id (`sealed:v1`), or under the
+    /// previous key (a rotation), so a database dump holds none in the
+    /// clear and the previous key can go. Unless
+    /// `watch_state.secrets_sealed_under` records that a start with this
+    /// key left none: then the table is not read. Each row is replaced
+    /// only if it still holds what was read, so replicas starting at once
+    /// seal each row once; one that no key held opens is left as it is
+    /// (its deliveries fail with the reason) and counted.
+    ///
+    /// The record is written only if no row is left to seal, checked after
+    /// taking the `watch_state` row lock, which every watch write takes
+    /// first; a write that stores a secret under another key (a process
+    /// that has not read a rotation yet) clears it in its transaction
+    /// (`create_watch`). So the record is true whenever it is read.
+    pub async fn seal_watch_secrets(&self, keys: &SealingKeys) -> Result<SecretSealing> {
+        let current = keys.current();
+        let recorded: Option<String> =
+            sqlx::query("SELECT secrets_sealed_under FROM watch_state WHERE id = 1")
+                .fetch_one(&self.pool)
+                .await?
+                .try_get("secrets_sealed_under")?;
+        if recorded.as_deref() == Some(current.id()) {
+            return Ok(SecretSealing::Skipped);
+        }
+        // `substr`, not `NOT LIKE`: SQLite's LIKE ignores ASCII case.
+        let prefix = current.stored_prefix();
+        let not_current = format!("substr(secret, 1, {}) <> $1", prefix.len());
+        let rows = sqlx::query(&format!("SELECT id, secret FROM watches WHERE {not_current}"))
+            .bind(&prefix)
             .fetch_all(&self.pool)
             .await?;
-        let mut sealed = 0;
+        let (mut sealed, mut unopenable) = (0, 0);
         for row in rows {
             let id: i64 = row.try_get("id")?;
-            let clear: String = row.try_get("secret")?;
-            let secret = key.seal(&clear).map_err(|e| StoreError::Invalid(e.to_string()))?;
+            let stored: String = row.try_get("secret")?;
+            let secret = match keys.open(&SealedSecret::from_stored(stored.clone())) {
+                Ok(secret) => secret,
+                Err(e) => {
+                    tracing::warn!(watch = id, error = %e, "a watch secret opens with no key held; left as it is");
+                    unopenable += 1;
+                    continue;
+                }
+            };
+            let resealed = keys.seal(&secret).map_err(|e| StoreError::Invalid(e.to_string()))?;
             let done = sqlx::query("UPDATE watches SET secret = $1 WHERE id = $2 AND secret = $3")
-                .bind(secret.as_stored())
+                .bind(resealed.as_stored())
                 .bind(id)
-                .bind(&clear)
+                .bind(&stored)
                 .execute(&self.pool)
                 .await?;
             sealed += done.rows_affected() as usize;
         }
-        Ok(sealed)
+        let mut tx = self.pool.begin().await?;
+        // The row lock first: the count below then sees every watch write
+        // committed before it, and a later one clears the record.
+        sqlx::query("UPDATE watch_state SET seq = seq WHERE id = 1").execute(&mut *tx).await?;
+        let left: i64 =
+            sqlx::query(&format!("SELECT COUNT(*) AS n FROM watches WHERE {not_current}"))
+                .bind(&prefix)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("n")?;
+        if left == 0 {
+            sqlx::query("UPDATE watch_state SET secrets_sealed_under = $1 WHERE id = 1")
+                .bind(current.id())
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(SecretSealing::Scanned { sealed, unopenable, recorded: left == 0 })
+    }
+
+    /// Watch secrets not sealed under `key` (in the clear, `sealed:v1`, or
+    /// under another key): what a start with `key` would re-seal.
+    pub async fn watch_secrets_not_under(&self, key: &SealingKey) -> Result<i64> {
+        let prefix = key.stored_prefix();
+        let row = sqlx::query(&format!(
+            "SELECT COUNT(*) AS n FROM watches WHERE substr(secret, 1, {}) <> $1",
+            prefix.len()
+        ))
+        .bind(&prefix)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get("n")?)
     }
 
     /// Stores a watch of `account_id`; its id. A name the account uses
@@ -328,6 +430,15 @@ impl Store {
             }
         })?;
         let id: i64 = row.try_get("id")?;
+        // A secret sealed under another key than the one the start-up
+        // recorded (this process has not read a rotation yet): the record
+        // no longer holds, and the next start reads the table again.
+        sqlx::query(
+            "UPDATE watch_state SET secrets_sealed_under = NULL WHERE id = 1 AND secrets_sealed_under <> $1",
+        )
+        .bind(new.secret.key_id().unwrap_or_default())
+        .execute(&mut *tx)
+        .await?;
         insert_manifests(&mut tx, id, seq, &new.manifests).await?;
         tx.commit().await?;
         Ok(id)
@@ -383,10 +494,13 @@ impl Store {
     }
 
     /// Deletes a watch, its manifests, findings and deliveries; false if
-    /// there was none.
+    /// there was none. The deletion is recorded with the write's seq, so
+    /// every replica's fact index forgets the manifests when it next
+    /// catches up ([`Store::watch_index_changes`]); deletions older than
+    /// [`DELETIONS_KEPT_MS`] are pruned here.
     pub async fn delete_watch(&self, id: i64) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
-        Store::lock_watch_state(&mut tx).await?;
+        let (seq, _) = Store::lock_watch_state(&mut tx).await?;
         // Children first: SQLite enforces the cascades only with its
         // foreign-key pragma on, which every pooled connection sets, but
         // the order makes the intent plain on both.
@@ -416,8 +530,38 @@ impl Store {
             .await?
             .rows_affected()
             == 1;
+        if !deleted {
+            return Ok(false);
+        }
+        let at = now();
+        sqlx::query("INSERT INTO watch_deletions (seq, watch_id, deleted_at) VALUES ($1, $2, $3)")
+            .bind(seq)
+            .bind(id)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+        let pruned: Option<i64> =
+            sqlx::query("SELECT MAX(seq) AS seq FROM watch_deletions WHERE deleted_at < $1")
+                .bind(at - DELETIONS_KEPT_MS)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("seq")?;
+        if let Some(pruned) = pruned {
+            // Recorded first: an index that had not read up to here
+            // rebuilds rather than miss what goes.
+            sqlx::query(
+                "UPDATE watch_state SET deletions_pruned_to = $1 WHERE id = 1 AND deletions_pruned_to < $1",
+            )
+            .bind(pruned)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("DELETE FROM watch_deletions WHERE seq <= $1")
+                .bind(pruned)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
-        Ok(deleted)
+        Ok(true)
     }
 
     /// One watch.
@@ -525,13 +669,44 @@ impl Store {
         Ok(())
     }
 
-    /// Manifest rows written after `seq`, in seq order (the index's catch-up).
-    pub async fn watch_manifests_after(&self, seq: i64) -> Result<Vec<ManifestRow>> {
-        let rows = sqlx::query(&format!("{MANIFEST_SELECT} WHERE m.seq > $1 ORDER BY m.seq, m.id"))
-            .bind(seq)
-            .fetch_all(&self.pool)
+    /// What a fact index that has read up to `watch_state` seq `after`
+    /// must read to be current (its catch-up): the manifest rows written
+    /// and the watches deleted since, in seq order, as of one snapshot
+    /// ([`Store::begin_read`]) whose `watch_state` seq it has then read up
+    /// to. Rows and deletions commit in seq order (each write holds the
+    /// row lock it took its seq under until it commits), so nothing below
+    /// that seq can commit later.
+    pub async fn watch_index_changes(&self, after: i64) -> Result<IndexChanges> {
+        let mut tx = self.begin_read().await?;
+        let state = sqlx::query("SELECT seq, deletions_pruned_to FROM watch_state WHERE id = 1")
+            .fetch_one(&mut *tx)
             .await?;
-        rows.iter().map(manifest_from_row).collect()
+        let mut changes = IndexChanges {
+            seq: state.try_get("seq")?,
+            rows: Vec::new(),
+            deleted_watches: Vec::new(),
+            deletions_pruned_to: state.try_get("deletions_pruned_to")?,
+        };
+        if changes.seq != after {
+            changes.rows =
+                sqlx::query(&format!("{MANIFEST_SELECT} WHERE m.seq > $1 ORDER BY m.seq, m.id"))
+                    .bind(after)
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(manifest_from_row)
+                    .collect::<Result<_>>()?;
+            changes.deleted_watches =
+                sqlx::query("SELECT watch_id FROM watch_deletions WHERE seq > $1 ORDER BY seq")
+                    .bind(after)
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(|r| Ok(r.try_get("watch_id")?))
+                    .collect::<Result<_>>()?;
+        }
+        tx.commit().await?;
+        Ok(changes)
     }
 
     /// The manifest rows among `ids` that still exist.
@@ -845,15 +1020,19 @@ impl Store {
         Ok(true)
     }
 
-    /// A watch's deliveries, newest first, with their tries.
+    /// A watch's deliveries, newest first, with their tries, as of one
+    /// moment: both reads run in one read transaction ([`Store::begin_read`]),
+    /// so a try recorded meanwhile shows with its delivery's new state or
+    /// not at all (`record_delivery_try` writes the two together).
     pub async fn watch_deliveries(&self, watch_id: i64, limit: i64) -> Result<Vec<DeliveryRecord>> {
+        let mut tx = self.begin_read().await?;
         let rows = sqlx::query(
             "SELECT id, event_id, kind, state, attempts, created_at, next_attempt_at, last_status, last_error, delivered_at \
              FROM watch_deliveries WHERE watch_id = $1 ORDER BY id DESC LIMIT $2",
         )
         .bind(watch_id)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *tx)
         .await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -863,7 +1042,7 @@ impl Store {
                 "SELECT at, status, error, elapsed_ms FROM watch_attempts WHERE delivery_id = $1 ORDER BY id",
             )
             .bind(id)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *tx)
             .await?
             .iter()
             .map(|r| {
@@ -893,6 +1072,8 @@ impl Store {
                 tries,
             });
         }
+        // Read only: ending it either way changes nothing.
+        tx.commit().await?;
         Ok(out)
     }
 }

@@ -7,18 +7,20 @@
 //! a receiver that saw it already answers 2xx and does nothing.
 //!
 //! The secret is stored sealed (`secret_box.rs`) and opened here, for one
-//! try. One that does not open (another key sealed it, or the row was
-//! altered) fails the try without sending: the reason is recorded and
-//! logged, never the secret, and the delivery is retried like any failed
-//! one, so a replica with the right key, or this one restarted with it,
-//! can still deliver it within the window.
+//! try. One sealed under a key this process does not hold makes it read
+//! the key files again (another process rotated them), so a rotation
+//! fails no try. One that still does not open (another key sealed it, or
+//! the row was altered) fails the try without sending: the reason is
+//! recorded and logged, never the secret, and the delivery is retried like
+//! any failed one, so a replica with the right key, or this one restarted
+//! with it, can still deliver it within the window.
 
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::secret_box::SealingKey;
+use crate::secret_key::SecretKeys;
 use crate::store::{ClaimedDelivery, TryOutcome, UnixMillis};
 
 /// The signature header.
@@ -83,11 +85,13 @@ fn random_u64() -> u64 {
 }
 
 /// Sends a claimed delivery once (blocking), signed with its secret opened
-/// under `key`; the outcome to record and how long it took.
+/// with `keys` (which read their files again for a secret sealed under a
+/// key they do not hold: a rotation); the outcome to record and how long
+/// it took.
 pub fn try_once(
     agent: &ureq::Agent,
     claimed: &ClaimedDelivery,
-    key: &SealingKey,
+    keys: &SecretKeys,
     backoff: &Backoff,
 ) -> (TryOutcome, i64) {
     let started = std::time::Instant::now();
@@ -96,7 +100,7 @@ pub fn try_once(
         error,
         retry_at: backoff.retry_at(claimed.attempts, claimed.created_at, crate::store::now_ms()),
     };
-    let secret = match key.open(&claimed.secret) {
+    let secret = match keys.open(&claimed.secret) {
         Ok(secret) => secret,
         Err(why) => return (failed(None, format!("not sent: the watch's secret: {why}")), 0),
     };

@@ -12,6 +12,11 @@
 //! does not parse cannot be excluded (the test below holds the two side by
 //! side). Names and versions are interned, so a manifest costs a few words
 //! per package it lists.
+//!
+//! The index forgets a row as soon as it learns the row is gone: a watch's
+//! rows are written all together (created, or replaced whole), so rows of
+//! a watch read at a higher seq supersede the ones it holds; a deleted
+//! watch is read from the store's deletions (`Watcher::catch_up`).
 
 use std::collections::HashMap;
 
@@ -88,8 +93,11 @@ pub struct FactIndex {
     engines: HashMap<Id, Vec<u32>>,
     with_accelerators: Vec<u32>,
     containers: Vec<u32>,
+    /// Each watch's rows filed: the seq they were written at, their slots.
+    watches: HashMap<i64, (i64, Vec<u32>)>,
     dead: usize,
-    /// The highest manifest seq read into the index.
+    /// The `watch_state` seq the index has read every row and deletion up
+    /// to (0: none yet).
     pub read_seq: i64,
 }
 
@@ -101,8 +109,11 @@ pub fn prepare(text: &str) -> Option<Prepared> {
 }
 
 impl FactIndex {
-    /// Files a manifest under its facts (an id filed already is left).
-    pub fn insert(&mut self, id: i64, manifest: &Manifest) {
+    /// Files manifest row `id` of `watch`, written at `seq`, under its
+    /// facts (an id filed already is left); the watch's rows of an earlier
+    /// write are forgotten ([`FactIndex::supersede`]).
+    pub fn insert(&mut self, id: i64, watch: i64, seq: i64, manifest: &Manifest) {
+        self.supersede(watch, seq);
         if self.slots.contains_key(&id) {
             return;
         }
@@ -152,13 +163,38 @@ impl FactIndex {
             live: true,
         });
         self.slots.insert(id, slot);
+        self.watches.entry(watch).or_insert_with(|| (seq, Vec::new())).1.push(slot);
+    }
+
+    /// A write of `watch`'s rows at `seq` was read: the rows it holds of
+    /// an earlier write are gone (a watch's rows are replaced whole), and
+    /// forgotten. Called for every row read, filed or not.
+    pub fn supersede(&mut self, watch: i64, seq: i64) {
+        if self.watches.get(&watch).is_some_and(|(filed, _)| *filed < seq) {
+            self.remove_watch(watch);
+        }
+    }
+
+    /// Forgets every row of `watch` (it was deleted).
+    pub fn remove_watch(&mut self, watch: i64) {
+        for slot in self.watches.remove(&watch).map(|(_, slots)| slots).unwrap_or_default() {
+            self.forget(slot);
+        }
     }
 
     /// Forgets a manifest (its row is gone); its slot stays in the
     /// buckets, skipped, until [`FactIndex::wants_rebuild`].
     pub fn remove(&mut self, id: i64) {
-        if let Some(slot) = self.slots.remove(&id) {
-            self.entries[slot as usize].live = false;
+        if let Some(&slot) = self.slots.get(&id) {
+            self.forget(slot);
+        }
+    }
+
+    fn forget(&mut self, slot: u32) {
+        let entry = &mut self.entries[slot as usize];
+        if entry.live {
+            entry.live = false;
+            self.slots.remove(&entry.id);
             self.dead += 1;
         }
     }
@@ -197,9 +233,12 @@ impl FactIndex {
                         + (e.vendors.len() + e.capabilities.len()) * size_of::<Id>()
                 })
                 .sum::<usize>();
+        let watches = map(self.watches.capacity(), size_of::<(i64, (i64, Vec<u32>))>())
+            + self.watches.values().map(|(_, s)| s.capacity() * size_of::<u32>()).sum::<usize>();
         interner(&self.names)
             + interner(&self.versions)
             + entries
+            + watches
             + map(self.slots.capacity(), size_of::<(i64, u32)>())
             + buckets(&self.packages)
             + buckets(&self.vendors)
@@ -333,7 +372,7 @@ mod tests {
             .collect();
         let mut index = FactIndex::default();
         for (i, p) in prepared.iter().enumerate() {
-            index.insert(i as i64, &p.manifest);
+            index.insert(i as i64, i as i64, 1, &p.manifest);
         }
         let sets: &[&[&str]] = &[
             &[],
@@ -366,5 +405,33 @@ mod tests {
         index.remove(1);
         let vllm = [Selector::parse("package:vllm").expect("selector")];
         assert_eq!(index.admitted(&vllm), [2, 3, 4]);
+    }
+
+    /// A watch's rows read at a higher seq supersede the ones filed; a
+    /// deleted watch's rows go; a row filed again is filed once.
+    #[test]
+    fn a_watchs_later_write_and_its_deletion_forget_its_rows() {
+        let prepared: Vec<Prepared> = manifests()
+            .into_iter()
+            .map(|m| Prepared::new(pitfall_contract::manifest_from_value(m).expect("manifest")))
+            .collect();
+        let vllm = [Selector::parse("package:vllm").expect("selector")];
+        let mut index = FactIndex::default();
+        // Watch 7 holds rows 10 and 11 (written at seq 3), watch 8 row 12.
+        index.insert(10, 7, 3, &prepared[1].manifest);
+        index.insert(11, 7, 3, &prepared[2].manifest);
+        index.insert(12, 8, 4, &prepared[4].manifest);
+        index.insert(12, 8, 4, &prepared[4].manifest);
+        assert_eq!((index.len(), index.admitted(&vllm)), (3, vec![10, 11, 12]));
+        // Watch 7 replaced at seq 5 by row 13.
+        index.insert(13, 7, 5, &prepared[3].manifest);
+        assert_eq!((index.len(), index.admitted(&vllm)), (2, vec![12, 13]));
+        // A row of a write that does not read is filed nowhere, and still
+        // supersedes.
+        index.supersede(8, 6);
+        assert_eq!((index.len(), index.admitted(&vllm)), (1, vec![13]));
+        index.remove_watch(7);
+        assert!(index.is_empty() && index.admitted(&vllm).is_empty());
+        assert_eq!(index.dead, 4, "each row forgotten once");
     }
 }

@@ -240,6 +240,8 @@ impl Watcher {
         candidates.extend(store.manifests_with_findings_of(&changed).await?);
         let ids: Vec<i64> = candidates.into_iter().collect();
         let rows = store.watch_manifest_rows(&ids).await?;
+        // A row deleted since the catch-up above is not evaluated; the
+        // index forgets it now rather than at its next catch-up.
         let found: BTreeSet<i64> = rows.iter().map(|r| r.id).collect();
         for id in ids.iter().filter(|id| !found.contains(id)) {
             index.remove(*id);
@@ -331,24 +333,47 @@ impl Watcher {
         self.index.lock().await.heap_bytes()
     }
 
-    /// Reads the manifest rows written since the index last looked.
+    /// Manifests in the fact index, as of its last catch-up (each pass
+    /// starts with one).
+    pub async fn indexed_manifests(&self) -> usize {
+        self.index.lock().await.len()
+    }
+
+    /// Reads what was written since the index last looked: new manifest
+    /// rows are filed, and the rows they replace and those of deleted
+    /// watches forgotten, so a deleted manifest leaves the index at the
+    /// next pass of every replica.
     async fn catch_up(&self, index: &mut FactIndex) -> anyhow::Result<()> {
         if index.wants_rebuild() {
             *index = FactIndex::default();
         }
-        let rows = self.registry.store().watch_manifests_after(index.read_seq).await?;
-        if rows.is_empty() {
+        let store = self.registry.store();
+        let mut changes = store.watch_index_changes(index.read_seq).await?;
+        if index.read_seq > 0 && changes.deletions_pruned_to > index.read_seq {
+            // Deletions it had not read were pruned (this replica did not
+            // catch up for a day): read everything afresh.
+            tracing::info!("the watch index missed pruned deletions; building it afresh");
+            *index = FactIndex::default();
+            changes = store.watch_index_changes(0).await?;
+        }
+        if changes.seq == index.read_seq {
             return Ok(());
         }
         let taken = std::mem::take(index);
         let filled = tokio::task::spawn_blocking(move || {
             let mut index = taken;
-            for row in rows {
-                index.read_seq = index.read_seq.max(row.seq);
-                if let Some(prepared) = index::prepare(&row.manifest) {
-                    index.insert(row.id, &prepared.manifest);
+            for watch in changes.deleted_watches {
+                index.remove_watch(watch);
+            }
+            for row in changes.rows {
+                match index::prepare(&row.manifest) {
+                    Some(prepared) => {
+                        index.insert(row.id, row.watch_id, row.seq, &prepared.manifest)
+                    }
+                    None => index.supersede(row.watch_id, row.seq),
                 }
             }
+            index.read_seq = changes.seq;
             index
         })
         .await
@@ -473,7 +498,7 @@ impl Watcher {
     async fn deliver_loop(self: Arc<Self>, worker: usize) {
         let agent = target::agent(self.options.policy, self.options.timeout);
         let store = self.registry.store().clone();
-        let key = self.registry.sealing_key().clone();
+        let keys = self.registry.secret_keys().clone();
         // The lease outlives the try's own bound, so only a dead worker's
         // delivery is taken over.
         let lease_ms = i64::try_from(self.options.timeout.as_millis()).unwrap_or(i64::MAX) + 30_000;
@@ -482,10 +507,10 @@ impl Watcher {
                 Ok(Some(claimed)) => {
                     let agent = agent.clone();
                     let backoff = self.options.backoff;
-                    let key = key.clone();
+                    let keys = keys.clone();
                     let sent = tokio::task::spawn_blocking(move || {
                         let (outcome, elapsed) =
-                            deliver::try_once(&agent, &claimed, &key, &backoff);
+                            deliver::try_once(&agent, &claimed, &keys, &backoff);
                         (claimed, outcome, elapsed)
                     })
                     .await;

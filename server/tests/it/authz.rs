@@ -333,7 +333,7 @@ async fn prepare(h: &mut Harness, endpoint: &str, caller: &str, n: usize) -> Cel
                         secret: h
                             .state
                             .registry()
-                            .sealing_key()
+                            .secret_keys()
                             .seal(STORED_WATCH_SECRET)
                             .expect("sealed"),
                         min_severity: "warning".into(),

@@ -24,5 +24,6 @@ mod slots;
 mod soak;
 mod startup;
 mod store;
+mod watch_store;
 mod watches;
 mod web;

@@ -170,8 +170,13 @@ fn start(data_dir: &Path, url: Option<&str>, workers: &str) -> Server {
 
 /// Creates a watch of the g5g machine as `token`; its id.
 fn create_watch(server: &Server, token: &str, webhook: &str) -> i64 {
+    create_named_watch(server, token, webhook, "g5g fleet")
+}
+
+/// [`create_watch`] with its name.
+fn create_named_watch(server: &Server, token: &str, webhook: &str, name: &str) -> i64 {
     let body = json!({
-        "name": "g5g fleet",
+        "name": name,
         "webhook_url": webhook,
         "secret": SECRET,
         "manifests": {"g5g-1": fixture("g5g-gemma4-vllm0271.json")},
@@ -505,7 +510,7 @@ fn store_secret(url: &str, id: i64, text: &str) {
 }
 
 /// Pings the watch; its delivery log once the ping's delivery has `tries`
-/// tries (and, when the last succeeded, shows as delivered).
+/// tries, checking that its state agrees with its last try.
 fn ping_and_await_tries(server: &Server, token: &str, watch: i64, tries: usize) -> Value {
     let (status, ping) =
         server.call("POST", &format!("/v1/watches/{watch}/test"), Some(token), b"");
@@ -518,16 +523,15 @@ fn ping_and_await_tries(server: &Server, token: &str, watch: i64, tries: usize) 
             .as_array()
             .and_then(|l| l.iter().find(|d| d["event_id"] == ping["event_id"]))
             .cloned();
-        // The log reads a delivery and its tries in two statements: a try
-        // that succeeded may show before its delivery's state does.
-        let settled = |d: &Value| {
-            let Some(t) = d["tries"].as_array().filter(|t| t.len() >= tries) else {
-                return false;
-            };
-            let succeeded = t.last().and_then(|l| l["status"].as_u64()).is_some_and(|s| s < 300);
-            !succeeded || d["state"] == "delivered"
-        };
-        if let Some(delivery) = ours.filter(settled) {
+        // The log is read as of one moment: a try shows with the state it
+        // left its delivery in (`watch_store` tests it under races).
+        if let Some(delivery) =
+            ours.filter(|d| d["tries"].as_array().is_some_and(|t| t.len() >= tries))
+        {
+            let last =
+                delivery["tries"].as_array().and_then(|t| t.last()).cloned().unwrap_or_default();
+            let succeeded = last["status"].as_u64().is_some_and(|s| (200..300).contains(&s));
+            assert_eq!(succeeded, delivery["state"] == "delivered", "{delivery}");
             return delivery;
         }
         assert!(Instant::now() < deadline, "{tries} tries not made: {log}");
@@ -538,8 +542,8 @@ fn ping_and_await_tries(server: &Server, token: &str, watch: i64, tries: usize) 
 /// A watch's secret at rest: sealed by create and left sealed by a
 /// change, so the row holds nothing a receiver's key could be read from;
 /// deliveries still verify with the secret given. A row stored before
-/// sealing existed still delivers, and the next start seals it; one
-/// sealed under another key fails
+/// sealing existed still delivers, and a start seals it unless an earlier
+/// one recorded that none is left; one sealed under another key fails
 /// each try with the reason recorded and logged, sends nothing, and the
 /// server goes on.
 fn secrets_are_sealed_at_rest(database_url: Option<&str>) {
@@ -551,7 +555,7 @@ fn secrets_are_sealed_at_rest(database_url: Option<&str>) {
     let watch = create_watch(&server, &alice, &receiver.url());
 
     let created = stored_secret(&url, watch);
-    assert!(created.starts_with("sealed:v1:"), "{created}");
+    assert!(created.starts_with("sealed:v2:"), "{created}");
     assert!(!created.contains(SECRET), "the row holds the secret in the clear");
     let (status, changed) = server.call(
         "PATCH",
@@ -576,11 +580,23 @@ fn secrets_are_sealed_at_rest(database_url: Option<&str>) {
     assert_eq!(delivery["state"], "delivered", "{delivery}");
     verify(&receiver.await_delivered(2, Duration::from_secs(10))[1], legacy);
 
-    // The next start seals it; deliveries still sign with it.
+    // A start reads the table only while no start recorded that none is
+    // in the clear (the first start did; no server writes one since): the
+    // row is left. A database from before the record has none, and the
+    // start seals it; deliveries still sign with it.
     drop(server);
     let server = start(dir.path(), database_url, "2");
+    assert_eq!(stored_secret(&url, watch), legacy, "a start after the record reads no row");
+    drop(server);
+    with_pool(&url, async |pool| {
+        sqlx::query("UPDATE watch_state SET secrets_sealed_under = NULL")
+            .execute(pool)
+            .await
+            .expect("the record dropped")
+    });
+    let server = start(dir.path(), database_url, "2");
     let resealed = stored_secret(&url, watch);
-    assert!(resealed.starts_with("sealed:v1:"), "sealed at start: {resealed}");
+    assert!(resealed.starts_with("sealed:v2:"), "sealed at start: {resealed}");
     assert!(!resealed.contains(legacy), "the row holds the secret in the clear");
     let delivery = ping_and_await_tries(&server, &alice, watch, 1);
     assert_eq!(delivery["state"], "delivered", "{delivery}");
@@ -620,6 +636,175 @@ fn a_watch_secret_is_sealed_at_rest_and_old_or_foreign_rows_are_handled_on_postg
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let db = runtime.block_on(postgres());
     secrets_are_sealed_at_rest(Some(db.url()));
+    drop(db);
+}
+
+/// Runs `pitfall-server admin secret-key rotate` on `data_dir` with these
+/// variables (DATABASE_URL among them, or the data dir's SQLite file).
+fn rotate(
+    data_dir: &Path,
+    database_url: Option<&str>,
+    env: &[(&str, String)],
+) -> std::process::Output {
+    let mut command = std::process::Command::new(crate::live::SERVER);
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["admin", "secret-key", "rotate"])
+        .env_remove("DATABASE_URL")
+        .env_remove("PITFALL_SECRET_KEY_FILE")
+        .envs(env.iter().map(|(k, v)| (*k, v)));
+    if let Some(url) = database_url {
+        command.env("DATABASE_URL", url);
+    }
+    command.output().expect("run admin secret-key rotate")
+}
+
+/// The id of the key a stored secret names (`sealed:v2:<id>:...`).
+fn key_id_of(stored: &str) -> String {
+    stored
+        .strip_prefix("sealed:v2:")
+        .and_then(|r| r.split(':').next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A delivery the ping made, once: one try, answered 200.
+fn delivered_at_once(server: &Server, token: &str, watch: i64) {
+    let delivery = ping_and_await_tries(server, token, watch, 1);
+    assert_eq!(delivery["state"], "delivered", "{delivery}");
+    assert_eq!(delivery["tries"].as_array().map(Vec::len), Some(1), "no failed try: {delivery}");
+}
+
+/// A rotation under a running server: `admin secret-key rotate` moves the
+/// key to `watch-secret-key.previous` and writes a new one. The server,
+/// started before, still delivers the watch sealed under the old key,
+/// seals a new watch under the new key (it reads the files before it
+/// seals) and delivers it. A second rotation is refused while a secret is
+/// not re-sealed; the restart re-seals it and says the previous key is no
+/// longer needed; then a rotation goes through. Every try succeeds, every
+/// request verifies with the secret given.
+fn rotation_fails_no_delivery(database_url: Option<&str>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let alice = admin_token(dir.path(), database_url, "alice", "contributor");
+    let receiver = Receiver::start(0);
+    let server = start(dir.path(), database_url, "2");
+    let url = db_url(dir.path(), database_url);
+    let first = create_named_watch(&server, &alice, &receiver.url(), "first");
+    let old_id = key_id_of(&stored_secret(&url, first));
+    delivered_at_once(&server, &alice, first);
+
+    let rotated = rotate(dir.path(), database_url, &[]);
+    assert!(rotated.status.success(), "{}", String::from_utf8_lossy(&rotated.stderr));
+    let new_id = String::from_utf8(rotated.stdout).expect("utf-8").trim().to_owned();
+    assert!(new_id.len() == 16 && new_id != old_id, "{new_id:?} after {old_id:?}");
+    let told = String::from_utf8_lossy(&rotated.stderr).into_owned();
+    assert!(told.contains("Restart every server"), "{told}");
+    let key_file = dir.path().join("watch-secret-key");
+    let previous = dir.path().join("watch-secret-key.previous");
+    for file in [&key_file, &previous] {
+        let key = std::fs::read_to_string(file).expect("a key file");
+        assert!(!told.contains(key.trim()) && !new_id.contains(key.trim()), "a key was printed");
+    }
+
+    // The server from before the rotation.
+    delivered_at_once(&server, &alice, first);
+    let second = create_named_watch(&server, &alice, &receiver.url(), "second");
+    assert_eq!(key_id_of(&stored_secret(&url, second)), new_id, "sealed under the new key");
+    delivered_at_once(&server, &alice, second);
+    assert_eq!(key_id_of(&stored_secret(&url, first)), old_id, "re-sealed only at a start");
+
+    // The first watch still needs the previous key: no second rotation.
+    let key_text = std::fs::read_to_string(&key_file).expect("key");
+    let refused = rotate(dir.path(), database_url, &[]);
+    assert_eq!(refused.status.code(), Some(2));
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(why.contains("1 watch secret(s) are not yet sealed under the current key"), "{why}");
+    assert_eq!(std::fs::read_to_string(&key_file).expect("key"), key_text, "nothing written");
+
+    drop(server);
+    let server = start(dir.path(), database_url, "2");
+    assert_eq!(key_id_of(&stored_secret(&url, first)), new_id, "the start re-sealed it");
+    assert!(server.log().contains("the previous key file is no longer needed"), "{}", server.log());
+    delivered_at_once(&server, &alice, first);
+    delivered_at_once(&server, &alice, second);
+    let again = rotate(dir.path(), database_url, &[]);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+
+    let all = receiver.received();
+    assert_eq!(all.len(), 5, "each ping once: {all:?}");
+    for r in &all {
+        assert_eq!(r.status_answered, 200);
+        verify(r, SECRET);
+    }
+    assert!(!server.log().contains("does not open"), "{}", server.log());
+}
+
+#[test]
+fn a_secret_key_rotation_under_a_running_server_fails_no_delivery_on_sqlite() {
+    rotation_fails_no_delivery(None);
+}
+
+#[test]
+fn a_secret_key_rotation_under_a_running_server_fails_no_delivery_on_postgres() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let db = runtime.block_on(postgres());
+    rotation_fails_no_delivery(Some(db.url()));
+    drop(db);
+}
+
+/// Two replicas sharing one key file through a rotation: A restarts and
+/// re-seals every secret under the new key; B, started before and the only
+/// one delivering, meets the new key, reads the files again and delivers
+/// at the first try; a watch B makes then is sealed under the new key.
+/// The rotation itself refuses a SQLite file that is not there (it reads
+/// the registry's database first).
+#[test]
+fn replicas_sharing_the_key_file_agree_through_a_rotation_on_postgres() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let db = runtime.block_on(postgres());
+    let url = Some(db.url());
+    let (dir_a, dir_b) =
+        (tempfile::tempdir().expect("tempdir"), tempfile::tempdir().expect("tempdir"));
+    let alice = admin_token(dir_a.path(), url, "alice", "contributor");
+    let receiver = Receiver::start(0);
+    let keys = tempfile::tempdir().expect("tempdir");
+    let key_file = keys.path().join("watch-secret-key");
+    std::fs::write(&key_file, format!("{}\n", "5e".repeat(32))).expect("key file");
+    let shared = ("PITFALL_SECRET_KEY_FILE", key_file.display().to_string());
+    let env = |workers: &str| {
+        let mut env = watch_env(workers);
+        env.push(shared.clone());
+        env
+    };
+    let a = Server::start_with_vars(dir_a.path(), url, false, &env("0"));
+    let b = Server::start_with_vars(dir_b.path(), url, false, &env("2"));
+    let first = create_named_watch(&a, &alice, &receiver.url(), "first");
+    delivered_at_once(&a, &alice, first);
+
+    let no_database = rotate(dir_a.path(), None, std::slice::from_ref(&shared));
+    assert_eq!(no_database.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_database.stderr).contains("set DATABASE_URL"));
+    assert!(!dir_a.path().join("pitfall.db").exists(), "no database made");
+    let rotated = rotate(dir_a.path(), url, std::slice::from_ref(&shared));
+    assert!(rotated.status.success(), "{}", String::from_utf8_lossy(&rotated.stderr));
+    let new_id = String::from_utf8(rotated.stdout).expect("utf-8").trim().to_owned();
+
+    drop(a);
+    let a = Server::start_with_vars(dir_a.path(), url, false, &env("0"));
+    assert_eq!(key_id_of(&stored_secret(db.url(), first)), new_id, "A's start re-sealed it");
+    assert!(!b.log().contains("the watch secret key files changed"), "B has read nothing yet");
+    delivered_at_once(&a, &alice, first);
+    assert!(b.log().contains("the watch secret key files changed"), "{}", b.log());
+    let second = create_named_watch(&b, &alice, &receiver.url(), "second");
+    assert_eq!(key_id_of(&stored_secret(db.url(), second)), new_id, "B sealed under the new key");
+    delivered_at_once(&a, &alice, second);
+    assert_eq!(b.log().matches("webhook delivered").count(), 3, "{}", b.log());
+    for r in receiver.received() {
+        assert_eq!(r.status_answered, 200);
+        verify(&r, SECRET);
+    }
+    drop((a, b));
     drop(db);
 }
 
@@ -686,7 +871,7 @@ async fn approving_a_rule_evaluates_only_the_manifests_its_selectors_admit() {
                     NewWatch {
                         name: format!("fleet {w}"),
                         webhook_url: "https://hooks.example.com/p".into(),
-                        secret: registry.sealing_key().seal(SECRET).expect("sealed"),
+                        secret: registry.secret_keys().seal(SECRET).expect("sealed"),
                         min_severity: "warning".into(),
                         manifests,
                         evaluated_revision: revision,

@@ -779,7 +779,7 @@ async fn the_watches_page_shows_an_accounts_watches_and_failing_deliveries() {
                     secret: site
                         .state
                         .registry()
-                        .sealing_key()
+                        .secret_keys()
                         .seal("a-secret-of-sixteen-or-more")
                         .expect("sealed"),
                     min_severity: "warning".into(),

@@ -1,0 +1,1 @@
+ALTER TABLE watch_state DROP COLUMN secrets_sealed_under;
