@@ -145,7 +145,11 @@ mod tests {
                 }
             }
         }
-        assert!(read > 0, "no rule reads an environment variable: is {} the rules?", rules.display());
+        assert!(
+            read > 0,
+            "no rule reads an environment variable: is {} the rules?",
+            rules.display()
+        );
         assert!(refused.is_empty(), "variables rules read that a scan drops: {refused:?}");
     }
 

@@ -126,6 +126,8 @@ pub const GENERIC_SYMPTOMS: &[&str] = &[
     // binary assumes (AVX in a VM, an x86 image under emulation, Arm flags
     // beyond the host's), or a bug.
     "Illegal instruction",
+    // The kernel log's line for the same SIGILL on x86.
+    "trap invalid opcode",
     // Hugging Face's loader on any path or repository without a config:
     // a typo, a directory of GGUF files, a private repo, a GGUF-only repo.
     "does not appear to have a file named config.json",

@@ -814,6 +814,20 @@ mod tests {
     }
 
     #[test]
+    fn the_kernels_invalid_opcode_line_is_a_symptom_like_the_shells() {
+        let sig = "{word}[{int}] trap invalid opcode ip:{word} sp:{word} error:{word} in {text}";
+        let mut image = rule("image-needs-avx", "image needs AVX", "hardware", &[sig]);
+        image.applies_to = vec!["arch:x86_64".to_owned(), "container".to_owned()];
+        let e = Explainer::new([image].iter());
+        let trap = "[18262.690086] traps: python3[135514] trap invalid opcode ip:7065e0b0a751 \
+                    sp:7ffef1bd82c0 error:0 in _C.abi3.so[7065e0a88000+12f0000]";
+        assert!(e.explain(trap).causes.is_empty(), "alone it names no cause");
+        let x = e.explain(&format!("$ docker run --rm vllm-cpu:v0.8.5\n{trap}\n"));
+        assert_eq!(x.causes.len(), 1, "{x:?}");
+        assert_eq!(x.causes[0].lines, [2]);
+    }
+
+    #[test]
     fn a_description_naming_a_gpu_in_the_rules_range_is_the_rules() {
         let sig = "RuntimeError: GPUs with compute capability less than 7.0 are not supported.";
         let mut vllm = rule("vllm-sm70", "vLLM needs compute capability 7.0", "vllm", &[sig]);
