@@ -13,6 +13,8 @@
 //! as normalising once. A string that is empty after trimming carries no
 //! information and becomes absent, so enrichment may fill it.
 
+use std::borrow::Cow;
+
 use super::manifest::{Accelerator, Build, Host, Manifest, Package, Workload};
 use pitfall_version::name::trim;
 
@@ -63,9 +65,52 @@ pub fn normalize(manifest: &mut Manifest) -> Enrichment {
     enrichment
 }
 
-/// PEP 503 package-name normalisation (one implementation, shared with
-/// the rule-side view so host and rules key packages alike).
-pub use pitfall_version::name::{package_key, package_key_cow};
+/// A package's key: its PEP 503 name ([`pitfall_version::name`], shared
+/// with the rule-side view), then the current name of a distribution that
+/// was published under another one ([`current_package_name`]). Every host
+/// lookup of a package goes through it: the field map, selectors, actions,
+/// test cases and enrichment, so a rule that names one spelling finds both.
+pub fn package_key(name: &str) -> String {
+    let key = pitfall_version::name::package_key(name);
+    match current_package_name(&key) {
+        Some(current) => current.to_owned(),
+        None => key,
+    }
+}
+
+/// [`package_key`], borrowing `name` exactly when it is its own key (a
+/// renamed one never is: it is owned, so a borrowed key always is the
+/// name itself, as the package table relies on).
+pub fn package_key_cow(name: &str) -> Cow<'_, str> {
+    let key = pitfall_version::name::package_key_cow(name);
+    match current_package_name(&key) {
+        Some(current) => Cow::Owned(current.to_owned()),
+        None => key,
+    }
+}
+
+/// The current name of a distribution that was published under another
+/// one, given the old name's PEP 503 key; `None` for every other key.
+/// Both names are one project with one version line, so a version range
+/// means the same under either.
+pub fn current_package_name(key: &str) -> Option<&'static str> {
+    PACKAGE_RENAMES.iter().find(|(old, _)| *old == key).map(|(_, current)| *current)
+}
+
+/// Old PEP 503 name → current one.
+pub const PACKAGE_RENAMES: &[(&str, &str)] = &[
+    // FlashInfer's wheels were `flashinfer` up to 0.2.0, served from its
+    // own index (`pip install flashinfer -i https://flashinfer.ai/whl/...`):
+    // https://github.com/flashinfer-ai/flashinfer/blob/v0.1.6/python/setup.py
+    // and https://github.com/flashinfer-ai/flashinfer/blob/v0.2.0/pyproject.toml
+    // (name = "flashinfer"). The name was taken on PyPI, so from 0.2.0.post1
+    // the same project is `flashinfer-python`: commit 9f5fbee ("ci: rename
+    // python package name to `flashinfer-python` (#729)"),
+    // https://github.com/flashinfer-ai/flashinfer/blob/v0.2.0.post2/pyproject.toml,
+    // and https://pypi.org/simple/flashinfer-python/ (first sdist
+    // 0.2.0.post1; https://pypi.org/simple/flashinfer/ is a 404).
+    ("flashinfer", "flashinfer-python"),
+];
 
 /// A compute capability in the `major.minor` spelling, from the spellings
 /// tools print: `7.5`, `8` (major only), `75` (nvcc/vLLM style: last digit is
