@@ -639,8 +639,11 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "checkpoint_format",
     "engine_build_capability",
     "engine_hardware_compatibility",
+    "engine_build_tensorrt",
+    "engine_version_compatible",
     "max_input_tokens",
     "sliding_window",
+    "rope_scaling_type",
 ];
 
 #[cfg(test)]

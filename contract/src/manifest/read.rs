@@ -211,10 +211,12 @@ read_with_extra!(
         attention_dropout,
         checkpoint_format,
         engine_hardware_compatibility,
+        engine_version_compatible,
         max_input_tokens,
-        sliding_window
+        sliding_window,
+        rope_scaling_type
     ],
-    string_or_number: [engine_build_capability],
+    string_or_number: [engine_build_capability, engine_build_tensorrt],
 );
 read_with_extra!(HealthCheck, required: [], optional: [endpoint, verifies_output], string_or_number: []);
 read_with_extra!(Python, required: [], optional: [executable, externally_managed], string_or_number: []);
