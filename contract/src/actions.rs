@@ -632,6 +632,7 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "architecture",
     "min_transformers",
     "quantization_scheme",
+    "quantization_symmetric",
     "multimodal",
     "mm_encoder_attention_backend",
     "mode",

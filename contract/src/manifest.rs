@@ -388,6 +388,12 @@ pub struct Workload {
     /// `_`, one name per scheme: `W8A8` and `INT8` are `w8a8-int8`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantization_scheme: Option<String>,
+    /// Whether the checkpoint's weights are quantized symmetrically
+    /// (compressed-tensors: config.json `quantization_config`'s
+    /// `config_groups.*.weights.symmetric`); asymmetric weights carry
+    /// zero points, which fewer kernels take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization_symmetric: Option<bool>,
     /// Whether the model takes images or other media.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multimodal: Option<bool>,

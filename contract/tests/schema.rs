@@ -53,6 +53,7 @@ fn schema_names_every_contract_field() {
         "disable_custom_all_reduce",
         "kv_cache_dtype",
         "quantization_scheme",
+        "quantization_symmetric",
         "rope_scaling_type",
         "engine_build_tensorrt",
         "engine_version_compatible",

@@ -584,6 +584,12 @@ impl Workload<'_> {
         self.m.text("workload.quantization_scheme")
     }
 
+    /// `workload.quantization_symmetric`: whether the checkpoint's weights
+    /// are quantized symmetrically (asymmetric ones carry zero points).
+    pub fn quantization_symmetric(&self) -> Option<bool> {
+        self.m.boolean("workload.quantization_symmetric")
+    }
+
     /// Whether `workload.quantization_scheme` is INT8 weights and
     /// activations: `w8a8-int8`, as the host spells `W8A8`, `INT8` and
     /// `w8a8_int8` (`w8a8_int8` and `int8` are taken too, any case, as

@@ -205,6 +205,7 @@ read_with_extra!(
         architecture,
         min_transformers,
         quantization_scheme,
+        quantization_symmetric,
         multimodal,
         mm_encoder_attention_backend,
         mode,
