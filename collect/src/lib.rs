@@ -32,6 +32,7 @@ mod paste;
 mod pip;
 pub mod privacy;
 mod prose;
+mod rope_scaling;
 pub mod serve_args;
 pub mod summary;
 mod topo;
@@ -285,6 +286,7 @@ fn fill_workload(w: &mut Workload, logged: Workload) {
     w.pipeline_parallel_size = w.pipeline_parallel_size.or(logged.pipeline_parallel_size);
     w.quantization = w.quantization.take().or(logged.quantization);
     w.kv_cache_dtype = w.kv_cache_dtype.take().or(logged.kv_cache_dtype);
+    w.rope_scaling_type = w.rope_scaling_type.take().or(logged.rope_scaling_type);
 }
 
 /// At most 60 characters of a line, for a note.

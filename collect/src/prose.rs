@@ -381,6 +381,7 @@ fn engine_log(line: &str) -> Option<EngineLog> {
             "pipeline_parallel_size" => w.pipeline_parallel_size = value.parse().ok(),
             "quantization" if value != "None" => w.quantization = Some(value.to_owned()),
             "kv_cache_dtype" if value != "auto" => w.kv_cache_dtype = Some(value.to_owned()),
+            "rope_scaling" => w.rope_scaling_type = crate::rope_scaling::rope_scaling_type(value),
             _ => {}
         }
     }
@@ -552,6 +553,19 @@ mod tests {
         assert_eq!(w.dtype.as_deref(), Some("bfloat16"));
         assert_eq!((w.max_model_len, w.tensor_parallel_size), (Some(32768), Some(1)));
         assert_eq!((w.quantization, w.kv_cache_dtype), (None, None));
+        assert_eq!(w.rope_scaling_type, None);
+
+        // vLLM 0.5.x prints the `--rope-scaling` it was given, else None.
+        let scaled = read(
+            "INFO 07-24 llm_engine.py:176] Initializing an LLM engine (v0.5.3) with config: model='meta-llama/Meta-Llama-3.1-8B-Instruct', revision=None, rope_scaling={'type': 'dynamic', 'factor': 2.0}, rope_theta=None, dtype=torch.bfloat16",
+        );
+        let w = scaled.engine_log.expect("read").workload;
+        assert_eq!(w.rope_scaling_type.as_deref(), Some("dynamic"));
+        assert_eq!(w.dtype.as_deref(), Some("bfloat16"), "read on past the dict");
+        let unscaled = read(
+            "INFO llm_engine.py:176] Initializing an LLM engine (v0.5.3) with config: model='m', rope_scaling=None, rope_theta=None",
+        );
+        assert_eq!(unscaled.engine_log.expect("read").workload.rope_scaling_type, None);
 
         let both = read(
             "INFO 04-09 api_server.py:149] vLLM API server version 0.4.0.post1\nINFO llm_engine.py:74] Initializing an LLM engine (v0.4.0.post1) with config: model='/data/q/Qwen1.5-32B-Chat-AWQ', tensor_parallel_size=1, quantization=None",

@@ -246,6 +246,9 @@ pub fn parse(command_line: &str) -> Result<ServeCommand> {
             }
             (_, "quantization" | "quantize") | ("vllm", "q") => w.quantization = Some(value()?),
             (_, "kv-cache-dtype") => w.kv_cache_dtype = Some(value()?),
+            ("vllm" | "", "rope-scaling") => {
+                w.rope_scaling_type = crate::rope_scaling::rope_scaling_type(&value()?)
+            }
             (_, "attention-backend") => w.attention_backend = Some(value()?),
             // Unknown flags: a following word that is not a flag is their value.
             _ => {
@@ -397,7 +400,26 @@ mod tests {
         assert_eq!(w.kv_cache_dtype.as_deref(), Some("fp8"));
         assert_eq!(w.max_num_seqs, Some(64));
         assert_eq!(w.disable_custom_all_reduce, Some(true));
+        assert_eq!(w.rope_scaling_type, None);
         assert_eq!(cmd.env, vec![("VLLM_ATTENTION_BACKEND".to_owned(), "FLASH_ATTN".to_owned())]);
+    }
+
+    #[test]
+    fn vllm_rope_scaling_override() {
+        for (command, want) in [
+            (
+                r#"vllm serve meta-llama/Llama-3.1-8B --rope-scaling '{"rope_type":"llama3","factor":8.0}'"#,
+                Some("llama3"),
+            ),
+            (
+                r#"python -m vllm.entrypoints.openai.api_server --model m --rope-scaling='{"type": "dynamic", "factor": 2.0}' --dtype half"#,
+                Some("dynamic"),
+            ),
+            (r#"vllm serve m --rope-scaling '{"factor": 2.0}'"#, None),
+        ] {
+            let cmd = parse(command).expect("parses");
+            assert_eq!(cmd.workload.rope_scaling_type.as_deref(), want, "{command}");
+        }
     }
 
     #[test]

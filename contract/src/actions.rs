@@ -632,6 +632,7 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "architecture",
     "min_transformers",
     "quantization_scheme",
+    "quantization_symmetric",
     "multimodal",
     "mm_encoder_attention_backend",
     "mode",
@@ -639,8 +640,11 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "checkpoint_format",
     "engine_build_capability",
     "engine_hardware_compatibility",
+    "engine_build_tensorrt",
+    "engine_version_compatible",
     "max_input_tokens",
     "sliding_window",
+    "rope_scaling_type",
 ];
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use pitfall_facts::{instances, models, releases};
 use serde::{Deserialize, Serialize};
 
 use super::manifest::{Accelerator, Drivers, Manifest};
-use pitfall_version::name::package_key;
+use super::normalize::package_key;
 
 /// One value a table supplied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -3,7 +3,8 @@
 //! ever parses JSON.
 //!
 //! Paths are dotted: `host.arch`, `accelerators.0.compute_capability`,
-//! `packages.vllm.version` (packages are keyed by their PEP 503 name),
+//! `packages.vllm.version` (packages are keyed by their PEP 503 name, a
+//! renamed one by its current name: `normalize::package_key`),
 //! `env.VLLM_ATTENTION_BACKEND`, `workload.head_dims.1`. Arrays and objects
 //! are fields too (kind `array`/`object`), so a rule can ask for a length.
 
@@ -16,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::manifest::{Manifest, Package};
-use super::normalize::Enrichment;
+use super::normalize::{Enrichment, current_package_name};
 use super::package_table::PackageTable;
 
 /// The JSON kind of a field, as the ABI numbers it (`field_kind`).
@@ -279,6 +280,12 @@ impl FieldMap {
     /// The field at `packages.BELOW`: a package itself, one of its typed
     /// members, or anything else found in its JSON.
     fn below_packages_field(&self, below: &str) -> Option<Field<'_>> {
+        let key = below.split_once('.').map_or(below, |(key, _)| key);
+        if let Some(current) = current_package_name(key) {
+            // An old name of a renamed package: read as its current one, so
+            // an enriched member is reported as enriched under either name.
+            return self.below_packages_field(&format!("{current}{}", &below[key.len()..]));
+        }
         let source = self.package_source(below);
         match below.split_once('.') {
             // A package itself (a rule asking whether it is installed):

@@ -11,7 +11,9 @@ use super::manifest::Manifest;
 use super::meta::{
     COMPONENTS, ErrorSignature, Expect, RuleMeta, Severity, TestCase, read_meta_section,
 };
-use super::selector::Selector;
+use super::normalize::current_package_name;
+use super::selector::{Selector, split_package};
+use pitfall_version::name::package_key;
 
 /// One problem the lint found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,8 +99,33 @@ fn lint_scaffold(meta: &RuleMeta, out: &mut Vec<LintIssue>) {
 pub fn lint(meta: &RuleMeta, cases: &[TestCase]) -> Vec<LintIssue> {
     let mut out = lint_meta(meta);
     lint_scaffold(meta, &mut out);
+    lint_renamed_packages(meta, &mut out);
     out.extend(lint_cases(cases));
     out
+}
+
+/// A package its selectors or reads name by an old name
+/// ([`current_package_name`]). The host finds it under either, so this is
+/// refused where a rule is written (`rule lint`, `rule build`, publish),
+/// not at load: rules that name each package one way can be searched by
+/// it, and a rule published before the rename still loads and runs.
+fn lint_renamed_packages(meta: &RuleMeta, out: &mut Vec<LintIssue>) {
+    let selected = meta.applies_to.iter().enumerate().filter_map(|(i, s)| {
+        let value = s.trim().strip_prefix("package:")?;
+        Some((format!("applies_to[{i}]"), split_package(value.trim()).0))
+    });
+    let read = meta.reads.iter().enumerate().filter_map(|(i, path)| {
+        let below = path.strip_prefix("packages.")?;
+        Some((format!("reads[{i}]"), below.split('.').next().unwrap_or(below)))
+    });
+    for (field, name) in selected.chain(read) {
+        if let Some(current) = current_package_name(&package_key(name)) {
+            let message = format!(
+                "{field}: {name:?} is the old name of {current:?}; name the package {current:?} (the host files either name under it)"
+            );
+            out.push(issue("package-renamed", field, message));
+        }
+    }
 }
 
 /// The metadata checks (ABI.md §11). The engine refuses a module with any

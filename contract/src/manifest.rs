@@ -381,10 +381,19 @@ pub struct Workload {
     /// The first transformers release that supports the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_transformers: Option<String>,
-    /// The quantization scheme within the method, e.g. `w4a16`,
-    /// `w8a8-int8`, `w8a8-fp8` (compressed-tensors).
+    /// The quantization scheme within the method (compressed-tensors,
+    /// Quark): llm-compressor's preset names in any case (`W8A8`, `INT8`,
+    /// `W4A16`, `W8A16`, `FP8`, `FP8_DYNAMIC`, `NVFP4`, `NVFP4A16`, ...)
+    /// or `w8a8-int8`, `w8a8-fp8`. Normalised to lower case with `-` for
+    /// `_`, one name per scheme: `W8A8` and `INT8` are `w8a8-int8`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantization_scheme: Option<String>,
+    /// Whether the checkpoint's weights are quantized symmetrically
+    /// (compressed-tensors: config.json `quantization_config`'s
+    /// `config_groups.*.weights.symmetric`); asymmetric weights carry
+    /// zero points, which fewer kernels take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization_symmetric: Option<bool>,
     /// Whether the model takes images or other media.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multimodal: Option<bool>,
@@ -408,12 +417,28 @@ pub struct Workload {
     /// e.g. `none`, `ampere_plus`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_hardware_compatibility: Option<String>,
+    /// A prebuilt engine (TensorRT): the TensorRT version that built it,
+    /// e.g. `8.6.1` (the runtime's is `packages.tensorrt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<StringOrNumber>")]
+    pub engine_build_tensorrt: Option<String>,
+    /// A prebuilt engine (TensorRT): whether it was built
+    /// version-compatible (`BuilderFlag::kVERSION_COMPATIBLE`, TensorRT
+    /// 8.6 and later), so later runtimes may load it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_version_compatible: Option<bool>,
     /// TGI's `--max-input-tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_input_tokens: Option<u64>,
     /// The model's sliding attention window, in tokens (config.json).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sliding_window: Option<u64>,
+    /// The RoPE scaling the model runs with: config.json's
+    /// `rope_scaling.rope_type`, else its older key `type` (`llama3`,
+    /// `linear`, `dynamic`, `yarn`, `longrope`), or the serving engine's
+    /// override of it (vLLM `--rope-scaling`). Lower case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rope_scaling_type: Option<String>,
     /// Unknown fields, kept.
     #[serde(flatten)]
     pub extra: Extra,

@@ -13,6 +13,8 @@
 //! as normalising once. A string that is empty after trimming carries no
 //! information and becomes absent, so enrichment may fill it.
 
+use std::borrow::Cow;
+
 use super::manifest::{Accelerator, Build, Host, Manifest, Package, Workload};
 use pitfall_version::name::trim;
 
@@ -63,9 +65,52 @@ pub fn normalize(manifest: &mut Manifest) -> Enrichment {
     enrichment
 }
 
-/// PEP 503 package-name normalisation (one implementation, shared with
-/// the rule-side view so host and rules key packages alike).
-pub use pitfall_version::name::{package_key, package_key_cow};
+/// A package's key: its PEP 503 name ([`pitfall_version::name`], shared
+/// with the rule-side view), then the current name of a distribution that
+/// was published under another one ([`current_package_name`]). Every host
+/// lookup of a package goes through it: the field map, selectors, actions,
+/// test cases and enrichment, so a rule that names one spelling finds both.
+pub fn package_key(name: &str) -> String {
+    let key = pitfall_version::name::package_key(name);
+    match current_package_name(&key) {
+        Some(current) => current.to_owned(),
+        None => key,
+    }
+}
+
+/// [`package_key`], borrowing `name` exactly when it is its own key (a
+/// renamed one never is: it is owned, so a borrowed key always is the
+/// name itself, as the package table relies on).
+pub fn package_key_cow(name: &str) -> Cow<'_, str> {
+    let key = pitfall_version::name::package_key_cow(name);
+    match current_package_name(&key) {
+        Some(current) => Cow::Owned(current.to_owned()),
+        None => key,
+    }
+}
+
+/// The current name of a distribution that was published under another
+/// one, given the old name's PEP 503 key; `None` for every other key.
+/// Both names are one project with one version line, so a version range
+/// means the same under either.
+pub fn current_package_name(key: &str) -> Option<&'static str> {
+    PACKAGE_RENAMES.iter().find(|(old, _)| *old == key).map(|(_, current)| *current)
+}
+
+/// Old PEP 503 name → current one.
+pub const PACKAGE_RENAMES: &[(&str, &str)] = &[
+    // FlashInfer's wheels were `flashinfer` up to 0.2.0, served from its
+    // own index (`pip install flashinfer -i https://flashinfer.ai/whl/...`):
+    // https://github.com/flashinfer-ai/flashinfer/blob/v0.1.6/python/setup.py
+    // and https://github.com/flashinfer-ai/flashinfer/blob/v0.2.0/pyproject.toml
+    // (name = "flashinfer"). The name was taken on PyPI, so from 0.2.0.post1
+    // the same project is `flashinfer-python`: commit 9f5fbee ("ci: rename
+    // python package name to `flashinfer-python` (#729)"),
+    // https://github.com/flashinfer-ai/flashinfer/blob/v0.2.0.post2/pyproject.toml,
+    // and https://pypi.org/simple/flashinfer-python/ (first sdist
+    // 0.2.0.post1; https://pypi.org/simple/flashinfer/ is a 404).
+    ("flashinfer", "flashinfer-python"),
+];
 
 /// A compute capability in the `major.minor` spelling, from the spellings
 /// tools print: `7.5`, `8` (major only), `75` (nvcc/vLLM style: last digit is
@@ -266,13 +311,44 @@ fn normalize_workload(workload: &mut Workload) {
     clean(&mut workload.model_dtype, canonical_dtype);
     clean(&mut workload.model_type, str::to_lowercase);
     clean(&mut workload.architecture, str::to_owned);
-    clean(&mut workload.quantization_scheme, str::to_lowercase);
+    clean(&mut workload.quantization_scheme, canonical_quantization_scheme);
+    // transformers' and vLLM's names are lower case (`llama3`, `yarn`).
+    clean(&mut workload.rope_scaling_type, str::to_lowercase);
+    clean(&mut workload.engine_build_tensorrt, str::to_owned);
     clean(&mut workload.mode, str::to_lowercase);
     clean(&mut workload.checkpoint_format, str::to_lowercase);
     clean(&mut workload.engine_hardware_compatibility, str::to_lowercase);
     clean(&mut workload.engine_build_capability, |cc| {
         canonical_compute_capability(cc).unwrap_or_else(|| cc.to_owned())
     });
+}
+
+/// A quantization scheme in one spelling per scheme: lower case with `-`
+/// for `_` and spaces (llm-compressor's preset names are matched in any
+/// case: `FP8_DYNAMIC` is `fp8-dynamic`), and the names of one scheme
+/// made one.
+pub fn canonical_quantization_scheme(scheme: &str) -> String {
+    let mut spelled = String::with_capacity(scheme.len());
+    for c in scheme.trim().chars() {
+        let c = if c == '_' || c.is_whitespace() { '-' } else { c.to_ascii_lowercase() };
+        if !(c == '-' && spelled.ends_with('-')) {
+            spelled.push(c);
+        }
+    }
+    match spelled.as_str() {
+        // compressed-tensors' PRESET_SCHEMES: "W8A8" is int8 weights and
+        // activations from 0.6.0 on, and from 0.9.0 "INT8": INT8_W8A8 is
+        // its "alias for W8A8" (quantization/quant_scheme.py,
+        // https://github.com/vllm-project/compressed-tensors/blob/0.18.0/src/compressed_tensors/quantization/quant_scheme.py).
+        "w8a8" | "int8" => "w8a8-int8",
+        // The same file's NVFP4 quantizes weights and activations to 4-bit
+        // floats (vLLM's CompressedTensorsW4A4Fp4), NVFP4A16 the weights
+        // only (CompressedTensorsW4A16Fp4); the rules' other names of them.
+        "nvfp4a4" | "w4a4-nvfp4" => "nvfp4",
+        "w4a16-nvfp4" => "nvfp4a16",
+        _ => return spelled,
+    }
+    .to_owned()
 }
 
 /// vLLM's `--dtype` aliases, and PyTorch's `torch.float16` spelling.
@@ -690,6 +766,10 @@ mod tests {
                 kv_cache_dtype: Some("FP8_E4M3 ".into()),
                 attention_backend: Some("triton_attn".into()),
                 model: Some(" google/gemma-4-E2B-it ".into()),
+                quantization_scheme: Some("FP8_DYNAMIC".into()),
+                rope_scaling_type: Some(" Llama3".into()),
+                engine_build_tensorrt: Some("8.6.1 ".into()),
+                engine_version_compatible: Some(true),
                 ..Workload::default()
             };
             let (manifest, _) =
@@ -700,11 +780,46 @@ mod tests {
             assert_eq!(workload.quantization.as_deref(), Some("awq"));
             assert_eq!(workload.kv_cache_dtype.as_deref(), Some("fp8_e4m3"));
             assert_eq!(workload.attention_backend.as_deref(), Some("TRITON_ATTN"));
+            assert_eq!(workload.quantization_scheme.as_deref(), Some("fp8-dynamic"));
+            assert_eq!(workload.rope_scaling_type.as_deref(), Some("llama3"));
+            assert_eq!(workload.engine_build_tensorrt.as_deref(), Some("8.6.1"));
+            assert_eq!(workload.engine_version_compatible, Some(true));
             assert_eq!(
                 workload.model.as_deref(),
                 Some("google/gemma-4-E2B-it"),
                 "model id case kept"
             );
+        }
+    }
+
+    #[test]
+    fn quantization_schemes_have_one_spelling_each() {
+        for (sent, want) in [
+            ("W8A8", "w8a8-int8"),
+            ("INT8", "w8a8-int8"),
+            ("w8a8_int8", "w8a8-int8"),
+            ("W8A8-INT8", "w8a8-int8"),
+            ("w8a8-fp8", "w8a8-fp8"),
+            ("FP8", "fp8"),
+            ("FP8_DYNAMIC", "fp8-dynamic"),
+            ("fp8-dynamic", "fp8-dynamic"),
+            ("FP8_BLOCK", "fp8-block"),
+            ("W4A16", "w4a16"),
+            ("W4A16_ASYM", "w4a16-asym"),
+            ("W8A16", "w8a16"),
+            ("NVFP4", "nvfp4"),
+            ("nvfp4a4", "nvfp4"),
+            ("W4A4_NVFP4", "nvfp4"),
+            ("NVFP4A16", "nvfp4a16"),
+            ("w4a16__nvfp4", "nvfp4a16"),
+            (" MXFP4 ", "mxfp4"),
+            ("W4AFP8", "w4afp8"),
+            ("W4A8", "w4a8"),
+            ("Some Custom", "some-custom"),
+        ] {
+            let got = canonical_quantization_scheme(sent);
+            assert_eq!(got, want, "{sent:?}");
+            assert_eq!(canonical_quantization_scheme(&got), got, "stable: {sent:?}");
         }
     }
 

@@ -14,7 +14,7 @@ use hashbrown::HashTable;
 use serde_json::Value;
 
 use super::manifest::Package;
-use super::normalize::package_key_cow;
+use super::normalize::{current_package_name, package_key_cow};
 
 /// One package: its position in the manifest's list, its key when that
 /// differs from its name, and its JSON once a lookup needs it.
@@ -113,8 +113,12 @@ impl PackageTable {
         })
     }
 
-    /// The package filed under `key` (already a key: `flash-attn`).
+    /// The package filed under `key` (already a PEP 503 key: `flash-attn`).
+    /// An old name of a renamed package finds it under its current one
+    /// (`flashinfer` finds `flashinfer-python`): a rule built with an SDK
+    /// that keys by PEP 503 alone asks for the name it was given.
     pub(crate) fn get<'a>(&'a self, key: &str, packages: &[Package]) -> Option<&'a Slot> {
+        let key = current_package_name(key).unwrap_or(key);
         self.table.find(self.hasher.hash_one(key), |slot| slot.key(packages) == key)
     }
 

@@ -59,7 +59,7 @@ pub struct SelectorError {
 }
 
 /// Where a package name ends and its PEP 440 specifier begins.
-fn split_package(value: &str) -> (&str, &str) {
+pub(crate) fn split_package(value: &str) -> (&str, &str) {
     let at = value.find(['<', '>', '=', '!', '~']).unwrap_or(value.len());
     (value[..at].trim(), value[at..].trim())
 }

@@ -52,10 +52,32 @@ fn schema_names_every_contract_field() {
         "max_num_seqs",
         "disable_custom_all_reduce",
         "kv_cache_dtype",
+        "quantization_scheme",
+        "quantization_symmetric",
+        "rope_scaling_type",
+        "engine_build_tensorrt",
+        "engine_version_compatible",
         "verifies_output",
     ] {
         assert!(text.contains(&format!("\"{field}\"")), "schema lacks {field}");
     }
+}
+
+/// `set_workload` (and the lint of its actions) accepts exactly the
+/// workload fields of the contract.
+#[test]
+fn set_workload_knows_every_workload_field() {
+    let schema = pitfall_contract::manifest_schema();
+    let mut in_schema: Vec<&str> = schema["$defs"]["Workload"]["properties"]
+        .as_object()
+        .expect("the workload's properties")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut settable = pitfall_contract::actions::WORKLOAD_FIELDS.to_vec();
+    in_schema.sort_unstable();
+    settable.sort_unstable();
+    assert_eq!(settable, in_schema);
 }
 
 #[test]

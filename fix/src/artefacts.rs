@@ -7,7 +7,7 @@
 use pitfall_api::fix::{Artefacts, EnvChange};
 use pitfall_contract::Manifest;
 use pitfall_contract::manifest::Workload;
-use pitfall_version::name::package_key;
+use pitfall_contract::normalize::package_key;
 
 /// The artefacts for the plan that turned `before` into `after`.
 pub(crate) fn artefacts(before: &Manifest, after: &Manifest) -> Artefacts {

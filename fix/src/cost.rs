@@ -23,8 +23,8 @@
 use pitfall_api::fix::Tier;
 use pitfall_contract::Manifest;
 use pitfall_contract::actions::Action;
+use pitfall_contract::normalize::package_key;
 use pitfall_version::Version;
-use pitfall_version::name::package_key;
 
 /// The tier of `action`, which turned `before` into `after`.
 pub(crate) fn tier(action: &Action, before: &Manifest, after: &Manifest) -> Tier {

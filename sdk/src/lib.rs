@@ -7,6 +7,8 @@
 //!   accelerators, drivers, container, workload, env, build);
 //! - [`Outcome`]: clear, matched (with evidence, parameters, remedies) or
 //!   undetermined (with the missing fields);
+//! - [`floor`]: the finding of a GPU below a quantization's compute
+//!   capability floor;
 //! - [`version`]: PEP 440, dotted driver/CUDA versions, compute
 //!   capabilities, semver;
 //! - [`export_rule!`]: exports a rule with its metadata and test cases.
@@ -23,6 +25,7 @@
 extern crate alloc;
 
 pub mod abi;
+pub mod floor;
 mod macros;
 pub mod outcome;
 pub mod text;
@@ -43,6 +46,7 @@ pub use view::Manifest;
 
 /// Everything a rule usually needs.
 pub mod prelude {
+    pub use crate::floor::below_capability_floor;
     pub use crate::outcome::{IntoOutcome, Outcome};
     pub use crate::text::CapabilityText;
     pub use crate::version::{

@@ -577,9 +577,23 @@ impl Workload<'_> {
         self.m.text("workload.quantization")
     }
 
+    /// `workload.quantization_scheme`, one spelling per scheme: lower case
+    /// with `-` (`w8a8-int8` for llm-compressor's `W8A8` and `INT8`,
+    /// `fp8-dynamic` for `FP8_DYNAMIC`, `nvfp4`, `nvfp4a16`, `w4a16`).
+    pub fn quantization_scheme(&self) -> Option<String> {
+        self.m.text("workload.quantization_scheme")
+    }
+
+    /// `workload.quantization_symmetric`: whether the checkpoint's weights
+    /// are quantized symmetrically (asymmetric ones carry zero points).
+    pub fn quantization_symmetric(&self) -> Option<bool> {
+        self.m.boolean("workload.quantization_symmetric")
+    }
+
     /// Whether `workload.quantization_scheme` is INT8 weights and
-    /// activations (`w8a8-int8`, `w8a8_int8`, `int8`, any case): `None`
-    /// without a scheme.
+    /// activations: `w8a8-int8`, as the host spells `W8A8`, `INT8` and
+    /// `w8a8_int8` (`w8a8_int8` and `int8` are taken too, any case, as
+    /// hosts that only lower-cased it sent them); `None` without a scheme.
     pub fn scheme_is_int8_w8a8(&self) -> Option<bool> {
         let scheme = self.m.text("workload.quantization_scheme")?;
         let s = scheme.trim();
@@ -649,6 +663,25 @@ impl Workload<'_> {
     /// `workload.disable_custom_all_reduce`.
     pub fn disable_custom_all_reduce(&self) -> Option<bool> {
         self.m.boolean("workload.disable_custom_all_reduce")
+    }
+
+    /// `workload.rope_scaling_type`, lower case (`llama3`, `yarn`): the
+    /// checkpoint's `rope_scaling.rope_type` (else `type`), or the
+    /// engine's override.
+    pub fn rope_scaling_type(&self) -> Option<String> {
+        self.m.text("workload.rope_scaling_type")
+    }
+
+    /// `workload.engine_build_tensorrt`: the TensorRT version that built a
+    /// prebuilt engine (`8.6.1`).
+    pub fn engine_build_tensorrt(&self) -> Option<String> {
+        self.m.text("workload.engine_build_tensorrt")
+    }
+
+    /// `workload.engine_version_compatible`: whether a prebuilt TensorRT
+    /// engine was built version-compatible.
+    pub fn engine_version_compatible(&self) -> Option<bool> {
+        self.m.boolean("workload.engine_version_compatible")
     }
 }
 

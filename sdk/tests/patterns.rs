@@ -1,5 +1,6 @@
-//! The five rule shapes of sdk/README.md's "Patterns", as written there,
-//! each run natively (the SDK's harness, the engine's host semantics) on a
+//! The five rule shapes of sdk/README.md's "Patterns" (and the
+//! quantization floor built with `below_capability_floor`), as written
+//! there, each run natively (the SDK's harness, the engine's host semantics) on a
 //! manifest it matches, one it clears and one it cannot decide: a sketch a
 //! contributor copies has to work.
 
@@ -115,11 +116,42 @@ fn env_flag_conflict(m: &Manifest) -> Result<Outcome, Outcome> {
         .param_field("version", vllm.version_path().as_str()))
 }
 
+/// README's capability-floor shape for a quantization scheme, through
+/// `below_capability_floor` (the lines before the sketch find what it uses).
+fn quantization_floor(m: &Manifest) -> Result<Outcome, Outcome> {
+    const SM75: ComputeCapability = ComputeCapability::new(7, 5);
+    const SM80: ComputeCapability = ComputeCapability::new(8, 0);
+    const REMEDY_GPU: u32 = 0;
+    let Some(vllm) = m.package("vllm") else { return Ok(Outcome::clear()) };
+    let (gpu, cc) = m.need_weakest_nvidia_gpu()?;
+    let scheme = m.need("workload.quantization_scheme")?;
+
+    let min = if vllm.need_version_in(">=0.16.0")? { SM75 } else { SM80 };
+    if cc >= min {
+        return Ok(Outcome::clear());
+    }
+    Ok(below_capability_floor("workload.quantization_scheme", &vllm, &gpu, cc, min)
+        .param("scheme", &scheme)
+        .remedy(REMEDY_GPU))
+}
+
+/// The helper alone, for a manifest whose vLLM states no version.
+fn method_floor_any_release(m: &Manifest) -> Result<Outcome, Outcome> {
+    let Some(vllm) = m.package("vllm") else { return Ok(Outcome::clear()) };
+    let (gpu, cc) = m.need_weakest_nvidia_gpu()?;
+    let min = ComputeCapability::new(8, 9);
+    Ok(below_capability_floor("workload.quantization", &vllm, &gpu, cc, min).param("scheme", "fp8"))
+}
+
 fn meta() -> RuleMeta {
+    meta_saying("matched")
+}
+
+fn meta_saying(message: &str) -> RuleMeta {
     serde_json::from_value(json!({
         "id": "pattern", "version": "1.0.0", "title": "a pattern of sdk/README.md",
         "severity": "warning", "summary": "one of the five shapes rules take",
-        "message": "matched", "remedies": [{"summary": "s", "actions": []}],
+        "message": message, "remedies": [{"summary": "s", "actions": []}],
         "references": [{"title": "sdk/README.md"}], "author": "tests"
     }))
     .expect("metadata")
@@ -237,6 +269,24 @@ fn each_pattern_matches_clears_and_says_what_it_needs() {
             json!({"packages": [{"name": "vllm"}], "workload": {"attention_backend": "xformers"}}),
             "undetermined, missing packages.vllm.version",
         ),
+        (
+            "quantization floor",
+            quantization_floor,
+            json!({"accelerators": t4, "packages": [{"name": "vllm", "version": "0.15.1"}], "workload": {"quantization_scheme": "nvfp4"}}),
+            "matched",
+        ),
+        (
+            "quantization floor",
+            quantization_floor,
+            json!({"accelerators": t4, "packages": [{"name": "vllm", "version": "0.16.0"}], "workload": {"quantization_scheme": "nvfp4"}}),
+            "clear",
+        ),
+        (
+            "quantization floor",
+            quantization_floor,
+            json!({"accelerators": t4, "packages": [{"name": "vllm", "version": "0.15.1"}]}),
+            "undetermined, missing workload.quantization_scheme",
+        ),
     ];
     let failures: Vec<String> = cases
         .iter()
@@ -246,4 +296,49 @@ fn each_pattern_matches_clears_and_says_what_it_needs() {
         })
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `below_capability_floor` shows what sdk/README.md says it does: the
+/// quantization field, the GPU's capability and vLLM's version as
+/// evidence, `{vllm}`, `{gpu}`, `{cc}` and `{min}` as parameters, and
+/// `(any release)` (without its evidence) when no version is stated.
+#[test]
+fn the_capability_floor_finding_names_the_quantization_gpu_and_release() {
+    let message =
+        "vLLM {vllm} needs compute capability {min} for {scheme}, but the {gpu} has {cc}.";
+    let t4 = json!([{"vendor": "nvidia", "model": "T4"}]);
+    let cases: &[(Rule, Value, &str, &[&str])] = &[
+        (
+            quantization_floor,
+            json!({"accelerators": t4, "packages": [{"name": "vllm", "version": "0.15.1"}], "workload": {"quantization_scheme": "NVFP4A16"}}),
+            "vLLM 0.15.1 needs compute capability 8.0 for nvfp4a16, but the T4 has 7.5.",
+            &[
+                "workload.quantization_scheme",
+                "accelerators.0.compute_capability",
+                "packages.vllm.version",
+            ],
+        ),
+        (
+            method_floor_any_release,
+            json!({"accelerators": [{"vendor": "nvidia", "compute_capability": "8.6"}], "packages": [{"name": "vllm"}], "workload": {"quantization": "fp8"}}),
+            "vLLM (any release) needs compute capability 8.9 for fp8, but the GPU has 8.6.",
+            &["workload.quantization", "accelerators.0.compute_capability"],
+        ),
+    ];
+    for (rule, manifest, want_message, want_evidence) in cases {
+        let mut manifest = manifest.clone();
+        manifest["manifest_version"] = json!(1);
+        let prepared = Prepared::new(manifest_from_value(manifest).expect("a manifest"));
+        let rule = *rule;
+        let evaluation =
+            pitfall_sdk::testing::evaluate_native(&meta_saying(message), &prepared, &|| {
+                pitfall_sdk::__private::run(rule)
+            });
+        let Evaluation::Matched(finding) = evaluation else {
+            panic!("{want_message}: {evaluation}");
+        };
+        assert_eq!(finding.message, *want_message);
+        let evidence: Vec<&str> = finding.evidence.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(evidence, *want_evidence, "{want_message}");
+    }
 }

@@ -6,6 +6,10 @@
 
 use std::collections::HashMap;
 
+// Packages are named in field paths by the host's own key (PEP 503, a
+// renamed package under its current name).
+use pitfall_contract::normalize::package_key;
+
 /// The line (1-based) of every field path in one JSON text.
 #[derive(Debug, Default)]
 pub(crate) struct FieldLines {
@@ -34,22 +38,6 @@ impl FieldLines {
             path = &path[..path.rfind('.')?];
         }
     }
-}
-
-/// The package name as field paths spell it: lowercase, runs of `-`, `_`
-/// and `.` as one `-` (PEP 503).
-fn package_key(name: &str) -> String {
-    let mut key = String::with_capacity(name.len());
-    for c in name.trim().chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !key.ends_with('-') {
-                key.push('-');
-            }
-        } else {
-            key.push(c.to_ascii_lowercase());
-        }
-    }
-    key
 }
 
 struct Reader<'a> {
@@ -208,7 +196,8 @@ mod tests {
     {
       "name": "Flash_Attn",
       "version": "2.8.3"
-    }
+    },
+    {"name": "flashinfer", "version": "0.1.6"}
   ]
 }"#;
         let lines = FieldLines::of(text);
@@ -219,6 +208,11 @@ mod tests {
         assert_eq!(lines.line("packages.torch.version"), Some(8));
         assert_eq!(lines.line("packages.flash-attn.version"), Some(11));
         assert_eq!(lines.line("packages.1"), Some(9));
+        assert_eq!(
+            lines.line("packages.flashinfer-python.version"),
+            Some(13),
+            "a renamed package by its current name"
+        );
         assert_eq!(lines.line("drivers.nvidia"), None);
     }
 }

@@ -205,16 +205,19 @@ read_with_extra!(
         architecture,
         min_transformers,
         quantization_scheme,
+        quantization_symmetric,
         multimodal,
         mm_encoder_attention_backend,
         mode,
         attention_dropout,
         checkpoint_format,
         engine_hardware_compatibility,
+        engine_version_compatible,
         max_input_tokens,
-        sliding_window
+        sliding_window,
+        rope_scaling_type
     ],
-    string_or_number: [engine_build_capability],
+    string_or_number: [engine_build_capability, engine_build_tensorrt],
 );
 read_with_extra!(HealthCheck, required: [], optional: [endpoint, verifies_output], string_or_number: []);
 read_with_extra!(Python, required: [], optional: [executable, externally_managed], string_or_number: []);

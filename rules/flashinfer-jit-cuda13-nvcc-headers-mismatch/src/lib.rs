@@ -25,10 +25,8 @@ fn release(v: &Version) -> Option<(u64, u64)> {
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
-    // PyPI's distribution is flashinfer-python; some environment reports
-    // (SGLang's check_env) name the import, flashinfer.
-    let Some(flashinfer) = m.package("flashinfer-python").or_else(|| m.package("flashinfer"))
-    else {
+    // The host files the older wheels' name, flashinfer, under this one.
+    let Some(flashinfer) = m.package("flashinfer-python") else {
         return Outcome::clear();
     };
     match flashinfer.version_in(JIT) {

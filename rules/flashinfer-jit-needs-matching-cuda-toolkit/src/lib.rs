@@ -57,8 +57,8 @@ fn torch_cuda(m: &Manifest) -> Option<String> {
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
-    let Some(flashinfer) = m.package("flashinfer-python").or_else(|| m.package("flashinfer"))
-    else {
+    // The host files the older wheels' name, flashinfer, under this one.
+    let Some(flashinfer) = m.package("flashinfer-python") else {
         return Outcome::clear();
     };
     match flashinfer.version_in(JIT) {

@@ -42,12 +42,9 @@ fn entry(text: &str) -> Option<ComputeCapability> {
 }
 
 fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
-    // PyPI's distribution is flashinfer-python; SGLang's check_env names
-    // the import, flashinfer.
-    let Some((name, fi)) = ["flashinfer-python", "flashinfer"]
-        .into_iter()
-        .find_map(|name| m.package(name).map(|p| (name, p)))
-    else {
+    // The host files the other name, flashinfer (the wheels up to 0.2.0,
+    // and the import SGLang's check_env names), under this one.
+    let Some(fi) = m.package("flashinfer-python") else {
         return Ok(Outcome::clear());
     };
     // torch reads an empty variable as unset (`if not _arch_list`).
@@ -70,8 +67,7 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         .evidence("env.TORCH_CUDA_ARCH_LIST")
         .param_field("flashinfer", fi.version_path().as_str())
         .param_field("list", "env.TORCH_CUDA_ARCH_LIST")
-        .param("lowest", lowest.write_to(&mut buf))
-        .param("package", name))
+        .param("lowest", lowest.write_to(&mut buf)))
 }
 
 pitfall_sdk::export_rule!(evaluate);

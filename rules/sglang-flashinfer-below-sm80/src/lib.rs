@@ -17,11 +17,12 @@ fn evaluate(m: &Manifest) -> Outcome {
     if m.package("sglang").is_none() {
         return Outcome::clear();
     }
-    let Some(flashinfer) = m.package("flashinfer") else {
+    // 0.1.x wheels are `flashinfer`: the host files them under the PyPI name.
+    let Some(flashinfer) = m.package("flashinfer-python") else {
         return Outcome::clear();
     };
     match flashinfer.version_in(NO_SM75) {
-        None => return Outcome::needs("packages.flashinfer.version"),
+        None => return Outcome::needs(flashinfer.version_path().as_str()),
         Some(false) => return Outcome::clear(),
         Some(true) => {}
     }

@@ -4,8 +4,8 @@
 //! runtimes of the same major and, across majors, 8 on 9 and 10, 10 on 11
 //! (TensorRT docs, Version Compatibility; 11.4.1 support matrix).
 //!
-//! Reads the proposed `workload.engine_build_tensorrt` (the TensorRT version
-//! that built the engine) and `workload.engine_version_compatible` (bool).
+//! Reads `workload.engine_build_tensorrt` (the TensorRT version that built
+//! the engine) and `workload.engine_version_compatible` (bool).
 #![no_std]
 
 use pitfall_sdk::prelude::*;

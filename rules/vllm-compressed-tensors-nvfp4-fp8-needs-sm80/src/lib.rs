@@ -9,6 +9,7 @@ use pitfall_sdk::prelude::*;
 
 const SM80: ComputeCapability = ComputeCapability::new(8, 0);
 const SM75: ComputeCapability = ComputeCapability::new(7, 5);
+const SCHEME: &str = "workload.quantization_scheme";
 /// The release that lowers both schemes to 7.5.
 const LOWERED: &str = ">=0.16.0";
 /// Spellings of `workload.quantization_scheme` per family, with the first
@@ -50,8 +51,8 @@ fn evaluate(m: &Manifest) -> Outcome {
     if cc >= SM80 {
         return Outcome::clear();
     }
-    let Some(scheme) = m.text("workload.quantization_scheme") else {
-        return Outcome::needs("workload.quantization_scheme");
+    let Some(scheme) = m.text(SCHEME) else {
+        return Outcome::needs(SCHEME);
     };
     let scheme = scheme.trim().to_ascii_lowercase();
     let Some(since) = releases(&scheme) else {
@@ -70,18 +71,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     if cc >= min {
         return Outcome::clear();
     }
-    let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
-    let mut cc_buf = [0u8; 24];
-    let mut min_buf = [0u8; 24];
-    let outcome = Outcome::matched()
-        .evidence("workload.quantization_scheme")
-        .evidence(gpu.field_path("compute_capability").as_str())
-        .evidence(vllm.version_path().as_str())
-        .param_field("version", vllm.version_path().as_str())
-        .param("scheme", &scheme)
-        .param("min", min.write_to(&mut min_buf))
-        .param("gpu", &gpu_name)
-        .param("cc", cc.write_to(&mut cc_buf));
+    let outcome = below_capability_floor(SCHEME, &vllm, &gpu, cc, min).param("scheme", &scheme);
     // 0.16.0 helps Turing; Volta needs another GPU.
     if !lowered && cc >= SM75 {
         outcome.remedy(REMEDY_UPGRADE).remedy(REMEDY_GPU)

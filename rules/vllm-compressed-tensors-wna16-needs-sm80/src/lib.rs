@@ -18,6 +18,7 @@ use pitfall_sdk::prelude::*;
 
 const SM80: ComputeCapability = ComputeCapability::new(8, 0);
 const SM75: ComputeCapability = ComputeCapability::new(7, 5);
+const SCHEME: &str = "workload.quantization_scheme";
 /// Spellings of the weight-only schemes in `workload.quantization_scheme`.
 const WNA16: [&str; 3] = ["w4a16", "w8a16", "wna16"];
 /// The checkpoint's `weights.symmetric` (compressed-tensors config groups).
@@ -52,14 +53,15 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
     if cc >= SM80 {
         return Ok(Outcome::clear());
     }
-    let scheme = m.need("workload.quantization_scheme")?.to_ascii_lowercase();
+    let scheme = m.need(SCHEME)?.to_ascii_lowercase();
     if !WNA16.contains(&scheme.as_str()) {
         return Ok(Outcome::clear());
     }
     let lowered = vllm.need_version_in(SCHEME_ON_TURING)?;
     let min = if lowered { SM75 } else { SM80 };
     let symmetric = m.boolean(SYMMETRIC);
-    let (why, remedy) = if cc < min {
+    // The floor the GPU is below: the scheme's, or Marlin's.
+    let (floor, why, remedy) = if cc < min {
         // Turing before 0.12.0: a newer vLLM helps; which one depends on
         // the weights (0.12.0 for symmetric ones, 0.14.0 for any).
         let remedy = match (lowered, cc >= SM75, symmetric) {
@@ -67,7 +69,7 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
             (false, true, _) => Some(REMEDY_MARLIN),
             _ => None,
         };
-        (why_scheme(min), remedy)
+        (min, why_scheme(min), remedy)
     } else {
         // Turing, 0.12.0 or later: the scheme passes; the kernel decides.
         if vllm.need_version_in(MARLIN_ON_TURING)? || m.package("bitblas").is_some() {
@@ -76,20 +78,12 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         match symmetric {
             None => return Err(Outcome::needs(SYMMETRIC)),
             Some(true) => return Ok(Outcome::clear()),
-            Some(false) => (String::from(WHY_ASYMMETRIC), Some(REMEDY_MARLIN)),
+            Some(false) => (SM80, String::from(WHY_ASYMMETRIC), Some(REMEDY_MARLIN)),
         }
     };
-    let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
-    let mut cc_buf = [0u8; 24];
-    let mut outcome = Outcome::matched()
-        .evidence("workload.quantization_scheme")
-        .evidence(gpu.field_path("compute_capability").as_str())
-        .evidence(vllm.version_path().as_str())
-        .param_field("version", vllm.version_path().as_str())
+    let mut outcome = below_capability_floor(SCHEME, &vllm, &gpu, cc, floor)
         .param("scheme", &scheme)
-        .param("why", &why)
-        .param("gpu", &gpu_name)
-        .param("cc", cc.write_to(&mut cc_buf));
+        .param("why", &why);
     if symmetric.is_some() {
         outcome = outcome.evidence(SYMMETRIC);
     }

@@ -12,11 +12,11 @@ const TURING: ComputeCapability = ComputeCapability::new(7, 5);
 const FP8_HW: ComputeCapability = ComputeCapability::new(8, 9);
 
 /// (releases, minimum capability): fp8.py at 0.4.1, 0.4.2, 0.5.1, 0.14.0.
-const FLOORS: [(&str, ComputeCapability, &str); 4] = [
-    ("==0.4.1", ComputeCapability::new(9, 0), "9.0"),
-    (">=0.4.2,<0.5.1", ComputeCapability::new(8, 9), "8.9"),
-    (">=0.5.1,<0.14.0", ComputeCapability::new(8, 0), "8.0"),
-    (">=0.14.0", ComputeCapability::new(7, 5), "7.5"),
+const FLOORS: [(&str, ComputeCapability); 4] = [
+    ("==0.4.1", ComputeCapability::new(9, 0)),
+    (">=0.4.2,<0.5.1", ComputeCapability::new(8, 9)),
+    (">=0.5.1,<0.14.0", ComputeCapability::new(8, 0)),
+    (">=0.14.0", TURING),
 ];
 
 const REMEDY_UPGRADE: u32 = 0;
@@ -38,41 +38,24 @@ fn evaluate(m: &Manifest) -> Outcome {
         return Outcome::clear();
     }
     // Volta: no release runs fp8 there, whatever the version.
-    let (min, known) = if cc < TURING {
-        ("7.5", vllm.version_text().is_some())
+    let min = if cc < TURING {
+        TURING
     } else {
         let mut floor = None;
-        for (releases, min_cc, min_text) in FLOORS.iter() {
+        for (releases, min) in FLOORS.iter() {
             match vllm.version_in(releases) {
                 None => return Outcome::needs("packages.vllm.version"),
-                Some(true) => floor = Some((*min_cc, *min_text)),
+                Some(true) => floor = Some(*min),
                 Some(false) => {}
             }
         }
         // Before 0.4.1 there is no fp8 method to refuse.
-        let Some((min_cc, min_text)) = floor else {
-            return Outcome::clear();
-        };
-        if cc >= min_cc {
-            return Outcome::clear();
+        match floor {
+            Some(min) if cc < min => min,
+            _ => return Outcome::clear(),
         }
-        (min_text, true)
     };
-    let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
-    let mut cc_buf = [0u8; 24];
-    let mut outcome = Outcome::matched()
-        .evidence("workload.quantization")
-        .evidence(gpu.field_path("compute_capability").as_str())
-        .param("min", min)
-        .param("gpu", &gpu_name)
-        .param("cc", cc.write_to(&mut cc_buf));
-    outcome = if known {
-        outcome
-            .evidence(vllm.version_path().as_str())
-            .param_field("vllm", vllm.version_path().as_str())
-    } else {
-        outcome.param("vllm", "(any release)")
-    };
+    let mut outcome = below_capability_floor("workload.quantization", &vllm, &gpu, cc, min);
     // A newer release runs fp8 weight-only from 7.5 (0.14.0) or 8.0 (0.5.1).
     if cc >= TURING {
         let fix = if cc >= ComputeCapability::new(8, 0) { "0.5.1" } else { "0.14.0" };

@@ -33,28 +33,15 @@ fn evaluate(m: &Manifest) -> Outcome {
     let launch_build =
         version.as_ref().and_then(|v| v.local()).is_some_and(|l| l.starts_with("gptoss"));
     let (min, remedy) = if launch_build {
-        ("10.0", 0)
+        (SM100, 0)
     } else if cc < SM80 {
-        ("8.0", 1)
+        (SM80, 1)
     } else if version.is_some() {
         return Outcome::clear();
     } else {
         return Outcome::needs("packages.vllm.version");
     };
-    let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
-    let mut cc_buf = [0u8; 24];
-    let mut outcome = Outcome::matched()
-        .evidence("workload.quantization")
-        .evidence(gpu.field_path("compute_capability").as_str())
-        .param("min", min)
-        .param("gpu", &gpu_name)
-        .param("cc", cc.write_to(&mut cc_buf));
-    outcome = match &version {
-        Some(_) => outcome
-            .evidence(vllm.version_path().as_str())
-            .param_field("vllm", vllm.version_path().as_str()),
-        None => outcome.param("vllm", "(any release)"),
-    };
+    let outcome = below_capability_floor("workload.quantization", &vllm, &gpu, cc, min);
     // On the launch build an 8.x/9.x GPU only needs the PyPI release.
     if launch_build && cc >= SM80 { outcome.remedy(remedy) } else { outcome.remedy(1) }
 }

@@ -17,12 +17,13 @@
 
 use pitfall_sdk::prelude::*;
 
+const METHOD: &str = "workload.quantization";
 const METHODS: [&str; 3] = ["modelopt_fp4", "modelopt_nvfp4", "nvfp4"];
-/// (releases, minimum, its text, the release that lowers it below this GPU).
-const FLOORS: [(&str, ComputeCapability, &str); 3] = [
-    (">=0.8.0,<0.9.0", ComputeCapability::new(10, 0), "10.0"),
-    (">=0.9.0,<0.14.0", ComputeCapability::new(8, 0), "8.0"),
-    (">=0.14.0", ComputeCapability::new(7, 5), "7.5"),
+/// (releases, minimum capability).
+const FLOORS: [(&str, ComputeCapability); 3] = [
+    (">=0.8.0,<0.9.0", BLACKWELL),
+    (">=0.9.0,<0.14.0", ComputeCapability::new(8, 0)),
+    (">=0.14.0", ComputeCapability::new(7, 5)),
 ];
 /// Releases that pick FlashInfer's CUTLASS FP4 GEMM at any capability.
 const FLASHINFER_ANY_CC: &str = ">=0.11.2,<0.16.0";
@@ -48,18 +49,18 @@ fn evaluate(m: &Manifest) -> Outcome {
         Err(outcome) => return outcome,
     };
     let mut floor = None;
-    for (releases, min_cc, min_text) in FLOORS.iter() {
+    for (releases, min) in FLOORS.iter() {
         match vllm.version_in(releases) {
             None => return Outcome::needs("packages.vllm.version"),
-            Some(true) => floor = Some((*min_cc, *min_text)),
+            Some(true) => floor = Some(*min),
             Some(false) => {}
         }
     }
-    let Some((min_cc, min_text)) = floor else {
+    let Some(min) = floor else {
         return Outcome::clear();
     };
-    if cc < min_cc {
-        return floor_refuses(&vllm, &gpu, cc, min_text);
+    if cc < min {
+        return floor_refuses(&vllm, &gpu, cc, min);
     }
     if cc >= BLACKWELL || q != MODELOPT_FP4 {
         return Outcome::clear();
@@ -68,18 +69,13 @@ fn evaluate(m: &Manifest) -> Outcome {
 }
 
 /// Below the release's floor: refused at start-up.
-fn floor_refuses(vllm: &Package, gpu: &Accelerator, cc: ComputeCapability, min: &str) -> Outcome {
-    let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
-    let mut cc_buf = [0u8; 24];
-    let outcome = Outcome::matched()
-        .evidence("workload.quantization")
-        .evidence(gpu.field_path("compute_capability").as_str())
-        .evidence(vllm.version_path().as_str())
-        .param_field("vllm", vllm.version_path().as_str())
-        .param("min", min)
-        .param("reason", "")
-        .param("gpu", &gpu_name)
-        .param("cc", cc.write_to(&mut cc_buf));
+fn floor_refuses(
+    vllm: &Package,
+    gpu: &Accelerator,
+    cc: ComputeCapability,
+    min: ComputeCapability,
+) -> Outcome {
+    let outcome = below_capability_floor(METHOD, vllm, gpu, cc, min).param("reason", "");
     // A later release accepts 8.0 (0.9.0, before FlashInfer's CUTLASS GEMM
     // became the default) or 7.5 (0.16.0: 0.14.x and 0.15.x pick FlashInfer).
     let fix = if cc >= ComputeCapability::new(8, 0) {
@@ -128,18 +124,9 @@ fn flashinfer_refuses(
             None => return Outcome::needs("build.tools.nvcc"),
         }
     };
-    let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
-    let mut cc_buf = [0u8; 24];
-    Outcome::matched()
-        .evidence("workload.quantization")
-        .evidence(gpu.field_path("compute_capability").as_str())
-        .evidence(vllm.version_path().as_str())
+    below_capability_floor(METHOD, vllm, gpu, cc, BLACKWELL)
         .evidence(evidence)
-        .param_field("vllm", vllm.version_path().as_str())
-        .param("min", "10.0")
         .param("reason", FLASHINFER_REASON)
-        .param("gpu", &gpu_name)
-        .param("cc", cc.write_to(&mut cc_buf))
         .param("fix", "0.16.0")
         .remedy(REMEDY_UPGRADE)
         .remedy(REMEDY_OTHER)
