@@ -475,7 +475,13 @@ fn aliases(name: &str) -> Vec<String> {
             "os" | "hardware" | "health-check" | "python" => Vec::new(),
             other => vec![other],
         };
-        aliases.iter().map(|a| a.to_lowercase()).collect()
+        // A package published under an older name is named by it too
+        // (`flashinfer-python`'s wheels, module and paths say `flashinfer`).
+        let renamed = pitfall_contract::normalize::PACKAGE_RENAMES
+            .iter()
+            .filter(|(_, current)| *current == name)
+            .map(|(old, _)| *old);
+        aliases.into_iter().chain(renamed).map(str::to_lowercase).collect()
     }
 }
 
@@ -580,6 +586,12 @@ mod tests {
         assert!(same_thing(&g(&["nvidia-container"]), &g(&["nvidia-container-toolkit"])));
         assert!(same_thing(&g(&["fabricmanager"]), &g(&["nvidia-fabricmanager"])));
         assert!(!same_thing(&g(&["torch"]), &g(&["torchvision"])));
+    }
+
+    #[test]
+    fn a_renamed_package_is_named_by_its_old_name_too() {
+        assert!(aliases("flashinfer-python").contains(&"flashinfer".to_owned()));
+        assert_eq!(aliases("vllm"), ["vllm"]);
     }
 
     #[test]
