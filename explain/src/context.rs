@@ -133,6 +133,26 @@ pub const GENERIC_SYMPTOMS: &[&str] = &[
     "does not appear to have a file named config.json",
 ];
 
+/// Messages that say what failed but not whose it is unless the line
+/// goes on: the loader's `undefined symbol: X` names a library only with
+/// the path before it (`.../torchtext/lib/libtorchtext.so: undefined
+/// symbol: ...`). A template holding nothing else is a generic symptom;
+/// one with the path is not.
+pub const BARE_SYMPTOMS: &[&str] = &["undefined symbol"];
+
+/// Whether a template's literal text (its holes left out) is nothing but
+/// a generic symptom: one of [`GENERIC_SYMPTOMS`] or [`BARE_SYMPTOMS`],
+/// punctuation and blanks aside.
+pub fn is_bare_symptom(literal: &str) -> bool {
+    fn words(text: &str) -> String {
+        let words: Vec<&str> =
+            text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+        words.join(" ").to_lowercase()
+    }
+    let said = words(literal);
+    !said.is_empty() && BARE_SYMPTOMS.iter().chain(GENERIC_SYMPTOMS).any(|s| said == words(s))
+}
+
 /// Whether `text` is one of the [`GENERIC_SYMPTOMS`].
 pub fn is_symptom(text: &str) -> bool {
     GENERIC_SYMPTOMS.iter().any(|s| text.contains(s))
@@ -472,6 +492,10 @@ fn aliases(name: &str) -> Vec<String> {
             "fabricmanager" => vec!["fabricmanager", "fabric manager", "nvswitch"],
             "tensorrt-llm" => vec!["tensorrt_llm", "tensorrt-llm", "trtllm"],
             "rocm" => vec!["rocm", "hip "],
+            // torch's core library and namespace: a C++ symbol or frame
+            // of `c10::` is torch's, whatever else the log says
+            // (mangled, `_ZN3c10`, `_ZNK3c10`).
+            "torch" => vec!["torch", "c10::", "libc10", "_zn3c10", "_znk3c10"],
             "os" | "hardware" | "health-check" | "python" => Vec::new(),
             other => vec![other],
         };
@@ -578,6 +602,16 @@ mod tests {
         assert!(contains_word("gpt-oss-120b", "gpt-oss"));
         assert!(!contains_word("['gemmaforcausallm', 'gemma2forcausallm']", "gemma"));
         assert!(!contains_word("qwen3forcausallm", "qwen"));
+    }
+
+    #[test]
+    fn a_template_saying_only_a_symptom_is_bare() {
+        assert!(is_bare_symptom("undefined symbol: "));
+        assert!(is_bare_symptom(" out of memory. "));
+        assert!(!is_bare_symptom("CUDA out of memory. Tried to allocate "));
+        assert!(!is_bare_symptom("ImportError: /torchtext/lib/libtorchtext.so: undefined symbol: "));
+        assert!(!is_bare_symptom("undefined symbol: ncclCommRegister"));
+        assert!(!is_bare_symptom(""));
     }
 
     #[test]

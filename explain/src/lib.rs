@@ -161,6 +161,10 @@ struct Compiled {
     /// already counted them, so the context does not count them again
     /// (the holes' values, the user's own, it does count).
     literal_words: HashSet<u32>,
+    /// The template says nothing but a generic symptom (`undefined symbol:
+    /// {word}` with no library's path): a match is its rule's only in a
+    /// log that names the rule's stack.
+    bare_symptom: bool,
 }
 
 /// One rule that explains the log.
@@ -240,6 +244,7 @@ impl Explainer {
                 }
                 by_anchor[id as usize].push(signatures.len() as u32);
                 let literal_words = vocabulary.words_in([signature.literal_text().as_str()]);
+                let bare_symptom = context::is_bare_symptom(&signature.literal_text());
                 retyped.add(&signature);
                 described.add(r as u32, &signature);
                 signatures.push(Compiled {
@@ -247,6 +252,7 @@ impl Explainer {
                     index: i as u32,
                     signature,
                     literal_words,
+                    bare_symptom,
                 });
             }
         }
@@ -363,11 +369,13 @@ impl Explainer {
             }
             // A line quoting no message may describe one in other words
             // (an issue's title, an exception retold); a line that quotes
-            // one is not a description of another. In a log with
+            // one is not a description of another. A bare symptom
+            // (`undefined symbol: X`) quotes no rule's own message. In a log with
             // exceptions only they are read so: its other lines are
             // settings, frames and progress, full of the words messages
             // use (`max_model_len`, `attention backend`).
-            if matched.is_empty() && role != Role::Other {
+            let quotes = matched.iter().any(|&s| !self.signatures[s as usize].bare_symptom);
+            if !quotes && role != Role::Other {
                 for (s, strength) in self.described.describe(&line.text) {
                     let compiled = &self.signatures[s as usize];
                     keep(
@@ -437,7 +445,9 @@ impl Explainer {
             // A symptom with many causes, like a message described in
             // other words, is this rule's only in a log of its stack: its
             // words alone (`gguf` in another engine's log) do not say whose.
-            let symptom = m.described || context::is_symptom(&line.text[m.start..m.end]);
+            let symptom = m.described
+                || compiled.bare_symptom
+                || context::is_symptom(&line.text[m.start..m.end]);
             let ranges = &self.ranges[*rule as usize];
             // A description names the rule's hardware when the log names a
             // GPU within its capability ranges (`compute capability below
@@ -795,6 +805,42 @@ mod tests {
         // A sentence that ended is not continued by the next line.
         let ended = "triton.runtime.errors.OutOfResources: out of resource: shared memory.\nRequired: 98304, Hardware limit: 65536.\n";
         assert!(e.explain(ended).causes.is_empty());
+    }
+
+    #[test]
+    fn an_undefined_symbol_without_its_path_is_the_extension_the_log_names() {
+        let rules = [
+            rule(
+                "sgl-abi",
+                "sgl-kernel built for another torch",
+                "sglang",
+                &[
+                    "ImportError: {path}/sgl_kernel/common_ops.abi3.so: undefined symbol: {word}",
+                    "undefined symbol: {word}",
+                ],
+            ),
+            rule(
+                "vllm-abi",
+                "vLLM built for another torch",
+                "vllm",
+                &["ImportError: {path}/vllm/_C.abi3.so: undefined symbol: {word}", "undefined symbol: {word}"],
+            ),
+        ];
+        let e = Explainer::new(rules.iter());
+        // The paste put the symbol on the line after the loader's label.
+        let named = "when using sglang, importing sgl-kernel it will report:\nundefined symbol:\nc10::cuda::c10_cuda_check_implementation(int, char const*)\n";
+        let x = e.explain(named);
+        assert_eq!(x.causes.first().map(|c| c.rule_id.as_str()), Some("sgl-abi"), "{x:?}");
+        assert_eq!(x.causes[0].lines, [2, 3]);
+        assert!(x.causes.iter().all(|c| c.rule_id != "vllm-abi"), "{x:?}");
+        // Naming no extension, the symbol says no one's.
+        let bare = e.explain("undefined symbol: _ZN5torch3jit17parseSchemaOrNameERKSs\n");
+        assert!(bare.causes.is_empty(), "{bare:?}");
+        // With its path, the message is the extension's own.
+        let path = e.explain(
+            "ImportError: /usr/lib/python3/vllm/_C.abi3.so: undefined symbol: _ZN3c106detail19maybe_wrap_dim_slowEllb\n",
+        );
+        assert_eq!(path.causes.first().map(|c| c.rule_id.as_str()), Some("vllm-abi"), "{path:?}");
     }
 
     #[test]

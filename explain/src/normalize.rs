@@ -223,7 +223,10 @@ pub fn wrapped(log: &Log) -> Vec<Wrapped> {
         let adjacent = a.numbers.iter().any(|n| b.numbers.contains(&(n + 1)));
         let last = a.text.chars().next_back();
         let first = b.text.chars().next();
+        // A comma, a word going on in lowercase, or a label whose value
+        // the paste put on the next line (`undefined symbol:` / the symbol).
         let continues = last == Some(',')
+            || (last == Some(':') && first.is_some_and(|c| !c.is_whitespace()))
             || (last.is_some_and(char::is_alphanumeric) && first.is_some_and(char::is_lowercase));
         if !adjacent || !continues || !seconds.insert(pair[1]) {
             continue;
