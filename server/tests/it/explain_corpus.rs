@@ -32,12 +32,12 @@ use crate::common::databases;
 
 /// Expected rule first among the causes, over the breakage excerpts that
 /// print an error: the matcher's own figure (`explain/tests/reports.rs`).
-const CAUSE_TOP1_FLOOR: f64 = 0.888;
+const CAUSE_TOP1_FLOOR: f64 = 0.895;
 /// Among the first three causes.
-const CAUSE_TOP3_FLOOR: f64 = 0.904;
+const CAUSE_TOP3_FLOOR: f64 = 0.909;
 /// Among the first three causes or, when no cause scores the threshold,
-/// the first three leads of the text search: 381 of 396 (96.2%) on
-/// SQLite, 378 (95.5%) on PostgreSQL.
+/// the first three leads of the text search: 395 of 410 (96.3%) on
+/// SQLite, 392 (95.6%) on PostgreSQL.
 const ANSWER_TOP3_FLOOR: f64 = 0.95;
 
 #[derive(Debug, Deserialize)]
