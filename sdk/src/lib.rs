@@ -28,6 +28,7 @@ pub mod abi;
 pub mod floor;
 mod macros;
 pub mod outcome;
+pub mod p2p;
 pub mod text;
 pub mod view;
 

@@ -21,6 +21,7 @@
 //! sglang issue 4814).
 #![no_std]
 
+use pitfall_sdk::p2p::{self, PeerAccess};
 use pitfall_sdk::prelude::*;
 
 /// Releases that skip the P2P check and do not survive a failed set-up.
@@ -29,7 +30,6 @@ const AFFECTED: &str = ">=0.1.17,<0.4.4.post3";
 const RTX40_EXEMPT: &str = "==0.1.18";
 /// Releases with `--disable-custom-all-reduce`.
 const HAS_DISABLE_FLAG: &str = ">=0.2.14";
-const PEER_ACCESS: &str = "host.gpu_peer_access";
 
 const REMEDY_DISABLE: u32 = 0;
 const REMEDY_UPGRADE: u32 = 1;
@@ -64,22 +64,16 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some(gpu) = m.nvidia_gpus().next() else {
         return Outcome::clear();
     };
-    let model_path = gpu.field_path("model");
-    let says_rtx40 = m.text_contains(model_path.as_str(), "RTX 40") == Some(true);
+    let says_rtx40 = m.text_contains(gpu.field_path("model").as_str(), "RTX 40") == Some(true);
     if says_rtx40 && package.version_in(RTX40_EXEMPT) == Some(true) {
         return Outcome::clear();
     }
-    let why = match m.boolean(PEER_ACCESS) {
-        Some(true) => return Outcome::clear(),
-        Some(false) => "host.gpu_peer_access is false",
-        None => {
-            let geforce_40 = says_rtx40
-                && m.text_contains_any(model_path.as_str(), &["Ada", "Quadro"]) == Some(false);
-            if !geforce_40 {
-                return Outcome::needs(PEER_ACCESS);
-            }
-            "GeForce RTX 40 cards have no P2P, as SGLang's own code says"
-        }
+    let access = p2p::peer_access(m, &gpu);
+    let why = match access {
+        PeerAccess::Available => return Outcome::clear(),
+        PeerAccess::Unknown => return Outcome::needs(p2p::PEER_ACCESS),
+        PeerAccess::Stated => "host.gpu_peer_access is false",
+        PeerAccess::GeForceRtx40 => "GeForce RTX 40 cards have no P2P, as SGLang's own code says",
     };
     let name = gpu.model().unwrap_or_else(|| String::from("NVIDIA"));
     let mut outcome = Outcome::matched()
@@ -88,11 +82,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         .param_field("version", package.version_path().as_str())
         .param("gpu", &name)
         .param("why", why);
-    outcome = if m.has(PEER_ACCESS) {
-        outcome.evidence(PEER_ACCESS)
-    } else {
-        outcome.evidence(model_path.as_str())
-    };
+    outcome = outcome.evidence(access.evidence(&gpu).as_str());
     if package.version_in(HAS_DISABLE_FLAG) == Some(true) {
         outcome.remedy(REMEDY_DISABLE).remedy(REMEDY_UPGRADE)
     } else {

@@ -18,6 +18,7 @@
 //! cards are known to lack it.
 #![no_std]
 
+use pitfall_sdk::p2p::{self, PeerAccess};
 use pitfall_sdk::prelude::*;
 
 /// Releases whose `trtllm-build` enables the custom all-reduce by default
@@ -25,7 +26,6 @@ use pitfall_sdk::prelude::*;
 const DEFAULT_ON: &str = ">=0.8.0,<0.10.0";
 /// Releases where the custom all-reduce is opt-in (`store_true`).
 const OPT_IN: &str = "<0.8.0";
-const PEER_ACCESS: &str = "host.gpu_peer_access";
 const TP: &str = "workload.tensor_parallel_size";
 const DISABLED: &str = "workload.disable_custom_all_reduce";
 
@@ -75,18 +75,12 @@ fn evaluate(m: &Manifest) -> Outcome {
             _ => return Outcome::clear(),
         },
     };
-    let model_path = gpu.field_path("model");
-    let why = match m.boolean(PEER_ACCESS) {
-        Some(true) => return Outcome::clear(),
-        Some(false) => "host.gpu_peer_access is false",
-        None => {
-            let geforce_40 = m.text_contains(model_path.as_str(), "RTX 40") == Some(true)
-                && m.text_contains_any(model_path.as_str(), &["Ada", "Quadro"]) == Some(false);
-            if !geforce_40 {
-                return Outcome::needs(PEER_ACCESS);
-            }
-            "GeForce RTX 40 cards have no P2P"
-        }
+    let access = p2p::peer_access(m, &gpu);
+    let why = match access {
+        PeerAccess::Available => return Outcome::clear(),
+        PeerAccess::Unknown => return Outcome::needs(p2p::PEER_ACCESS),
+        PeerAccess::Stated => "host.gpu_peer_access is false",
+        PeerAccess::GeForceRtx40 => "GeForce RTX 40 cards have no P2P",
     };
     let name = gpu.model().unwrap_or_else(|| String::from("NVIDIA"));
     let mut outcome = Outcome::matched()
@@ -100,11 +94,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     if m.has(DISABLED) {
         outcome = outcome.evidence(DISABLED);
     }
-    outcome = if m.has(PEER_ACCESS) {
-        outcome.evidence(PEER_ACCESS)
-    } else {
-        outcome.evidence(model_path.as_str())
-    };
+    outcome = outcome.evidence(access.evidence(&gpu).as_str());
     outcome.remedy(REMEDY_REBUILD).remedy(REMEDY_UPGRADE)
 }
 
