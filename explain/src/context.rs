@@ -609,7 +609,9 @@ mod tests {
         assert!(is_bare_symptom("undefined symbol: "));
         assert!(is_bare_symptom(" out of memory. "));
         assert!(!is_bare_symptom("CUDA out of memory. Tried to allocate "));
-        assert!(!is_bare_symptom("ImportError: /torchtext/lib/libtorchtext.so: undefined symbol: "));
+        assert!(!is_bare_symptom(
+            "ImportError: /torchtext/lib/libtorchtext.so: undefined symbol: "
+        ));
         assert!(!is_bare_symptom("undefined symbol: ncclCommRegister"));
         assert!(!is_bare_symptom(""));
     }

@@ -823,7 +823,10 @@ mod tests {
                 "vllm-abi",
                 "vLLM built for another torch",
                 "vllm",
-                &["ImportError: {path}/vllm/_C.abi3.so: undefined symbol: {word}", "undefined symbol: {word}"],
+                &[
+                    "ImportError: {path}/vllm/_C.abi3.so: undefined symbol: {word}",
+                    "undefined symbol: {word}",
+                ],
             ),
         ];
         let e = Explainer::new(rules.iter());
