@@ -32,12 +32,12 @@ use crate::common::databases;
 
 /// Expected rule first among the causes, over the breakage excerpts that
 /// print an error: the matcher's own figure (`explain/tests/reports.rs`).
-const CAUSE_TOP1_FLOOR: f64 = 0.895;
+const CAUSE_TOP1_FLOOR: f64 = 0.897;
 /// Among the first three causes.
-const CAUSE_TOP3_FLOOR: f64 = 0.909;
+const CAUSE_TOP3_FLOOR: f64 = 0.912;
 /// Among the first three causes or, when no cause scores the threshold,
-/// the first three leads of the text search: 395 of 410 (96.3%) on
-/// SQLite, 392 (95.6%) on PostgreSQL.
+/// the first three leads of the text search: 405 of 421 (96.2%) on
+/// SQLite, 402 (95.5%) on PostgreSQL.
 const ANSWER_TOP3_FLOOR: f64 = 0.95;
 
 #[derive(Debug, Deserialize)]
