@@ -82,6 +82,7 @@ pub const COMPONENTS: &[&str] = &[
     "vllm",
     "sglang",
     "tgi",
+    "ollama",
     "tensorrt-llm",
     "tensorrt",
     "torch",
