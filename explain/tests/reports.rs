@@ -71,7 +71,7 @@ fn bundled_rules() -> Vec<RuleMeta> {
 }
 
 /// The accuracy this set reaches today, asserted so it cannot slip: top-1
-/// 378 of 421 (89.8%), top-3 384 (91.2%); no unrelated text or other bug
+/// 382 of 428 (89.3%), top-3 388 (90.7%); no unrelated text or other bug
 /// above the threshold but those `known-false-causes.json` accepts.
 /// By batch (`tests/reports/README.md`): the first 150, which the matcher
 /// was tuned on, 97.3% and 97.3%; the held-out batches, each gathered
@@ -83,14 +83,17 @@ fn bundled_rules() -> Vec<RuleMeta> {
 /// 2026-12-10 82.6% / 82.6%, now 91.3% / 91.3%; 2026-12-11 72.0% /
 /// 72.0%, now 88.0% / 88.0%; 2026-12-12 78.3% / 78.3%, now 83.3% / 83.3%;
 /// 2026-12-13 87.5% / 87.5%, now the same; 2026-12-14 92.9% / 92.9%, now
-/// the same; 2026-12-15 100% / 100%. Issue 40 asks for 90% and 98%.
-const TOP1_FLOOR: f64 = 0.897;
-const TOP3_FLOOR: f64 = 0.912;
+/// the same; 2026-12-15 100% / 100%; 2026-12-16 57.1% / 57.1%, now the
+/// same (two prose titles; a driver fault whose bare `DNN library
+/// initialization failed` the JAX rule claimed until that signature was
+/// dropped). Issue 40 asks for 90% and 98%.
+const TOP1_FLOOR: f64 = 0.892;
+const TOP3_FLOOR: f64 = 0.906;
 
-/// The same over the 387 excerpts whose stored text holds a line of the
-/// error (`error_in_text`): 369 (95.3%) and 375 (96.9%).
-const WITH_ERROR_TOP1_FLOOR: f64 = 0.953;
-const WITH_ERROR_TOP3_FLOOR: f64 = 0.968;
+/// The same over the 392 excerpts whose stored text holds a line of the
+/// error (`error_in_text`): 373 (95.2%) and 379 (96.7%).
+const WITH_ERROR_TOP1_FLOOR: f64 = 0.951;
+const WITH_ERROR_TOP3_FLOOR: f64 = 0.966;
 
 /// Non-breakages a rule is named for above the threshold, accepted because
 /// the text cannot tell the causes apart (`tests/reports/known-false-causes.json`:

@@ -32,12 +32,12 @@ use crate::common::databases;
 
 /// Expected rule first among the causes, over the breakage excerpts that
 /// print an error: the matcher's own figure (`explain/tests/reports.rs`).
-const CAUSE_TOP1_FLOOR: f64 = 0.897;
+const CAUSE_TOP1_FLOOR: f64 = 0.892;
 /// Among the first three causes.
-const CAUSE_TOP3_FLOOR: f64 = 0.912;
+const CAUSE_TOP3_FLOOR: f64 = 0.906;
 /// Among the first three causes or, when no cause scores the threshold,
-/// the first three leads of the text search: 405 of 421 (96.2%) on
-/// SQLite, 402 (95.5%) on PostgreSQL.
+/// the first three leads of the text search: 411 of 428 (96.0%) on
+/// SQLite, 407 (95.1%) on PostgreSQL.
 const ANSWER_TOP3_FLOOR: f64 = 0.95;
 
 #[derive(Debug, Deserialize)]
