@@ -31,6 +31,10 @@ struct Build {
     built: &'static str,
     cuda: u32,
     cudnn: u32,
+    /// The cuDNN minor the release's compiled check asks for at least
+    /// (read in each wheel's libtensorflow_framework.so.2 for
+    /// `tensorflow-cudnn-older-than-build`: 8.6.0, 8.9.4, 8.9.6, 9.3.0).
+    cudnn_minor: u32,
     /// The `and-cuda` extra's pins (the floor from 2.20 on).
     cudart_pin: &'static str,
     cudnn_pin: &'static str,
@@ -44,6 +48,7 @@ const BUILDS: &[Build] = &[
         built: "CUDA 11.8 and cuDNN 8.7",
         cuda: 11,
         cudnn: 8,
+        cudnn_minor: 6,
         cudart_pin: "11.8.89",
         cudnn_pin: "8.7.0.84",
         newest: "2.14.1",
@@ -53,6 +58,7 @@ const BUILDS: &[Build] = &[
         built: "CUDA 12.2 and cuDNN 8.9",
         cuda: 12,
         cudnn: 8,
+        cudnn_minor: 9,
         cudart_pin: "12.2.140",
         cudnn_pin: "8.9.4.25",
         newest: "2.15.1",
@@ -62,6 +68,7 @@ const BUILDS: &[Build] = &[
         built: "CUDA 12.3 and cuDNN 8.9",
         cuda: 12,
         cudnn: 8,
+        cudnn_minor: 9,
         cudart_pin: "12.3.101",
         cudnn_pin: "8.9.7.29",
         newest: "2.17.1",
@@ -71,6 +78,7 @@ const BUILDS: &[Build] = &[
         built: "CUDA 12.5 and cuDNN 9.3",
         cuda: 12,
         cudnn: 9,
+        cudnn_minor: 3,
         cudart_pin: "12.5.82",
         cudnn_pin: "9.3.0.75",
         newest: "2.19.1",
@@ -80,6 +88,7 @@ const BUILDS: &[Build] = &[
         built: "CUDA 12.5 and cuDNN 9.3",
         cuda: 12,
         cudnn: 9,
+        cudnn_minor: 3,
         cudart_pin: "12.5.82",
         cudnn_pin: "9.3.0.75",
         newest: "2.21.0",
@@ -149,9 +158,21 @@ fn is_pypi(p: &Package) -> bool {
     p.ecosystem().is_none_or(|e| e.trim().eq_ignore_ascii_case("pypi"))
 }
 
-/// The newest release built for this CUDA and cuDNN major, if any.
-fn release_for(cuda: u32, cudnn: u32) -> Option<&'static Build> {
-    BUILDS.iter().rev().find(|b| b.cuda == cuda && b.cudnn == cudnn)
+/// The second number of a version (`8.9.4.25` -> 9).
+fn minor(version: &str) -> Option<u32> {
+    version.trim().split('.').nth(1)?.parse().ok()
+}
+
+/// The newest release built for this CUDA and cuDNN major whose cuDNN
+/// check the installed cuDNN passes (`minor`: the newest minor listed of
+/// that major; `None` with no cuDNN package listed, which nothing here
+/// can judge), if any. An older minor would only trade this error for
+/// `tensorflow-cudnn-older-than-build`'s.
+fn release_for(cuda: u32, cudnn: u32, minor: Option<u32>) -> Option<&'static Build> {
+    BUILDS
+        .iter()
+        .rev()
+        .find(|b| b.cuda == cuda && b.cudnn == cudnn && minor.is_none_or(|m| m >= b.cudnn_minor))
 }
 
 fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
@@ -173,13 +194,17 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         runtimes.push((CONDA_CUDART, p.version_path(), version_major(&p)?));
     }
     let mut cudnns: Vec<(&str, Path, u32)> = Vec::new();
-    for name in CUDNN_WHEELS {
-        if let Some(p) = m.package(name).filter(is_pypi) {
-            cudnns.push((name, p.version_path(), version_major(&p)?));
-        }
-    }
-    if let Some(p) = m.package(CONDA_CUDNN).filter(is_conda) {
-        cudnns.push((CONDA_CUDNN, p.version_path(), version_major(&p)?));
+    // Each cuDNN's (major, minor), the minor 0 when unreadable.
+    let mut cudnn_versions: Vec<(u32, u32)> = Vec::new();
+    for (name, p) in CUDNN_WHEELS
+        .iter()
+        .filter_map(|n| m.package(n).filter(is_pypi).map(|p| (*n, p)))
+        .chain(m.package(CONDA_CUDNN).filter(is_conda).map(|p| (CONDA_CUDNN, p)))
+    {
+        let major = version_major(&p)?;
+        let minor = p.version_text().and_then(|t| minor(&t)).unwrap_or(0);
+        cudnns.push((name, p.version_path(), major));
+        cudnn_versions.push((major, minor));
     }
     // Without any, the libraries can only come from the system: not judged.
     if runtimes.is_empty() && cudnns.is_empty() {
@@ -250,7 +275,12 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         .param("cudnn_wheel", &cudnn_wheel)
         .param("cudnn_pin", build.cudnn_pin)
         .remedy(REMEDY_WHEELS);
-    if let Some(fit) = release_for(have_cuda, have_cudnn) {
+    let have_minor = if cudnn_versions.is_empty() {
+        None
+    } else {
+        Some(cudnn_versions.iter().filter(|v| v.0 == have_cudnn).map(|v| v.1).max().unwrap_or(0))
+    };
+    if let Some(fit) = release_for(have_cuda, have_cudnn, have_minor) {
         outcome = outcome.param("tf_fix", fit.newest).remedy(REMEDY_PIN_TF);
     }
     Ok(outcome)
