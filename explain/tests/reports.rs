@@ -71,7 +71,7 @@ fn bundled_rules() -> Vec<RuleMeta> {
 }
 
 /// The accuracy this set reaches today, asserted so it cannot slip: top-1
-/// 382 of 428 (89.3%), top-3 388 (90.7%); no unrelated text or other bug
+/// 382 of 435 (87.8%), top-3 388 (89.2%); no unrelated text or other bug
 /// above the threshold but those `known-false-causes.json` accepts.
 /// By batch (`tests/reports/README.md`): the first 150, which the matcher
 /// was tuned on, 97.3% and 97.3%; the held-out batches, each gathered
@@ -86,14 +86,15 @@ fn bundled_rules() -> Vec<RuleMeta> {
 /// the same; 2026-12-15 100% / 100%; 2026-12-16 57.1% / 57.1%, now the
 /// same (two prose titles; a driver fault whose bare `DNN library
 /// initialization failed` the JAX rule claimed until that signature was
-/// dropped). Issue 40 asks for 90% and 98%.
-const TOP1_FLOOR: f64 = 0.892;
-const TOP3_FLOOR: f64 = 0.906;
+/// dropped); 2026-12-17 0% / 0% (six of its seven hold no line of the
+/// error). Issue 40 asks for 90% and 98%.
+const TOP1_FLOOR: f64 = 0.878;
+const TOP3_FLOOR: f64 = 0.891;
 
-/// The same over the 392 excerpts whose stored text holds a line of the
-/// error (`error_in_text`): 373 (95.2%) and 379 (96.7%).
-const WITH_ERROR_TOP1_FLOOR: f64 = 0.951;
-const WITH_ERROR_TOP3_FLOOR: f64 = 0.966;
+/// The same over the 393 excerpts whose stored text holds a line of the
+/// error (`error_in_text`): 373 (94.9%) and 379 (96.4%).
+const WITH_ERROR_TOP1_FLOOR: f64 = 0.949;
+const WITH_ERROR_TOP3_FLOOR: f64 = 0.964;
 
 /// Non-breakages a rule is named for above the threshold, accepted because
 /// the text cannot tell the causes apart (`tests/reports/known-false-causes.json`:
