@@ -25,6 +25,7 @@
 extern crate alloc;
 
 pub mod abi;
+pub mod cudnn;
 pub mod floor;
 mod macros;
 pub mod outcome;

@@ -10,6 +10,7 @@
 //! jax_cuda12_plugin/_versions.so (Linux x86_64 wheel on PyPI).
 #![no_std]
 
+use pitfall_sdk::cudnn;
 use pitfall_sdk::prelude::*;
 
 /// The cuDNN a range of plugin releases was compiled with.
@@ -70,14 +71,6 @@ fn build(version: &str) -> Option<&'static Build> {
     BUILDS.iter().find(|b| b.releases.contains(&version))
 }
 
-/// The major and minor of a cuDNN wheel's version (`9.1.0.70` -> 9, 1).
-fn major_minor(version: &str) -> Option<(u32, u32)> {
-    let mut parts = version.trim().split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    Some((major, minor))
-}
-
 fn from_pypi(p: &Package) -> bool {
     p.ecosystem().is_none_or(|e| e.eq_ignore_ascii_case("pypi"))
 }
@@ -108,26 +101,10 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         .collect();
     // Every wheel of the build's major writes the same libcudnn.so.9; one
     // of another major is a different failure (the library is missing).
-    let mut same_major: Vec<(&str, Package, u32)> = Vec::new();
-    for (name, wheel) in wheels {
-        let Some(text) = wheel.version_text() else {
-            return Err(Outcome::needs(wheel.version_path().as_str()));
-        };
-        let Some((major, minor)) = major_minor(&text) else {
-            return Err(Outcome::unreadable(wheel.version_path().as_str()));
-        };
-        if major == b.major {
-            same_major.push((name, wheel, minor));
-        }
-    }
-    // No cuDNN wheel: a system or conda cuDNN, not visible here. One wheel
-    // new enough: which one was installed last is not known.
-    let Some((name, wheel, _)) = same_major.first() else {
+    // No such wheel: a system or conda cuDNN, not visible here.
+    let Some((name, wheel)) = cudnn::all_older_than(wheels, b.major, b.minor)? else {
         return Ok(Outcome::clear());
     };
-    if same_major.iter().any(|(_, _, minor)| *minor >= b.minor) {
-        return Ok(Outcome::clear());
-    }
     match m.arch() {
         None => return Err(Outcome::needs(ARCH)),
         Some(arch) if !matches!(arch.trim(), "x86_64" | "amd64" | "x64") => {

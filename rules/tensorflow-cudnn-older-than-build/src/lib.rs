@@ -20,6 +20,7 @@
 //! major installs the same nvidia/cudnn/lib/libcudnn.so.<major>.
 #![no_std]
 
+use pitfall_sdk::cudnn;
 use pitfall_sdk::prelude::*;
 
 /// A torch whose cuDNN pin TensorFlow accepts, for torch releases whose
@@ -107,14 +108,6 @@ fn build(version: &str) -> Option<&'static Build> {
     BUILDS.iter().find(|b| b.releases.contains(&version))
 }
 
-/// The major and minor of a cuDNN wheel's version (`9.1.0.70` -> 9, 1).
-fn major_minor(version: &str) -> Option<(u32, u32)> {
-    let mut parts = version.trim().split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    Some((major, minor))
-}
-
 fn is_pypi(p: &Package) -> bool {
     p.ecosystem().is_none_or(|e| e.trim().eq_ignore_ascii_case("pypi"))
 }
@@ -136,29 +129,11 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
     // The cuDNN wheels of the build's major: each writes the same
     // nvidia/cudnn/lib/libcudnn.so.<major>. One of another major is the
     // other rule's case (the library TensorFlow opens is missing).
-    let mut same_major: Vec<(&str, Package, u32)> = Vec::new();
-    for name in CUDNN_WHEELS {
-        let Some(wheel) = m.package(name).filter(is_pypi) else {
-            continue;
-        };
-        let Some(text) = wheel.version_text() else {
-            return Err(Outcome::needs(wheel.version_path().as_str()));
-        };
-        let Some((major, minor)) = major_minor(&text) else {
-            return Err(Outcome::unreadable(wheel.version_path().as_str()));
-        };
-        if major == b.major {
-            same_major.push((name, wheel, minor));
-        }
-    }
+    let wheels = CUDNN_WHEELS.iter().filter_map(|n| m.package(n).filter(is_pypi).map(|p| (*n, p)));
     // No such wheel: a system, container or conda cuDNN, not visible here.
-    // One new enough: which wheel was installed last is not known.
-    let Some((name, wheel, _)) = same_major.first() else {
+    let Some((name, wheel)) = cudnn::all_older_than(wheels, b.major, b.minor)? else {
         return Ok(Outcome::clear());
     };
-    if same_major.iter().any(|(_, _, minor)| *minor >= b.minor) {
-        return Ok(Outcome::clear());
-    }
     // The builds read are the Linux x86_64 wheels.
     match m.arch() {
         None => return Err(Outcome::needs(ARCH)),
@@ -189,8 +164,7 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         .param("target", b.pin);
     // The old wheel is the one TensorFlow's extra names: upgrade it; a
     // wheel of another CUDA (its files in the same directory): replace it.
-    found =
-        found.remedy(if *name == b.wheel { REMEDY_UPGRADE_CUDNN } else { REMEDY_REPLACE_CUDNN });
+    found = found.remedy(if name == b.wheel { REMEDY_UPGRADE_CUDNN } else { REMEDY_REPLACE_CUDNN });
     if let Some(torch) = m.package(TORCH).filter(is_pypi) {
         found = match torch.version_text() {
             Some(_) => found.param_field("torch", torch.version_path().as_str()),

@@ -8,6 +8,7 @@
 //! each release's Linux x86_64 wheel METADATA on PyPI.
 #![no_std]
 
+use pitfall_sdk::cudnn;
 use pitfall_sdk::prelude::*;
 
 /// A torch release on PyPI (Linux x86_64) and the cuDNN it pins.
@@ -83,14 +84,6 @@ fn release(version: &str) -> Option<&'static Release> {
         .filter(|r| local.is_none_or(|l| l.eq_ignore_ascii_case(r.cuda)))
 }
 
-/// The major and minor of a cuDNN wheel's version (`9.1.0.70` -> 9, 1).
-fn major_minor(version: &str) -> Option<(u32, u32)> {
-    let mut parts = version.trim().split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    Some((major, minor))
-}
-
 fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
     let Some(torch) = m.package("torch") else {
         return Ok(Outcome::clear());
@@ -115,28 +108,11 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         return Ok(Outcome::clear());
     }
     // Only a cuDNN of torch's major has the soname torch loads
-    // (libcudnn.so.8 or .9); all such wheels write the same files.
-    let mut same_major: Vec<(&str, Package, u32)> = Vec::new();
-    for (name, wheel) in wheels {
-        let Some(text) = wheel.version_text() else {
-            return Err(Outcome::needs(wheel.version_path().as_str()));
-        };
-        let Some((major, minor)) = major_minor(&text) else {
-            return Err(Outcome::unreadable(wheel.version_path().as_str()));
-        };
-        if major == rel.major {
-            same_major.push((name, wheel, minor));
-        }
-    }
-    // Every wheel that can provide the library is too old: whichever was
-    // installed last, torch finds an older minor than it was built with.
-    // (With one old and one new, what loads is install order: not known.)
-    let Some((name, wheel, _)) = same_major.first() else {
+    // (libcudnn.so.8 or .9): every such wheel too old, whichever was
+    // installed last torch finds an older minor than it was built with.
+    let Some((name, wheel)) = cudnn::all_older_than(wheels, rel.major, rel.minor)? else {
         return Ok(Outcome::clear());
     };
-    if same_major.iter().any(|(_, _, minor)| *minor >= rel.minor) {
-        return Ok(Outcome::clear());
-    }
     match m.arch() {
         None => return Err(Outcome::needs(ARCH)),
         Some(arch) if !matches!(arch.trim(), "x86_64" | "amd64" | "x64") => {
