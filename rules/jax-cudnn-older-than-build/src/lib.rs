@@ -60,7 +60,6 @@ const BUILDS: &[Build] = &[
 
 const PJRT: &str = "jax-cuda12-pjrt";
 const PLUGIN: &str = "jax-cuda12-plugin";
-const CUDNN_WHEELS: [&str; 3] = ["nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "nvidia-cudnn-cu11"];
 const ARCH: &str = "host.arch";
 
 const REMEDY_UPGRADE_CUDNN: u32 = 0;
@@ -94,7 +93,7 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
     let Some(b) = build(&release) else {
         return Ok(Outcome::clear());
     };
-    let wheels: Vec<(&str, Package)> = CUDNN_WHEELS
+    let wheels: Vec<(&str, Package)> = cudnn::WHEELS
         .iter()
         .filter_map(|n| m.package(n).map(|p| (*n, p)))
         .filter(|(_, p)| from_pypi(p))
@@ -137,20 +136,8 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
     Ok(found)
 }
 
-fn push_u32(out: &mut String, mut n: u32) {
-    let mut digits = [0u8; 10];
-    let mut len = 0;
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for d in digits[..len].iter().rev() {
-        out.push(*d as char);
-    }
+fn push_u32(out: &mut String, n: u32) {
+    pitfall_sdk::text::push_int(out, i64::from(n));
 }
 
 pitfall_sdk::export_rule!(evaluate);

@@ -95,7 +95,6 @@ const BUILDS: &[Build] = &[
 
 const TF: &str = "tensorflow";
 const TORCH: &str = "torch";
-const CUDNN_WHEELS: [&str; 3] = ["nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13"];
 const ARCH: &str = "host.arch";
 
 const REMEDY_UPGRADE_CUDNN: u32 = 0;
@@ -129,7 +128,7 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
     // The cuDNN wheels of the build's major: each writes the same
     // nvidia/cudnn/lib/libcudnn.so.<major>. One of another major is the
     // other rule's case (the library TensorFlow opens is missing).
-    let wheels = CUDNN_WHEELS.iter().filter_map(|n| m.package(n).filter(is_pypi).map(|p| (*n, p)));
+    let wheels = cudnn::WHEELS.iter().filter_map(|n| m.package(n).filter(is_pypi).map(|p| (*n, p)));
     // No such wheel: a system, container or conda cuDNN, not visible here.
     let Some((name, wheel)) = cudnn::all_older_than(wheels, b.major, b.minor)? else {
         return Ok(Outcome::clear());

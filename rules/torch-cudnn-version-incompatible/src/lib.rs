@@ -64,7 +64,6 @@ const RELEASES: &[Release] = &[
     r("2.14.0", "cu130", "9.24.0.43", 9, 24),
 ];
 
-const CUDNN_WHEELS: [&str; 3] = ["nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13"];
 const ARCH: &str = "host.arch";
 const SKIP_CHECK: &str = "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK";
 
@@ -93,7 +92,7 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         return Ok(Outcome::clear());
     }
     let wheels: Vec<(&str, Package)> =
-        CUDNN_WHEELS.iter().filter_map(|n| m.package(n).map(|p| (*n, p))).collect();
+        cudnn::WHEELS.iter().filter_map(|n| m.package(n).map(|p| (*n, p))).collect();
     if wheels.is_empty() {
         return Ok(Outcome::clear());
     }
@@ -141,20 +140,8 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         .remedy(if foreign { REMEDY_REMOVE_OTHER } else { REMEDY_INSTALL_PIN }))
 }
 
-fn push_u32(out: &mut String, mut n: u32) {
-    let mut digits = [0u8; 10];
-    let mut len = 0;
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for d in digits[..len].iter().rev() {
-        out.push(*d as char);
-    }
+fn push_u32(out: &mut String, n: u32) {
+    pitfall_sdk::text::push_int(out, i64::from(n));
 }
 
 pitfall_sdk::export_rule!(evaluate);
