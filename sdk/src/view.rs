@@ -201,6 +201,13 @@ impl Manifest {
         self.text("host.arch")
     }
 
+    /// `host.arch`, normalised, or the outcome naming it when the
+    /// manifest does not state it (a rule about one CPU's wheels:
+    /// `if m.need_arch()? != "x86_64" { return Ok(Outcome::clear()); }`).
+    pub fn need_arch(&self) -> Result<String, Outcome> {
+        self.arch().ok_or_else(|| Outcome::needs("host.arch"))
+    }
+
     /// `host.cpu_model`.
     pub fn cpu_model(&self) -> Option<String> {
         self.text("host.cpu_model")

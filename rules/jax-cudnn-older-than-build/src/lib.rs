@@ -104,12 +104,8 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
     let Some((name, wheel)) = cudnn::all_older_than(wheels, b.major, b.minor)? else {
         return Ok(Outcome::clear());
     };
-    match m.arch() {
-        None => return Err(Outcome::needs(ARCH)),
-        Some(arch) if !matches!(arch.trim(), "x86_64" | "amd64" | "x64") => {
-            return Ok(Outcome::clear());
-        }
-        Some(_) => {}
+    if m.need_arch()? != "x86_64" {
+        return Ok(Outcome::clear());
     }
     let mut minimum = String::new();
     push_u32(&mut minimum, b.major);

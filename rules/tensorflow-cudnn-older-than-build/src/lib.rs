@@ -134,12 +134,8 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         return Ok(Outcome::clear());
     };
     // The builds read are the Linux x86_64 wheels.
-    match m.arch() {
-        None => return Err(Outcome::needs(ARCH)),
-        Some(arch) if !matches!(arch.trim(), "x86_64" | "amd64" | "x64") => {
-            return Ok(Outcome::clear());
-        }
-        Some(_) => {}
+    if m.need_arch()? != "x86_64" {
+        return Ok(Outcome::clear());
     }
     let mut major = String::new();
     push_u32(&mut major, b.major);

@@ -235,10 +235,8 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         (None, None) => return Ok(Outcome::clear()),
     };
     // The tabled wheels are the Linux x86_64 ones.
-    match m.arch() {
-        None => return Err(Outcome::needs(ARCH)),
-        Some(arch) if arch.trim() != "x86_64" => return Ok(Outcome::clear()),
-        Some(_) => {}
+    if m.need_arch()? != "x86_64" {
+        return Ok(Outcome::clear());
     }
     let (name, path, other) = wrong;
     // A release built for what is installed, if the table has one.

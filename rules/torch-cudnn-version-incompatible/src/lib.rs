@@ -112,12 +112,8 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
     let Some((name, wheel)) = cudnn::all_older_than(wheels, rel.major, rel.minor)? else {
         return Ok(Outcome::clear());
     };
-    match m.arch() {
-        None => return Err(Outcome::needs(ARCH)),
-        Some(arch) if !matches!(arch.trim(), "x86_64" | "amd64" | "x64") => {
-            return Ok(Outcome::clear());
-        }
-        Some(_) => {}
+    if m.need_arch()? != "x86_64" {
+        return Ok(Outcome::clear());
     }
     // A wheel of another CUDA major than torch's own (cu11 next to a cu12
     // torch) does not belong to it: removing it is the fix; else install
