@@ -3,9 +3,15 @@
 //! signed with an issue time and an expiry, and kept until the revision
 //! moves or half its validity has passed (then signed again, so a client
 //! that fetches always gets at least half a validity period).
+//!
+//! The issue time is the start of the half-validity window the signing
+//! falls in, not the signing's second: replicas that sign the same
+//! revision within one window sign the same bytes (Ed25519 signatures are
+//! deterministic), so behind a load balancer the bundle and its entity
+//! tag are one.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use pitfall_api::BundleSigner;
@@ -89,7 +95,7 @@ impl Bundles {
         }
         let signer = self.signer.clone();
         let revision = rules.revision().to_owned();
-        let (issued_at, validity) = (SystemTime::now(), self.validity);
+        let (issued_at, validity) = (issue_time(SystemTime::now(), self.validity), self.validity);
         let signed = tokio::task::spawn_blocking(move || {
             let pairs: Vec<_> =
                 rules.rules().iter().zip(&modules).map(|(r, m)| (r.meta(), m.as_slice())).collect();
@@ -106,5 +112,40 @@ impl Bundles {
         });
         *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(built.clone());
         Ok(built)
+    }
+}
+
+/// The issue time of a bundle signed at `now`: the start, in whole seconds
+/// since the epoch, of the half-validity window `now` falls in. The bundle
+/// is signed again when that window ends, so a client still gets at least
+/// half a validity period.
+fn issue_time(now: SystemTime, validity: Duration) -> SystemTime {
+    let window = (validity / 2).as_secs().max(1);
+    let seconds = now.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs();
+    UNIX_EPOCH + Duration::from_secs(seconds - seconds % window)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signings_in_one_half_validity_window_share_their_issue_time() {
+        let validity = Duration::from_secs(2 * 3600);
+        let at = |s: u64| UNIX_EPOCH + Duration::from_secs(s);
+        // One-hour windows: two replicas a minute apart sign alike...
+        assert_eq!(issue_time(at(7_260), validity), at(7_200));
+        assert_eq!(issue_time(at(7_320), validity), at(7_200));
+        // ...and the next window starts anew.
+        assert_eq!(issue_time(at(10_800), validity), at(10_800));
+        // Never later than the signing, never more than half a validity
+        // before it.
+        for s in [0, 1, 3_599, 3_600, 1_796_687_390] {
+            let issued = issue_time(at(s), validity);
+            let age = at(s).duration_since(issued).expect("issued before the signing");
+            assert!(age < validity / 2);
+        }
+        // A validity under two seconds still gets one-second windows.
+        assert_eq!(issue_time(at(5), Duration::from_secs(1)), at(5));
     }
 }

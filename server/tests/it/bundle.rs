@@ -79,10 +79,12 @@ async fn the_bundle_is_the_served_set_signed_and_tagged_on_both_backends() {
         let bundle = Bundle::verify(&bytes, &key).expect("verifies with the state's key");
         assert_eq!(bundle.index.ruleset_revision, revision);
         assert_eq!(bundle.etag(), etag);
-        // Signed now, current for the configured two hours.
+        // Issued at the start of the current half-validity window (one
+        // hour), current for the configured two hours.
         let now = pitfall_api::bundle::unix_seconds(std::time::SystemTime::now());
         let issued = bundle.index.issued_at.expect("an issue time");
-        assert!(issued <= now && now - issued < 120, "issued {issued}, now {now}");
+        assert!(issued <= now && now - issued < 3600, "issued {issued}, now {now}");
+        assert_eq!(issued % 3600, 0, "a window's start");
         assert_eq!(bundle.index.expires_at, Some(issued + 2 * 3600));
         assert!(bundle.freshness(std::time::SystemTime::now()).is_current());
         let mut served: Vec<_> = registry
