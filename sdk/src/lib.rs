@@ -9,6 +9,8 @@
 //!   undetermined (with the missing fields);
 //! - [`floor`]: the finding of a GPU below a quantization's compute
 //!   capability floor;
+//! - [`image`]: container image references, the release an image's tag
+//!   names;
 //! - [`version`]: PEP 440, dotted driver/CUDA versions, compute
 //!   capabilities, semver;
 //! - [`export_rule!`]: exports a rule with its metadata and test cases.
@@ -27,6 +29,7 @@ extern crate alloc;
 pub mod abi;
 pub mod cudnn;
 pub mod floor;
+pub mod image;
 mod macros;
 pub mod outcome;
 pub mod p2p;
@@ -66,14 +69,50 @@ pub mod __private {
     use crate::outcome::IntoOutcome;
     use crate::view::Manifest;
 
-    /// Copies a byte string into an array at compile time (for the custom
-    /// sections: a static initialised this way holds no reference to the
-    /// original bytes, so they are not also emitted as data).
-    pub const fn to_array<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    /// Whether byte `i` of `json` is a blank outside its strings: the
+    /// indentation and line ends an author's `rule.json` and `tests.json`
+    /// carry, which the custom sections need not (a quarter of a
+    /// pretty-printed `tests.json`, embedded in every module).
+    const fn blank_outside_strings(json: &[u8], i: usize, in_string: bool) -> bool {
+        !in_string && matches!(json[i], b' ' | b'\t' | b'\n' | b'\r')
+    }
+
+    /// Where the string state stands after byte `i`: `(in_string,
+    /// escaped)`, given the state before it.
+    const fn step(json: &[u8], i: usize, in_string: bool, escaped: bool) -> (bool, bool) {
+        match (in_string, escaped, json[i]) {
+            (true, true, _) => (true, false),
+            (true, false, b'\\') => (true, true),
+            (true, false, b'"') => (false, false),
+            (false, _, b'"') => (true, false),
+            (state, _, _) => (state, false),
+        }
+    }
+
+    /// The length of `json` without its blanks outside strings.
+    pub const fn compact_len(json: &[u8]) -> usize {
+        let (mut i, mut n, mut in_string, mut escaped) = (0, 0, false, false);
+        while i < json.len() {
+            if !blank_outside_strings(json, i, in_string) {
+                n += 1;
+            }
+            (in_string, escaped) = step(json, i, in_string, escaped);
+            i += 1;
+        }
+        n
+    }
+
+    /// `json` without its blanks outside strings, at compile time (`N` is
+    /// [`compact_len`]); the same JSON value.
+    pub const fn compact<const N: usize>(json: &[u8]) -> [u8; N] {
         let mut out = [0u8; N];
-        let mut i = 0;
-        while i < N {
-            out[i] = bytes[i];
+        let (mut i, mut n, mut in_string, mut escaped) = (0, 0, false, false);
+        while i < json.len() {
+            if !blank_outside_strings(json, i, in_string) {
+                out[n] = json[i];
+                n += 1;
+            }
+            (in_string, escaped) = step(json, i, in_string, escaped);
             i += 1;
         }
         out
@@ -83,5 +122,18 @@ pub mod __private {
     pub fn run<R: IntoOutcome>(evaluate: fn(&Manifest) -> R) -> i32 {
         static MANIFEST: Manifest = Manifest::__new();
         evaluate(&MANIFEST).into_outcome().code()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn compact_drops_blanks_outside_strings_only() {
+            const JSON: &[u8] =
+                b"{\n  \"a b\": [1, 2],\n  \"q\": \"x \\\" y\\\\\", \"t\": \"\\t \"\n}\n";
+            let out: [u8; compact_len(JSON)] = compact(JSON);
+            assert_eq!(&out[..], &b"{\"a b\":[1,2],\"q\":\"x \\\" y\\\\\",\"t\":\"\\t \"}"[..]);
+        }
     }
 }

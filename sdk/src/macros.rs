@@ -34,11 +34,14 @@ macro_rules! export_rule {
             const META: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/rule.json"));
             const TESTS: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests.json"));
 
+            // Embedded without the files' indentation and line ends.
             #[unsafe(link_section = "pitfall.meta")]
-            static PITFALL_META: [u8; META.len()] = $crate::__private::to_array(META);
+            static PITFALL_META: [u8; $crate::__private::compact_len(META)] =
+                $crate::__private::compact(META);
 
             #[unsafe(link_section = "pitfall.tests")]
-            static PITFALL_TESTS: [u8; TESTS.len()] = $crate::__private::to_array(TESTS);
+            static PITFALL_TESTS: [u8; $crate::__private::compact_len(TESTS)] =
+                $crate::__private::compact(TESTS);
 
             #[unsafe(no_mangle)]
             extern "C" fn pitfall_evaluate() -> i32 {

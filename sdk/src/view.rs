@@ -213,6 +213,18 @@ impl Manifest {
         self.text("host.cpu_model")
     }
 
+    /// `host.cpu_flags` (the flags of `/proc/cpuinfo`), trimmed and lower
+    /// case, or `None` when the manifest lists none.
+    pub fn cpu_flags(&self) -> Option<Vec<String>> {
+        const FLAGS: &str = "host.cpu_flags";
+        let n = self.len(FLAGS).filter(|n| *n > 0)?;
+        let flags = (0..n)
+            .filter_map(|i| self.text(Path::new(FLAGS).index(i).as_str()))
+            .map(|f| f.trim().to_ascii_lowercase())
+            .collect();
+        Some(flags)
+    }
+
     /// An installed package, looked up by its PEP 503 name (`flash_attn` finds `flash-attn`).
     pub fn package(&self, name: &str) -> Option<Package> {
         // `packages.<key>` built in place: one allocation, no separate key.

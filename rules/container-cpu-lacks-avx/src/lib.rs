@@ -12,6 +12,9 @@
 //!   adds an AVX2 build picked at run time when torch finds no AVX-512,
 //!   while its AVX-512 build still uses BF16 and VNNI; 0.18.0 adds an
 //!   AVX-512-only build, leaving AVX2 as the floor.
+//! - Ollama's image from 0.1.23 to 0.5.7 turns its GPU off on a CPU
+//!   without AVX and runs a CPU runner built without it: nothing stops,
+//!   and `ollama-gpu-disabled-without-avx` reports the lost GPU.
 //!
 //! Reads `host.cpu_flags` (the flags of /proc/cpuinfo).
 #![no_std]
@@ -27,22 +30,17 @@ const VIRTUAL_CPUS: [&str; 3] = ["QEMU", "KVM", "Virtual CPU"];
 /// on Docker Hub (the docs from 0.18.0).
 const VLLM_ECR: &str = "q9t5s3a7/vllm-cpu-release-repo";
 const VLLM_HUB: &str = "vllm/vllm-openai-cpu";
+/// Ollama's image; from 0.1.23 to 0.5.7 its builds turn the GPU off on a
+/// CPU without AVX and run the model on a CPU runner that needs none
+/// (`ollama-gpu-disabled-without-avx`, read at the tags), so nothing
+/// stops.
+const OLLAMA: &str = "ollama/ollama";
+const OLLAMA_FALLS_BACK: (&str, &str) = ("0.1.23", "0.5.8rc0");
 
 /// Remedy indices in rule.json.
 const EXPOSE_HOST_CPU: u32 = 0;
 const DISPATCHING_IMAGE: u32 = 1;
 const BUILD_FOR_THIS_CPU: u32 = 2;
-
-/// The flags of /proc/cpuinfo, lower case; `None` when the manifest has
-/// none.
-fn read_flags(m: &Manifest) -> Option<Vec<String>> {
-    let n = m.len(FLAGS).filter(|n| *n > 0)?;
-    let flags = (0..n)
-        .filter_map(|i| m.text(Path::new(FLAGS).index(i).as_str()))
-        .map(|f| f.trim().to_ascii_lowercase())
-        .collect();
-    Some(flags)
-}
 
 fn has(flags: &[String], flag: &str) -> bool {
     flags.iter().any(|f| f == flag)
@@ -62,16 +60,6 @@ fn release(text: &str) -> Option<(u64, u64, u64)> {
         }
     }
     Some((parts[0], parts[1], parts[2]))
-}
-
-/// The vLLM release of a CPU image's tag (`v0.10.2`, `v0.18.0-x86_64`).
-fn tag_release(image: &str) -> Option<(u64, u64, u64)> {
-    let image = image.split('@').next()?;
-    let (repo, tag) = image.rsplit_once(':')?;
-    if tag.contains('/') || repo.is_empty() {
-        return None;
-    }
-    release(tag)
 }
 
 /// The flags vLLM's CPU kernels need for release `v` on a CPU with
@@ -96,7 +84,15 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
     let Some(image) = m.image() else {
         return Ok(Outcome::clear());
     };
-    let flags = read_flags(m);
+    if pitfall_sdk::image::is_of(&image, OLLAMA)
+        && pitfall_sdk::image::release(&image).is_some_and(|r| {
+            pep440_ge(r, OLLAMA_FALLS_BACK.0) == Some(true)
+                && pep440_lt(r, OLLAMA_FALLS_BACK.1) == Some(true)
+        })
+    {
+        return Ok(Outcome::clear());
+    }
+    let flags = m.cpu_flags();
     let ecr = image.contains(VLLM_ECR);
     if ecr || image.contains(VLLM_HUB) {
         return vllm_cpu_image(m, &image, ecr, flags);
@@ -126,7 +122,7 @@ fn vllm_cpu_image(
     // The release from the tag; for an ECR tag such as `latest`, from the
     // vLLM the image holds. Docker Hub's images (0.18.0 on, per the docs)
     // all have the AVX2 build, so their floor needs no release.
-    let (version, from_package) = match tag_release(image) {
+    let (version, from_package) = match pitfall_sdk::image::release(image).and_then(release) {
         Some(v) => (Some(v), false),
         None if ecr => match m.text(VLLM_VERSION) {
             Some(text) => match release(&text) {

@@ -23,16 +23,17 @@
 //! CUDA 13 choice for pre-Turing GPUs (`cuda13-no-pre-turing-gpus`).
 #![no_std]
 
+use pitfall_sdk::image::{IMAGE, Release};
 use pitfall_sdk::prelude::*;
 
 const MAXWELL: ComputeCapability = ComputeCapability::new(5, 0);
 const GM20X: ComputeCapability = ComputeCapability::new(5, 2);
 const PASCAL: ComputeCapability = ComputeCapability::new(6, 0);
 /// Releases whose floor is 6.0 (`CudaComputeMajorMin = 6`).
-const FLOOR_6_0: &str = ">=0.1.19,<0.1.23";
+const FLOOR_6_0: (&str, &str) = ("0.1.19", "0.1.23");
 /// Releases whose CUDA 12 library has no 5.2 in its exact-match list.
-const WITHOUT_5_2: &str = ">=0.12.4rc0,<0.12.6";
-const IMAGE: &str = "ollama/ollama";
+const WITHOUT_5_2: (&str, &str) = ("0.12.4rc0", "0.12.6");
+const REPOSITORY: &str = "ollama/ollama";
 
 /// Why the GPU is left out, for the message.
 const BELOW_5_0: &str = "no Ollama release carries CUDA code below compute capability 5.0";
@@ -44,52 +45,16 @@ const REMEDY_GPU: u32 = 0;
 const REMEDY_UPGRADE: u32 = 1;
 const REMEDY_IMAGE: u32 = 2;
 
-/// The tag of an `ollama/ollama` image reference.
-fn ollama_tag(image: &str) -> Option<&str> {
-    let (name, tag) = match image.rsplit_once(':') {
-        Some((name, tag)) if !tag.contains('/') => (name, Some(tag)),
-        _ => (image, None),
-    };
-    let name = name.split('@').next().unwrap_or(name);
-    if name == IMAGE || name.ends_with("/ollama/ollama") {
-        Some(tag.unwrap_or("latest"))
-    } else {
-        None
-    }
-}
-
-/// Where the release comes from.
-enum Release {
-    Package(Package),
-    Image(String),
-}
-
-impl Release {
-    /// Whether the release is in `spec`; `Err` with the undetermined
-    /// outcome when it cannot be read.
-    fn is_in(&self, spec: &str, lo: &str, hi: &str) -> Result<bool, Outcome> {
-        match self {
-            Release::Package(p) => p.need_version_in(spec),
-            Release::Image(tag) => {
-                let release = tag.strip_prefix('v').unwrap_or(tag);
-                match (pep440_ge(release, lo), pep440_lt(release, hi)) {
-                    (Some(ge), Some(lt)) => Ok(ge && lt),
-                    _ => Err(Outcome::needs("container.image")),
-                }
-            }
-        }
-    }
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
     let package = m.package("ollama");
-    let image = m.image();
-    let tag = image.as_deref().and_then(ollama_tag);
+    let image = m.image().filter(|image| pitfall_sdk::image::is_of(image, REPOSITORY));
     let engine = m.workload().engine();
-    if package.is_none() && tag.is_none() && engine.as_deref() != Some("ollama") {
+    if package.is_none() && image.is_none() && engine.as_deref() != Some("ollama") {
         return Outcome::clear();
     }
-    if m.built_from_source("ollama") || tag.is_some_and(|t| t.contains("rocm")) {
+    let rocm =
+        image.as_deref().and_then(pitfall_sdk::image::tag).is_some_and(|t| t.contains("rocm"));
+    if m.built_from_source("ollama") || rocm {
         return Outcome::clear();
     }
     let (gpu, cc) = match m.need_weakest_nvidia_gpu() {
@@ -99,11 +64,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     if cc >= PASCAL {
         return Outcome::clear();
     }
-    let release = match (&package, tag) {
-        (Some(p), _) if p.version_text().is_some() => Some(Release::Package(p.clone())),
-        (_, Some(t)) => Some(Release::Image(String::from(t))),
-        _ => None,
-    };
+    let release = Release::of(m, "ollama", REPOSITORY);
     // Below 5.0 every release leaves the GPU out; 5.x only some.
     let reason = if cc < MAXWELL {
         BELOW_5_0
@@ -111,14 +72,14 @@ fn evaluate(m: &Manifest) -> Outcome {
         let Some(release) = &release else {
             return match &package {
                 Some(p) => Outcome::needs(p.version_path().as_str()),
-                None if tag.is_some() => Outcome::needs("container.image"),
+                None if image.is_some() => Outcome::needs(IMAGE),
                 None => Outcome::needs("packages.ollama.version"),
             };
         };
-        match release.is_in(FLOOR_6_0, "0.1.19", "0.1.23") {
+        match release.need_in(FLOOR_6_0.0, FLOOR_6_0.1) {
             Ok(true) => REASON_FLOOR_6_0,
             Ok(false) if cc != GM20X => return Outcome::clear(),
-            Ok(false) => match release.is_in(WITHOUT_5_2, "0.12.4rc0", "0.12.6") {
+            Ok(false) => match release.need_in(WITHOUT_5_2.0, WITHOUT_5_2.1) {
                 Ok(true) => REASON_WITHOUT_5_2,
                 Ok(false) => return Outcome::clear(),
                 Err(outcome) => return outcome,
@@ -134,18 +95,14 @@ fn evaluate(m: &Manifest) -> Outcome {
         .param("cc", cc.write_to(&mut cc_buf))
         .param("reason", reason)
         .remedy(REMEDY_GPU);
-    match &release {
-        Some(Release::Package(p)) => {
-            let outcome = outcome
-                .evidence(p.version_path().as_str())
-                .param_field("ollama", p.version_path().as_str());
-            if reason == BELOW_5_0 { outcome } else { outcome.remedy(REMEDY_UPGRADE) }
-        }
-        Some(Release::Image(t)) => {
-            let outcome = outcome.evidence("container.image").param("ollama", t);
-            if reason == BELOW_5_0 { outcome } else { outcome.remedy(REMEDY_IMAGE) }
-        }
-        None => outcome.param("ollama", "(any release)"),
+    let Some(release) = &release else {
+        return outcome.param("ollama", "(any release)");
+    };
+    let outcome = release.cite(outcome, "ollama");
+    match release {
+        _ if reason == BELOW_5_0 => outcome,
+        Release::Package(_) => outcome.remedy(REMEDY_UPGRADE),
+        Release::Image(_) => outcome.remedy(REMEDY_IMAGE),
     }
 }
 

@@ -25,10 +25,11 @@
 //! Builds from source choose their own CPU flags and are not judged.
 #![no_std]
 
+use pitfall_sdk::image::Release;
 use pitfall_sdk::prelude::*;
 
 const FLAGS: &str = "host.cpu_flags";
-const IMAGE: &str = "ollama/ollama";
+const REPOSITORY: &str = "ollama/ollama";
 const PACKAGE_VERSION: &str = "packages.ollama.version";
 
 /// Remedy index in rule.json.
@@ -41,9 +42,7 @@ const HOW_0_5_2: &str = "its CUDA runners are built with AVX and are skipped on 
 
 /// Releases whose official builds turn the GPU off without AVX.
 struct Window {
-    /// The PEP 440 range, for `packages.ollama.version`.
-    spec: &'static str,
-    /// The same range's ends, for an image tag.
+    /// The PEP 440 range's ends.
     lo: &'static str,
     hi: &'static str,
     /// Whether AMD (ROCm) GPUs are turned off too.
@@ -52,81 +51,12 @@ struct Window {
 }
 
 const WINDOWS: [Window; 5] = [
-    Window { spec: ">=0.1.23,<0.1.29", lo: "0.1.23", hi: "0.1.29", amd: true, how: HOW_0_1_23 },
-    Window {
-        spec: ">=0.1.29,<0.1.45rc0",
-        lo: "0.1.29",
-        hi: "0.1.45rc0",
-        amd: false,
-        how: HOW_0_1_23,
-    },
-    Window {
-        spec: ">=0.1.45rc0,<0.3.14rc0",
-        lo: "0.1.45rc0",
-        hi: "0.3.14rc0",
-        amd: true,
-        how: HOW_0_1_45,
-    },
-    Window {
-        spec: ">=0.3.14rc0,<0.5.2rc0",
-        lo: "0.3.14rc0",
-        hi: "0.5.2rc0",
-        amd: true,
-        how: HOW_0_3_14,
-    },
-    Window {
-        spec: ">=0.5.2rc0,<0.5.8rc0",
-        lo: "0.5.2rc0",
-        hi: "0.5.8rc0",
-        amd: false,
-        how: HOW_0_5_2,
-    },
+    Window { lo: "0.1.23", hi: "0.1.29", amd: true, how: HOW_0_1_23 },
+    Window { lo: "0.1.29", hi: "0.1.45rc0", amd: false, how: HOW_0_1_23 },
+    Window { lo: "0.1.45rc0", hi: "0.3.14rc0", amd: true, how: HOW_0_1_45 },
+    Window { lo: "0.3.14rc0", hi: "0.5.2rc0", amd: true, how: HOW_0_3_14 },
+    Window { lo: "0.5.2rc0", hi: "0.5.8rc0", amd: false, how: HOW_0_5_2 },
 ];
-
-/// The tag of an `ollama/ollama` image reference (`latest` when none).
-fn ollama_tag(image: &str) -> Option<&str> {
-    let (name, tag) = match image.rsplit_once(':') {
-        Some((name, tag)) if !tag.contains('/') => (name, Some(tag)),
-        _ => (image, None),
-    };
-    let name = name.split('@').next().unwrap_or(name);
-    if name == IMAGE || name.ends_with("/ollama/ollama") {
-        Some(tag.unwrap_or("latest"))
-    } else {
-        None
-    }
-}
-
-/// Where the release comes from.
-enum Release {
-    Package(Package),
-    /// The image tag's release (`0.5.4` of `0.5.4-rocm`).
-    Image(String),
-}
-
-impl Release {
-    /// Whether the release is in `w`; `Err` with the undetermined outcome
-    /// when it cannot be read.
-    fn is_in(&self, w: &Window) -> Result<bool, Outcome> {
-        match self {
-            Release::Package(p) => p.need_version_in(w.spec),
-            Release::Image(release) => match (pep440_ge(release, w.lo), pep440_lt(release, w.hi)) {
-                (Some(ge), Some(lt)) => Ok(ge && lt),
-                _ => Err(Outcome::needs("container.image")),
-            },
-        }
-    }
-}
-
-/// The flags of /proc/cpuinfo, lower case; `None` when the manifest has none.
-fn read_flags(m: &Manifest) -> Option<Vec<String>> {
-    let n = m.len(FLAGS).filter(|n| *n > 0)?;
-    let flags = (0..n)
-        .filter_map(|i| m.text(Path::new(FLAGS).index(i).as_str()))
-        .map(|f| f.trim().to_ascii_lowercase())
-        .collect();
-    Some(flags)
-}
 
 /// Asks for `host.cpu_flags` too when the manifest lacks them.
 fn also_flags(outcome: Outcome, flags: &Option<Vec<String>>) -> Outcome {
@@ -135,10 +65,9 @@ fn also_flags(outcome: Outcome, flags: &Option<Vec<String>>) -> Outcome {
 
 fn evaluate(m: &Manifest) -> Outcome {
     let package = m.package("ollama");
-    let image = m.image();
-    let tag = image.as_deref().and_then(ollama_tag);
+    let release = Release::of(m, "ollama", REPOSITORY);
     let engine = m.workload().engine();
-    if package.is_none() && tag.is_none() && engine.as_deref() != Some("ollama") {
+    if package.is_none() && release.is_none() && engine.as_deref() != Some("ollama") {
         return Outcome::clear();
     }
     if m.built_from_source("ollama") {
@@ -153,19 +82,15 @@ fn evaluate(m: &Manifest) -> Outcome {
     if nvidia.is_none() && amd.is_none() {
         return Outcome::clear();
     }
-    let flags = read_flags(m);
-    let release = match (&package, tag) {
-        (Some(p), _) if p.version_text().is_some() => Release::Package(p.clone()),
-        (_, Some(t)) => {
-            let t = t.strip_prefix('v').unwrap_or(t);
-            Release::Image(String::from(t.strip_suffix("-rocm").unwrap_or(t)))
-        }
-        (Some(p), None) => return also_flags(Outcome::needs(p.version_path().as_str()), &flags),
+    let flags = m.cpu_flags();
+    let release = match (release, &package) {
+        (Some(release), _) => release,
+        (None, Some(p)) => return also_flags(Outcome::needs(p.version_path().as_str()), &flags),
         (None, None) => return also_flags(Outcome::needs(PACKAGE_VERSION), &flags),
     };
     let mut window = None;
     for w in &WINDOWS {
-        match release.is_in(w) {
+        match release.need_in(w.lo, w.hi) {
             Ok(true) => {
                 window = Some(w);
                 break;
@@ -202,12 +127,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     if m.has("host.cpu_model") {
         outcome = outcome.evidence("host.cpu_model");
     }
-    match &release {
-        Release::Package(p) => outcome
-            .evidence(p.version_path().as_str())
-            .param_field("ollama", p.version_path().as_str()),
-        Release::Image(_) => outcome.evidence("container.image").param("ollama", tag.unwrap_or("")),
-    }
+    release.cite(outcome, "ollama")
 }
 
 pitfall_sdk::export_rule!(evaluate);

@@ -12,14 +12,6 @@ const TGI_IMAGE: &str = "text-generation-inference";
 const REMEDY_UPGRADE: u32 = 0;
 const REMEDY_NO_FLASH: u32 = 1;
 
-/// The release in the image tag: `...:2.2.0` gives `2.2.0`, `...:2.2.0-rocm`
-/// gives `2.2.0`; `latest` and `sha-...` give `None`.
-fn image_version(image: &str) -> Option<&str> {
-    let (_, tag) = image.rsplit_once(':')?;
-    let release = tag.split('-').next()?;
-    if Version::parse(release).is_ok() { Some(release) } else { None }
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
     let image = m.image();
     let tgi_image = image.as_deref().is_some_and(|i| i.contains(TGI_IMAGE));
@@ -41,7 +33,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some(image) = image.filter(|_| tgi_image) else {
         return Outcome::needs("container.image");
     };
-    let Some(release) = image_version(&image) else {
+    let Some(release) = pitfall_sdk::image::release(&image) else {
         return Outcome::needs("container.image");
     };
     let affected =

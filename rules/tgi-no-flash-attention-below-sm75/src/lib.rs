@@ -14,13 +14,6 @@ const TGI_IMAGE: &str = "text-generation-inference";
 const FALLBACK: &str = "TGI up to 2.0.x disables its flash models ('GPU with CUDA capability ... is not supported') and serves the slower non-flash implementations; models that exist only as flash models cannot load.";
 const V1_SELECTED: &str = "from TGI 2.3.0 the image's FlashAttention v1 is selected, whose kernels need compute capability 7.5, so warmup is expected to fail (read in the code, not confirmed by a report).";
 
-/// The release in the image tag (`...:2.2.0`, `...:2.2.0-rocm`), if any.
-fn image_version(image: &str) -> Option<&str> {
-    let (_, tag) = image.rsplit_once(':')?;
-    let release = tag.split('-').next()?;
-    if Version::parse(release).is_ok() { Some(release) } else { None }
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
     let image = m.image();
     let tgi_image = image.as_deref().is_some_and(|i| i.contains(TGI_IMAGE));
@@ -42,7 +35,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     if m.workload().tensor_parallel_size().is_some_and(|tp| tp > 1) {
         return Outcome::clear();
     }
-    let release = image.as_deref().filter(|_| tgi_image).and_then(image_version);
+    let release = image.as_deref().filter(|_| tgi_image).and_then(pitfall_sdk::image::release);
     let behaviour = match release {
         Some(r) if pep440_ge(r, "2.3.0") == Some(true) => V1_SELECTED,
         // 2.1.0 to 2.2.x fail in FlashAttention-2: the other rule.

@@ -39,12 +39,6 @@ const MODEL_TYPE: &str = "workload.model_type";
 const SHARDS: &str = "workload.tensor_parallel_size";
 const TGI_IMAGE: &str = "text-generation-inference";
 
-/// The release in an image tag (`...:2.3.0`, `...:sha-...` gives `None`).
-fn image_version(image: &str) -> Option<Version> {
-    let tag = image.rsplit_once(':')?.1;
-    Version::parse(tag).ok()
-}
-
 /// Whether `v` is below the release `bound`.
 fn below(v: &Version, bound: &str) -> bool {
     Version::parse(bound).is_ok_and(|b| *v < b)
@@ -84,7 +78,11 @@ fn evaluate(m: &Manifest) -> Outcome {
     if !is_tgi {
         return Outcome::clear();
     }
-    let version = image.as_deref().filter(|_| tgi_image).and_then(image_version);
+    let version = image
+        .as_deref()
+        .filter(|_| tgi_image)
+        .and_then(pitfall_sdk::image::release)
+        .and_then(|r| Version::parse(r).ok());
     let era = era(version.as_ref());
     if matches!(era, Era::Before) {
         return Outcome::clear();

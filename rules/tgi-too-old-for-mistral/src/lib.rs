@@ -18,13 +18,6 @@ const TGI_IMAGE: &str = "text-generation-inference";
 const IMAGE: &str = "container.image";
 const MODEL_TYPE: &str = "workload.model_type";
 
-/// The release in an image tag: `...:1.0.3` gives `1.0.3`, `...:1.0.3-rocm`
-/// `1.0.3`; `latest` and `sha-...` give `None`.
-fn image_version(image: &str) -> Option<Version> {
-    let (_, tag) = image.rsplit_once(':')?;
-    Version::parse(tag.split('-').next()?).ok()
-}
-
 fn evaluate(m: &Manifest) -> Outcome {
     let image = m.image();
     let tgi_image = image.as_deref().is_some_and(|i| i.contains(TGI_IMAGE));
@@ -40,7 +33,9 @@ fn evaluate(m: &Manifest) -> Outcome {
         // for a Mistral model.
         return if mistral == Some(true) { Outcome::needs(IMAGE) } else { Outcome::clear() };
     }
-    let Some(version) = image.as_deref().and_then(image_version) else {
+    let Some(version) =
+        image.as_deref().and_then(pitfall_sdk::image::release).and_then(|r| Version::parse(r).ok())
+    else {
         return Outcome::clear();
     };
     if Version::parse("1.1.0").is_ok_and(|first| version >= first) {
