@@ -83,6 +83,7 @@ pub const COMPONENTS: &[&str] = &[
     "sglang",
     "tgi",
     "ollama",
+    "llama.cpp",
     "tensorrt-llm",
     "tensorrt",
     "torch",
