@@ -9,6 +9,11 @@
 //! warning.
 //!
 //! NCCL runs only when GPUs talk to each other: one GPU is clear.
+//!
+//! On compute capability 12.0, 2.25.1 still fails (its kernels ask for
+//! more shared memory than those GPUs allow; fixed in 2.26.2, rule
+//! `nccl-2-25-shared-memory-on-sm120`), so conda's nccl is upgraded to
+//! 2.26.2 there.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
@@ -20,6 +25,11 @@ const NCCL_PACKAGES: [&str; 2] = ["nvidia-nccl-cu12", "nccl"];
 
 const REMEDY_PIP: u32 = 0;
 const REMEDY_OTHER: u32 = 1;
+const REMEDY_OTHER_SM120: u32 = 2;
+
+/// The capability on which 2.25.1 fails as well (NCCL 2.26.2's fix names
+/// `cudaArch == 1200`).
+const SM120: ComputeCapability = ComputeCapability::new(12, 0);
 
 fn is_blackwell(cc: ComputeCapability) -> bool {
     cc.major == 10 || cc.major == 12
@@ -52,6 +62,13 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
             continue;
         }
         let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
+        let remedy = if i == 0 {
+            REMEDY_PIP
+        } else if m.nvidia_gpus().any(|g| g.compute_capability() == Some(SM120)) {
+            REMEDY_OTHER_SM120
+        } else {
+            REMEDY_OTHER
+        };
         let mut buf = [0u8; 24];
         return Ok(Outcome::matched()
             .evidence(nccl.version_path().as_str())
@@ -60,7 +77,7 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
             .param_field("nccl", nccl.version_path().as_str())
             .param("gpu", &gpu_name)
             .param("cc", cc.write_to(&mut buf))
-            .remedy(if i == 0 { REMEDY_PIP } else { REMEDY_OTHER }));
+            .remedy(remedy));
     }
     Ok(Outcome::clear())
 }
