@@ -8,7 +8,11 @@
 //! Per release (tested build configurations, tensorflow/docs
 //! site/en/install/source.md; the `and-cuda` extra in each wheel's METADATA
 //! on PyPI, read for every x.y.z from 2.13.1 to 2.21.0):
-//! - 2.14: CUDA 11.8, cuDNN 8.7 (nvidia-*-cu11 wheels; 2.13.1 has no extra);
+//! - 2.12, 2.13: CUDA 11.8, cuDNN 8.6 (cuda_config.h in the wheels), no
+//!   extra, and libtensorflow_framework.so.2's RUNPATH is `$ORIGIN/` only:
+//!   the libraries must be on the library path (their pip guide: conda's
+//!   cudatoolkit 11.8.0, nvidia-cudnn-cu11 8.6.0.163, LD_LIBRARY_PATH);
+//! - 2.14: CUDA 11.8, cuDNN 8.7 (nvidia-*-cu11 wheels);
 //! - 2.15: CUDA 12.2, cuDNN 8.9 (nvidia-*-cu12, nvidia-cudnn-cu12 8.9.4.25);
 //! - 2.16, 2.17: CUDA 12.3, cuDNN 8.9 (8.9.7.29);
 //! - 2.18 to 2.21: CUDA 12.5, cuDNN 9.3 (9.3.0.75; from 2.20 a range <10).
@@ -40,9 +44,25 @@ struct Build {
     cudnn_pin: &'static str,
     /// The newest release of the run (for the "pin TensorFlow" remedy).
     newest: &'static str,
+    /// Whether `pip install tensorflow[and-cuda]` brings the libraries
+    /// and the RUNPATH finds them (from 2.14); 2.12 and 2.13 are never
+    /// offered as the release to pin.
+    and_cuda: bool,
 }
 
 const BUILDS: &[Build] = &[
+    Build {
+        range: ">=2.12,<2.14",
+        built: "CUDA 11.8 and cuDNN 8.6",
+        cuda: 11,
+        cudnn: 8,
+        cudnn_minor: 6,
+        // 2.14's and-cuda pin (the same CUDA 11.8); the cuDNN of their guide.
+        cudart_pin: "11.8.89",
+        cudnn_pin: "8.6.0.163",
+        newest: "2.13.1",
+        and_cuda: false,
+    },
     Build {
         range: ">=2.14,<2.15",
         built: "CUDA 11.8 and cuDNN 8.7",
@@ -52,6 +72,7 @@ const BUILDS: &[Build] = &[
         cudart_pin: "11.8.89",
         cudnn_pin: "8.7.0.84",
         newest: "2.14.1",
+        and_cuda: true,
     },
     Build {
         range: ">=2.15,<2.16",
@@ -62,6 +83,7 @@ const BUILDS: &[Build] = &[
         cudart_pin: "12.2.140",
         cudnn_pin: "8.9.4.25",
         newest: "2.15.1",
+        and_cuda: true,
     },
     Build {
         range: ">=2.16,<2.18",
@@ -72,6 +94,7 @@ const BUILDS: &[Build] = &[
         cudart_pin: "12.3.101",
         cudnn_pin: "8.9.7.29",
         newest: "2.17.1",
+        and_cuda: true,
     },
     Build {
         range: ">=2.18,<2.20",
@@ -82,6 +105,7 @@ const BUILDS: &[Build] = &[
         cudart_pin: "12.5.82",
         cudnn_pin: "9.3.0.75",
         newest: "2.19.1",
+        and_cuda: true,
     },
     Build {
         range: ">=2.20,<2.22",
@@ -92,6 +116,7 @@ const BUILDS: &[Build] = &[
         cudart_pin: "12.5.82",
         cudnn_pin: "9.3.0.75",
         newest: "2.21.0",
+        and_cuda: true,
     },
 ];
 
@@ -111,6 +136,8 @@ const ARCH: &str = "host.arch";
 
 const REMEDY_WHEELS: u32 = 0;
 const REMEDY_PIN_TF: u32 = 1;
+/// 2.12 and 2.13: CUDA 11.8 and cuDNN 8.6 on the library path.
+const REMEDY_LIBRARY_PATH: u32 = 2;
 
 /// What the listed packages say about one library.
 #[derive(Default)]
@@ -169,10 +196,9 @@ fn minor(version: &str) -> Option<u32> {
 /// can judge), if any. An older minor would only trade this error for
 /// `tensorflow-cudnn-older-than-build`'s.
 fn release_for(cuda: u32, cudnn: u32, minor: Option<u32>) -> Option<&'static Build> {
-    BUILDS
-        .iter()
-        .rev()
-        .find(|b| b.cuda == cuda && b.cudnn == cudnn && minor.is_none_or(|m| m >= b.cudnn_minor))
+    BUILDS.iter().rev().find(|b| {
+        b.and_cuda && b.cuda == cuda && b.cudnn == cudnn && minor.is_none_or(|m| m >= b.cudnn_minor)
+    })
 }
 
 fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
@@ -272,7 +298,7 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         .param("cudart_pin", build.cudart_pin)
         .param("cudnn_wheel", &cudnn_wheel)
         .param("cudnn_pin", build.cudnn_pin)
-        .remedy(REMEDY_WHEELS);
+        .remedy(if build.and_cuda { REMEDY_WHEELS } else { REMEDY_LIBRARY_PATH });
     let have_minor = if cudnn_versions.is_empty() {
         None
     } else {
