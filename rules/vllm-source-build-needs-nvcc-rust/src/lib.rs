@@ -6,16 +6,16 @@
 //! is set, and setuptools-rust skips optional extensions when it finds no
 //! Rust compiler (read in the vLLM sdists and setuptools-rust's command.py).
 //! A build without Rust therefore completes, and the missing artifacts fail
-//! at run time (`VLLM_USE_RUST_FRONTEND=1`, MiniMax-M3 tool calls).
+//! at run time (`VLLM_USE_RUST_FRONTEND=1`, MiniMax-M3 tool calls). The
+//! rule reports a missing Rust toolchain alone only where the manifest
+//! shows it is needed (`VLLM_REQUIRE_RUST_FRONTEND` or
+//! `VLLM_USE_RUST_FRONTEND` set), and beside a missing nvcc.
 #![no_std]
 
 use pitfall_sdk::prelude::*;
 
 /// The first vLLM version whose build compiles Rust (its development builds included).
 const RUST_SINCE: &str = "0.22.0.dev0";
-/// The releases that also build the `vllm._rust_tool_parser` PyO3 module.
-const PARSER_SINCE: &str = "0.24.0.dev0";
-const PARSER_UNTIL: &str = "0.32.0.dev0";
 
 /// Remedy indices in rule.json.
 const REMEDY_BOTH: u32 = 0;
@@ -46,9 +46,12 @@ fn tool(m: &Manifest, name: &str, needed: bool) -> Tool {
     }
 }
 
-/// setup.py's `should_require_rust_frontend`: set, and not `0`, `false` or `no`.
-fn rust_required(m: &Manifest) -> bool {
-    m.env("VLLM_REQUIRE_RUST_FRONTEND").is_some_and(|v| {
+/// An environment switch set on: set, and not `0`, `false` or `no` (how
+/// setup.py's `should_require_rust_frontend` reads
+/// `VLLM_REQUIRE_RUST_FRONTEND`; envs.py reads `VLLM_USE_RUST_FRONTEND`
+/// as `1` or not).
+fn switched_on(m: &Manifest, name: &str) -> bool {
+    m.env(name).is_some_and(|v| {
         let v = v.trim();
         !(v.is_empty()
             || v == "0"
@@ -56,6 +59,9 @@ fn rust_required(m: &Manifest) -> bool {
             || v.eq_ignore_ascii_case("no"))
     })
 }
+
+const REQUIRE_RUST: &str = "VLLM_REQUIRE_RUST_FRONTEND";
+const USE_RUST: &str = "VLLM_USE_RUST_FRONTEND";
 
 fn evaluate(m: &Manifest) -> Outcome {
     if !m.built_from_source("vllm") {
@@ -70,19 +76,25 @@ fn evaluate(m: &Manifest) -> Outcome {
         Some(v) => pep440_lt(v, RUST_SINCE) != Some(true),
         None => true,
     };
-    let parser = version.as_deref().is_some_and(|v| {
-        pep440_lt(v, PARSER_SINCE) == Some(false) && pep440_lt(v, PARSER_UNTIL) == Some(true)
-    });
+    // The Rust extensions are optional: a build without Rust completes
+    // without them, which fails only where something needs them. Of
+    // those the manifest shows the two switches; MiniMax-M3's tool parser
+    // (0.24 to 0.31) and a build without isolation are not judged.
+    let required = switched_on(m, REQUIRE_RUST);
+    let used = switched_on(m, USE_RUST);
+    let rust_needed = rust_built && (required || used);
     let nvcc = tool(m, "nvcc", cuda_target);
     let rustc = tool(m, "rustc", rust_built);
     let (nvcc_absent, rustc_absent) = (nvcc == Tool::Absent, rustc == Tool::Absent);
-    if !nvcc_absent && !rustc_absent {
-        if nvcc == Tool::Unknown || rustc == Tool::Unknown {
+    let rust_fails = rustc_absent && rust_needed;
+    if !(nvcc_absent || rust_fails) {
+        let rustc_unknown = rustc == Tool::Unknown && rust_needed;
+        if nvcc == Tool::Unknown || rustc_unknown {
             let mut outcome = Outcome::undetermined();
             if nvcc == Tool::Unknown {
                 outcome = outcome.missing("build.tools.nvcc");
             }
-            if rustc == Tool::Unknown {
+            if rustc_unknown {
                 outcome = outcome.missing("build.tools.rustc");
             }
             return outcome;
@@ -104,29 +116,19 @@ fn evaluate(m: &Manifest) -> Outcome {
             failure.push_str("; and ");
         }
         tools.push_str("no Rust toolchain (rustc)");
-        if rust_required(m) {
+        if required {
             failure.push_str(
                 "with VLLM_REQUIRE_RUST_FRONTEND set, the build stops with `error: can't find Rust compiler`",
             );
             outcome = outcome.evidence("env.VLLM_REQUIRE_RUST_FRONTEND");
+        } else if used {
+            failure.push_str(
+                "vLLM's Rust extensions are optional, so the build completes without the vllm-rs binary (setuptools-rust prints `can't find Rust compiler` and skips it), and with VLLM_USE_RUST_FRONTEND=1 vLLM stops at start-up with `FileNotFoundError: VLLM_RUST_FRONTEND_PATH=auto but the vllm-rs binary was not found`",
+            );
+            outcome = outcome.evidence("env.VLLM_USE_RUST_FRONTEND");
         } else {
             failure.push_str(
-                "vLLM's Rust extensions are optional, so the build does not stop for lack of Rust (setuptools-rust prints `can't find Rust compiler` and skips them) but installs vLLM without the vllm-rs binary",
-            );
-            if parser {
-                failure.push_str(" and the vllm._rust_tool_parser extension");
-            }
-            failure.push_str(if parser { ", which fail" } else { ", which fails" });
-            failure.push_str(
-                " at run time: VLLM_USE_RUST_FRONTEND=1 stops with `FileNotFoundError: VLLM_RUST_FRONTEND_PATH=auto but the vllm-rs binary was not found`",
-            );
-            if parser {
-                failure.push_str(
-                    ", and MiniMax-M3 tool calls (`--tool-call-parser minimax_m3`) fail with `No module named 'vllm._rust_tool_parser'`",
-                );
-            }
-            failure.push_str(
-                " (a build without build isolation stops earlier, with `ModuleNotFoundError: No module named 'setuptools_rust'`, when setuptools-rust is not installed)",
+                "without Rust the build skips vLLM's optional Rust extensions (the vllm-rs binary), and a build without build isolation stops with `ModuleNotFoundError: No module named 'setuptools_rust'` unless setuptools-rust is installed",
             );
         }
         outcome = outcome.evidence("build.tools.rustc");
