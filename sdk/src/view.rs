@@ -281,6 +281,35 @@ impl Manifest {
         })
     }
 
+    /// The first NVIDIA GPU whose compute capability `wanted` accepts
+    /// (a Hopper GPU for a rule about Hopper): `Ok(None)` when none does
+    /// and every NVIDIA GPU states its capability (or there is none),
+    /// undetermined naming the first GPU without one otherwise.
+    pub fn need_nvidia_gpu_where(
+        &self,
+        wanted: impl Fn(ComputeCapability) -> bool,
+    ) -> Result<Option<(Accelerator, ComputeCapability)>, Outcome> {
+        let found = self
+            .nvidia_gpus()
+            .find_map(|g| g.compute_capability().filter(|cc| wanted(*cc)).map(|cc| (g, cc)));
+        if found.is_some() {
+            return Ok(found);
+        }
+        match self.nvidia_gpus().find(|g| g.compute_capability().is_none()) {
+            Some(g) => Err(Outcome::needs(g.field_path("compute_capability").as_str())),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether the job uses two or more GPUs: the accelerators' count, or
+    /// tensor or pipeline parallelism of 2 or more (what NCCL is used for).
+    pub fn uses_several_gpus(&self) -> bool {
+        let w = self.workload();
+        self.device_count() >= 2
+            || w.tensor_parallel_size().is_some_and(|n| n >= 2)
+            || w.pipeline_parallel_size().is_some_and(|n| n >= 2)
+    }
+
     /// Whether the NVIDIA GPUs are joined only by PCIe: `Ok(Some(first))`
     /// when every one reports `pcie`, `Ok(None)` when one reports another
     /// interconnect (or there is no NVIDIA GPU), `Err(gpu)` naming the first

@@ -21,14 +21,8 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
     let Some(fa) = m.package(FA) else {
         return Ok(Outcome::clear());
     };
-    let hopper = m
-        .nvidia_gpus()
-        .find_map(|g| g.compute_capability().filter(|cc| cc.major == 9).map(|cc| (g, cc)));
-    let Some((gpu, cc)) = hopper else {
-        return match m.nvidia_gpus().find(|g| g.compute_capability().is_none()) {
-            Some(g) => Err(Outcome::needs(g.field_path("compute_capability").as_str())),
-            None => Ok(Outcome::clear()),
-        };
+    let Some((gpu, cc)) = m.need_nvidia_gpu_where(|cc| cc.major == 9)? else {
+        return Ok(Outcome::clear());
     };
     if !fa.need_version_in(NO_HOPPER)? {
         return Ok(Outcome::clear());

@@ -36,14 +36,10 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some(fa) = m.package(FA) else {
         return Outcome::clear();
     };
-    let found = m
-        .nvidia_gpus()
-        .find_map(|g| g.compute_capability().filter(|cc| is_blackwell(*cc)).map(|cc| (g, cc)));
-    let Some((gpu, cc)) = found else {
-        return match m.nvidia_gpus().find(|g| g.compute_capability().is_none()) {
-            Some(g) => Outcome::needs(g.field_path("compute_capability").as_str()),
-            None => Outcome::clear(),
-        };
+    let (gpu, cc) = match m.need_nvidia_gpu_where(is_blackwell) {
+        Ok(Some(found)) => found,
+        Ok(None) => return Outcome::clear(),
+        Err(outcome) => return outcome,
     };
     let Some(old_check) = fa.version_in(OLD_CHECK) else {
         return Outcome::needs(fa.version_path().as_str());

@@ -23,25 +23,11 @@ const SM120: ComputeCapability = ComputeCapability::new(12, 0);
 const REMEDY_PIP: u32 = 0;
 const REMEDY_OTHER: u32 = 1;
 
-/// Whether the workload uses more than one GPU (NCCL's only use).
-fn uses_several_gpus(m: &Manifest) -> bool {
-    let w = m.workload();
-    m.device_count() >= 2
-        || w.tensor_parallel_size().is_some_and(|n| n >= 2)
-        || w.pipeline_parallel_size().is_some_and(|n| n >= 2)
-}
-
 fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
-    let found = m
-        .nvidia_gpus()
-        .find_map(|g| g.compute_capability().filter(|cc| *cc == SM120).map(|cc| (g, cc)));
-    let Some((gpu, cc)) = found else {
-        return match m.nvidia_gpus().find(|g| g.compute_capability().is_none()) {
-            Some(g) => Err(Outcome::needs(g.field_path("compute_capability").as_str())),
-            None => Ok(Outcome::clear()),
-        };
+    let Some((gpu, cc)) = m.need_nvidia_gpu_where(|cc| cc == SM120)? else {
+        return Ok(Outcome::clear());
     };
-    if !uses_several_gpus(m) {
+    if !m.uses_several_gpus() {
         return Ok(Outcome::clear());
     }
     for (i, name) in NCCL_PACKAGES.iter().enumerate() {
