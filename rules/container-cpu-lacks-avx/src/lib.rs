@@ -12,9 +12,10 @@
 //!   adds an AVX2 build picked at run time when torch finds no AVX-512,
 //!   while its AVX-512 build still uses BF16 and VNNI; 0.18.0 adds an
 //!   AVX-512-only build, leaving AVX2 as the floor.
-//! - Ollama's image from 0.1.23 to 0.5.7 turns its GPU off on a CPU
-//!   without AVX and runs a CPU runner built without it: nothing stops,
-//!   and `ollama-gpu-disabled-without-avx` reports the lost GPU.
+//! - Ollama's image up to 0.5.7 is left to Ollama's rules: before 0.1.23
+//!   `ollama-runner-sigill-without-avx` (the flags of each release), from
+//!   0.1.23 `ollama-gpu-disabled-without-avx` (the GPU turned off, nothing
+//!   stops).
 //!
 //! Reads `host.cpu_flags` (the flags of /proc/cpuinfo).
 #![no_std]
@@ -30,12 +31,13 @@ const VIRTUAL_CPUS: [&str; 3] = ["QEMU", "KVM", "Virtual CPU"];
 /// on Docker Hub (the docs from 0.18.0).
 const VLLM_ECR: &str = "q9t5s3a7/vllm-cpu-release-repo";
 const VLLM_HUB: &str = "vllm/vllm-openai-cpu";
-/// Ollama's image; from 0.1.23 to 0.5.7 its builds turn the GPU off on a
-/// CPU without AVX and run the model on a CPU runner that needs none
-/// (`ollama-gpu-disabled-without-avx`, read at the tags), so nothing
-/// stops.
+/// Ollama's image, judged by Ollama's own rules up to 0.5.7: before
+/// 0.1.23 its runner dies with SIGILL (`ollama-runner-sigill-without-avx`,
+/// which knows each release's flags), from 0.1.23 it turns the GPU off
+/// and runs a CPU runner that needs no AVX
+/// (`ollama-gpu-disabled-without-avx`), so nothing stops.
 const OLLAMA: &str = "ollama/ollama";
-const OLLAMA_FALLS_BACK: (&str, &str) = ("0.1.23", "0.5.8rc0");
+const OLLAMA_JUDGED_BELOW: &str = "0.5.8rc0";
 
 /// Remedy indices in rule.json.
 const EXPOSE_HOST_CPU: u32 = 0;
@@ -85,10 +87,8 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
         return Ok(Outcome::clear());
     };
     if pitfall_sdk::image::is_of(&image, OLLAMA)
-        && pitfall_sdk::image::release(&image).is_some_and(|r| {
-            pep440_ge(r, OLLAMA_FALLS_BACK.0) == Some(true)
-                && pep440_lt(r, OLLAMA_FALLS_BACK.1) == Some(true)
-        })
+        && pitfall_sdk::image::release(&image)
+            .is_some_and(|r| pep440_lt(r, OLLAMA_JUDGED_BELOW) == Some(true))
     {
         return Ok(Outcome::clear());
     }
