@@ -93,6 +93,7 @@ pub const COMPONENTS: &[&str] = &[
     "flashinfer",
     "xformers",
     "bitsandbytes",
+    "deepspeed",
     "triton",
     "numpy",
     "onnxruntime",
