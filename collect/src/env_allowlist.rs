@@ -26,6 +26,8 @@ const PREFIXES: &[&str] = &[
     "HSA_",
     "NVCC_",
     "CMAKE_",
+    // DeepSpeed's op builds (`DS_BUILD_OPS`, `DS_BUILD_FUSED_ADAM`).
+    "DS_BUILD_",
 ];
 
 /// Single variables outside those prefixes that change behaviour.
@@ -46,6 +48,8 @@ const NAMES: &[&str] = &[
     // Which Python environment pip installs into.
     "VIRTUAL_ENV",
     "PIP_BREAK_SYSTEM_PACKAGES",
+    // DeepSpeed's switch past its op builder's CUDA check.
+    "DS_SKIP_CUDA_CHECK",
 ];
 
 /// Name parts that mark a secret, even under an allowed prefix

@@ -38,6 +38,12 @@ pub(crate) fn from_pretty_name(pretty: &str) -> Option<Os> {
         ("opensuse", "opensuse-leap", 2),
         ("sles", "sles", 2),
         ("arch linux", "arch", 0),
+        // Not os-release systems: `collect_env` prints Windows' caption
+        // (`Microsoft Windows 11 Pro`) and `macOS 14.4.1 (arm64)`; the
+        // rules about them compare `windows` and `macos`.
+        ("microsoft windows", "windows", 1),
+        ("windows", "windows", 1),
+        ("macos", "macos", 2),
     ];
     let lower = pretty.trim().to_lowercase();
     let (_, id, parts) = NAMES.iter().find(|(name, _, _)| lower.starts_with(name))?;
@@ -59,6 +65,17 @@ mod tests {
         let os = parse(text).expect("found");
         assert_eq!((os.id.as_deref(), os.version.as_deref()), (Some("ubuntu"), Some("24.04")));
         assert_eq!(parse("nothing here"), None);
+    }
+
+    #[test]
+    fn windows_and_macos_names() {
+        let os = |s| {
+            from_pretty_name(s).map(|o| (o.id.unwrap_or_default(), o.version.unwrap_or_default()))
+        };
+        assert_eq!(os("Microsoft Windows 11 Pro"), Some(("windows".into(), "11".into())));
+        assert_eq!(os("Microsoft Windows 10 Home"), Some(("windows".into(), "10".into())));
+        assert_eq!(os("macOS 14.4.1 (arm64)"), Some(("macos".into(), "14.4".into())));
+        assert_eq!(os("Windows"), Some(("windows".into(), String::new())));
     }
 
     #[test]
