@@ -11,6 +11,7 @@
 //!   capability floor;
 //! - [`image`]: container image references, the release an image's tag
 //!   names;
+//! - [`torch_cuda`]: the CUDA release a torch build was made for;
 //! - [`version`]: PEP 440, dotted driver/CUDA versions, compute
 //!   capabilities, semver;
 //! - [`export_rule!`]: exports a rule with its metadata and test cases.
@@ -34,6 +35,7 @@ mod macros;
 pub mod outcome;
 pub mod p2p;
 pub mod text;
+pub mod torch_cuda;
 pub mod view;
 
 /// Versions: PEP 440, dotted, compute capability, semver, specifiers

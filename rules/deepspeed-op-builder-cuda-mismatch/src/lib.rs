@@ -23,9 +23,9 @@
 
 use pitfall_sdk::prelude::*;
 use pitfall_sdk::text::push_int;
+use pitfall_sdk::torch_cuda::{Cuda, TORCH_CUDA, TorchCuda, push_cuda, torch_cuda};
 
 const NVCC: &str = "build.tools.nvcc";
-const TORCH_CUDA: &str = "packages.torch.cuda";
 const SKIP: &str = "DS_SKIP_CUDA_CHECK";
 
 const REMEDY_NVCC: u32 = 0;
@@ -92,9 +92,6 @@ const ERAS: &[(&str, Era)] = &[
     (">=0.17.2", era(&[M10, upto(11, 8), M12_9], CLASS, true)),
 ];
 
-/// A CUDA release as (major, minor).
-type Cuda = (u64, u64);
-
 impl Era {
     fn accepts(&self, nvcc: Cuda, torch: Cuda) -> bool {
         if nvcc == torch || (self.cuda_11_1_over_11_0 && nvcc == (11, 1) && torch == (11, 0)) {
@@ -104,46 +101,6 @@ impl Era {
             minor < 32 && self.table.iter().any(|(m, bits)| *m == major && bits & (1 << minor) != 0)
         };
         nvcc.0 == torch.0 && listed(nvcc) && listed(torch)
-    }
-}
-
-/// `12.8` (or `12.8.1`) as (12, 8).
-fn cuda_release(text: &str) -> Option<Cuda> {
-    let mut parts = text.trim().split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next().unwrap_or("0").parse().ok()?;
-    Some((major, minor))
-}
-
-fn push_cuda(out: &mut String, cuda: Cuda) {
-    push_int(out, cuda.0 as i64);
-    out.push('.');
-    push_int(out, cuda.1 as i64);
-}
-
-/// What torch's own CUDA is.
-enum TorchCuda {
-    /// From its `+cuXYZ` label (true) or `packages.torch.cuda` (false).
-    Known(Cuda, bool),
-    /// A CPU, ROCm or XPU build: not this check.
-    None,
-    /// Not stated.
-    Unknown,
-}
-
-fn torch_cuda(m: &Manifest, version: Option<&Version>) -> TorchCuda {
-    if let Some(local) = version.and_then(Version::local) {
-        if let Some(cuda) = pitfall_sdk::version::cuda_tag(local) {
-            return TorchCuda::Known(cuda, true);
-        }
-        let l = local.to_ascii_lowercase();
-        if ["cpu", "rocm", "xpu"].iter().any(|p| l.starts_with(p)) {
-            return TorchCuda::None;
-        }
-    }
-    match m.text(TORCH_CUDA).as_deref().and_then(cuda_release) {
-        Some(cuda) => TorchCuda::Known(cuda, false),
-        None => TorchCuda::Unknown,
     }
 }
 

@@ -23,11 +23,11 @@
 
 use pitfall_sdk::prelude::*;
 use pitfall_sdk::text::push_int;
+use pitfall_sdk::torch_cuda::{TORCH_CUDA, TorchCuda, push_cuda, torch_cuda};
 use pitfall_sdk::view::package_key;
 
 const NVCC: &str = "build.tools.nvcc";
 const FROM_SOURCE: &str = "build.from_source";
-const TORCH_CUDA: &str = "packages.torch.cuda";
 /// Releases whose BuildExtension raises on a CUDA major mismatch.
 const RAISES: &str = ">=1.10";
 /// Releases that raise it with the unformatted tuple.
@@ -37,9 +37,6 @@ const NOT_BUILD_EXTENSION: [&str; 2] = ["torch", "vllm"];
 
 const REMEDY_NVCC: u32 = 0;
 const REMEDY_TORCH: u32 = 1;
-
-/// A CUDA release as (major, minor).
-type Cuda = (u64, u64);
 
 /// The torch builds whose CUDA major is `major`, as a specifier over
 /// PyPI's default wheels (release table: 2.0 is CUDA 11.7, 2.1 to 2.10
@@ -53,52 +50,12 @@ fn torch_for_major(major: u64) -> Option<&'static str> {
     }
 }
 
-/// `12.8` (or `12.8.1`) as (12, 8).
-fn cuda_release(text: &str) -> Option<Cuda> {
-    let mut parts = text.trim().split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next().unwrap_or("0").parse().ok()?;
-    Some((major, minor))
-}
-
-fn push_cuda(out: &mut String, cuda: Cuda) {
-    push_int(out, cuda.0 as i64);
-    out.push('.');
-    push_int(out, cuda.1 as i64);
-}
-
 /// The first package built from source through torch's BuildExtension.
 fn extension_build(m: &Manifest) -> Option<String> {
     let n = m.len(FROM_SOURCE).unwrap_or(0);
     (0..n)
         .filter_map(|i| m.text(Path::new(FROM_SOURCE).index(i).as_str()))
         .find(|p| !NOT_BUILD_EXTENSION.contains(&package_key(p).as_str()))
-}
-
-/// What torch's own CUDA is.
-enum TorchCuda {
-    /// From its `+cuXYZ` label (true) or `packages.torch.cuda` (false).
-    Known(Cuda, bool),
-    /// A CPU, ROCm or XPU build: no CUDA to compare.
-    None,
-    /// Not stated.
-    Unknown,
-}
-
-fn torch_cuda(m: &Manifest, version: &Version) -> TorchCuda {
-    if let Some(local) = version.local() {
-        if let Some(cuda) = pitfall_sdk::version::cuda_tag(local) {
-            return TorchCuda::Known(cuda, true);
-        }
-        let l = local.to_ascii_lowercase();
-        if ["cpu", "rocm", "xpu"].iter().any(|p| l.starts_with(p)) {
-            return TorchCuda::None;
-        }
-    }
-    match m.text(TORCH_CUDA).as_deref().and_then(cuda_release) {
-        Some(cuda) => TorchCuda::Known(cuda, false),
-        None => TorchCuda::Unknown,
-    }
 }
 
 fn evaluate(m: &Manifest) -> Outcome {
@@ -128,7 +85,7 @@ fn evaluate(m: &Manifest) -> Outcome {
         Ok(false) => return Outcome::clear(),
         Err(undetermined) => return undetermined,
     }
-    let (cuda, from_label) = match torch_cuda(m, &version) {
+    let (cuda, from_label) = match torch_cuda(m, Some(&version)) {
         TorchCuda::Known(cuda, from_label) => (Some(cuda), from_label),
         TorchCuda::None => return Outcome::clear(),
         TorchCuda::Unknown => (None, false),
