@@ -8,7 +8,7 @@ use alloc::string::String;
 
 use crate::outcome::Outcome;
 use crate::version::{Version, pep440_ge, pep440_lt};
-use crate::view::{Manifest, Package, Path};
+use crate::view::{Manifest, Package};
 
 /// The manifest field of the image reference.
 pub const IMAGE: &str = "container.image";
@@ -106,12 +106,21 @@ impl Release {
         }
     }
 
-    /// The field stating the release, for evidence.
-    pub fn field(&self) -> Path {
-        match self {
-            Release::Package(p) => p.version_path(),
-            Release::Image(_) => Path::new(IMAGE),
+    /// The first of `windows` whose range `[lo, hi)` (`range` gives its
+    /// ends) holds the release: a rule's table of release windows, each
+    /// with what those releases do. `Err` as [`Release::need_in`].
+    pub fn window<'w, W>(
+        &self,
+        windows: &'w [W],
+        range: impl Fn(&W) -> (&'static str, &'static str),
+    ) -> Result<Option<&'w W>, Outcome> {
+        for w in windows {
+            let (lo, hi) = range(w);
+            if self.need_in(lo, hi)? {
+                return Ok(Some(w));
+            }
         }
+        Ok(None)
     }
 
     /// `outcome` with the release as evidence and as its parameter `key`:

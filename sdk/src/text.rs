@@ -1,7 +1,20 @@
-//! Number formatting without `core::fmt`, which would add kilobytes of float
-//! formatting code to every rule module.
+//! Number and list formatting without `core::fmt`, which would add
+//! kilobytes of float formatting code to every rule module.
 
 use alloc::string::String;
+
+/// The names of `wanted` that `have` lacks, joined with `, ` (empty when
+/// it has them all): a CPU's missing flags (`avx2, fma`).
+pub fn missing(have: &[String], wanted: &[&str]) -> String {
+    let mut out = String::new();
+    for name in wanted.iter().filter(|w| !have.iter().any(|h| h == *w)) {
+        if !out.is_empty() {
+            out.push_str(", ");
+        }
+        out.push_str(name);
+    }
+    out
+}
 
 /// Appends `value` in decimal to `out`.
 pub fn push_int(out: &mut String, value: i64) {

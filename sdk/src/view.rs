@@ -301,6 +301,25 @@ impl Manifest {
         }
     }
 
+    /// The first of `names` installed with a version in the PEP 440
+    /// `spec`, with its index in `names` (the NCCL of a pip wheel or of
+    /// conda); undetermined naming the version of one installed without
+    /// it.
+    pub fn first_package_in(
+        &self,
+        names: &[&str],
+        spec: &str,
+    ) -> Result<Option<(usize, Package)>, Outcome> {
+        for (i, name) in names.iter().enumerate() {
+            if let Some(p) = self.package(name)
+                && p.need_version_in(spec)?
+            {
+                return Ok(Some((i, p)));
+            }
+        }
+        Ok(None)
+    }
+
     /// Whether the job uses two or more GPUs: the accelerators' count, or
     /// tensor or pipeline parallelism of 2 or more (what NCCL is used for).
     pub fn uses_several_gpus(&self) -> bool {

@@ -142,13 +142,7 @@ fn vllm_cpu_image(
         Some(v) => vllm_needs(v, &flags),
         None => &["avx2"],
     };
-    let mut missing = String::new();
-    for flag in needs.iter().filter(|f| !has(&flags, f)) {
-        if !missing.is_empty() {
-            missing.push_str(", ");
-        }
-        missing.push_str(flag);
-    }
+    let missing = pitfall_sdk::text::missing(&flags, needs);
     if missing.is_empty() {
         return Ok(Outcome::clear());
     }

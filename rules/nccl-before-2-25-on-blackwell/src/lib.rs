@@ -42,30 +42,26 @@ fn evaluate(m: &Manifest) -> Result<Outcome, Outcome> {
     if !m.uses_several_gpus() {
         return Ok(Outcome::clear());
     }
-    for (i, name) in NCCL_PACKAGES.iter().enumerate() {
-        let Some(nccl) = m.package(name) else { continue };
-        if !nccl.need_version_in(BEFORE_BLACKWELL)? {
-            continue;
-        }
-        let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
-        let remedy = if i == 0 {
-            REMEDY_PIP
-        } else if m.nvidia_gpus().any(|g| g.compute_capability() == Some(SM120)) {
-            REMEDY_OTHER_SM120
-        } else {
-            REMEDY_OTHER
-        };
-        let mut buf = [0u8; 24];
-        return Ok(Outcome::matched()
-            .evidence(nccl.version_path().as_str())
-            .evidence(gpu.field_path("compute_capability").as_str())
-            .param("package", name)
-            .param_field("nccl", nccl.version_path().as_str())
-            .param("gpu", &gpu_name)
-            .param("cc", cc.write_to(&mut buf))
-            .remedy(remedy));
-    }
-    Ok(Outcome::clear())
+    let Some((i, nccl)) = m.first_package_in(&NCCL_PACKAGES, BEFORE_BLACKWELL)? else {
+        return Ok(Outcome::clear());
+    };
+    let gpu_name = gpu.model().unwrap_or_else(|| String::from("GPU"));
+    let remedy = if i == 0 {
+        REMEDY_PIP
+    } else if m.nvidia_gpus().any(|g| g.compute_capability() == Some(SM120)) {
+        REMEDY_OTHER_SM120
+    } else {
+        REMEDY_OTHER
+    };
+    let mut buf = [0u8; 24];
+    Ok(Outcome::matched()
+        .evidence(nccl.version_path().as_str())
+        .evidence(gpu.field_path("compute_capability").as_str())
+        .param("package", NCCL_PACKAGES[i])
+        .param_field("nccl", nccl.version_path().as_str())
+        .param("gpu", &gpu_name)
+        .param("cc", cc.write_to(&mut buf))
+        .remedy(remedy))
 }
 
 pitfall_sdk::export_rule!(evaluate);

@@ -88,19 +88,10 @@ fn evaluate(m: &Manifest) -> Outcome {
         (None, Some(p)) => return also_flags(Outcome::needs(p.version_path().as_str()), &flags),
         (None, None) => return also_flags(Outcome::needs(PACKAGE_VERSION), &flags),
     };
-    let mut window = None;
-    for w in &WINDOWS {
-        match release.need_in(w.lo, w.hi) {
-            Ok(true) => {
-                window = Some(w);
-                break;
-            }
-            Ok(false) => {}
-            Err(outcome) => return also_flags(outcome, &flags),
-        }
-    }
-    let Some(window) = window else {
-        return Outcome::clear();
+    let window = match release.window(&WINDOWS, |w| (w.lo, w.hi)) {
+        Ok(Some(window)) => window,
+        Ok(None) => return Outcome::clear(),
+        Err(outcome) => return also_flags(outcome, &flags),
     };
     let gpu = match (nvidia, amd) {
         (Some(gpu), _) => gpu,

@@ -155,19 +155,10 @@ fn evaluate(m: &Manifest) -> Outcome {
         }
         (None, None) => return also(Outcome::needs(PACKAGE_VERSION), no_arch, no_flags),
     };
-    let mut window = None;
-    for w in &WINDOWS {
-        match release.need_in(w.lo, w.hi) {
-            Ok(true) => {
-                window = Some(w);
-                break;
-            }
-            Ok(false) => {}
-            Err(outcome) => return also(outcome, no_arch, no_flags),
-        }
-    }
-    let Some(window) = window else {
-        return Outcome::clear();
+    let window = match release.window(&WINDOWS, |w| (w.lo, w.hi)) {
+        Ok(Some(window)) => window,
+        Ok(None) => return Outcome::clear(),
+        Err(outcome) => return also(outcome, no_arch, no_flags),
     };
     let gpu = m.accelerators().find(|a| matches!(a.vendor().as_deref(), Some("nvidia" | "amd")));
     if window.gpu_only && gpu.is_none() {
@@ -176,13 +167,7 @@ fn evaluate(m: &Manifest) -> Outcome {
     let Some(flags) = flags else {
         return also(Outcome::needs(FLAGS), no_arch, false);
     };
-    let mut missing = String::new();
-    for flag in window.needs.iter().filter(|f| !flags.iter().any(|have| have == *f)) {
-        if !missing.is_empty() {
-            missing.push_str(", ");
-        }
-        missing.push_str(flag);
-    }
+    let missing = pitfall_sdk::text::missing(&flags, window.needs);
     if missing.is_empty() {
         return Outcome::clear();
     }
